@@ -1,0 +1,48 @@
+"""`python -m copylab <command>`: the command line. Each command lives in its own module.
+
+A module joins the CLI by appearing in COMMANDS and defining
+`register(subparsers)` (adds its subparser and sets `func`). `func(args)` returns the exit status.
+User errors raise CopylabError: printed as one line, no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from .errors import CopylabError
+
+# command module names, in the order `--help` lists them
+COMMANDS = ("run", "doctor", "clean", "sweep", "report")
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse prints usage + error over several lines; we want one line naming the problem."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        sys.stderr.write(f"copylab {self.prog.split()[-1]}: error: {message}\n")
+        raise SystemExit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _OneLineParser(prog="copylab", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_OneLineParser)
+    sub.required = True
+    for name in COMMANDS:
+        module = importlib.import_module(f".cmd_{name}", __package__)
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except CopylabError as exc:
+        print(f"copylab {args.command}: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print(f"copylab {args.command}: interrupted", file=sys.stderr)
+        return 130
