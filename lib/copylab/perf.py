@@ -1,0 +1,257 @@
+"""`perf stat` around one process: probe what this host can count, build the command, parse the CSV.
+
+Only the machine-readable form (`perf stat -x,`) is parsed; the human table changes between perf
+versions. Field order of a `-x,` line (tools/perf/Documentation/perf-stat.txt, "CSV FORMAT"; written by
+tools/perf/util/stat-display.c), without -I/-A/-r as we never pass them:
+
+    value, unit, event, run-time, percent-running[, metric-value, metric-unit[, threshold]]
+
+`value` is a number, `<not supported>` (the event cannot be opened here, e.g. hardware events
+inside most VMs) or `<not counted>` (opened but never scheduled: run-time 0). Lines whose value is
+empty carry an extra metric for the line above; comment lines start with '#'.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+REQUESTED_EVENTS = ("cycles", "instructions", "L1-dcache-load-misses", "LLC-load-misses", "cache-misses",
+                    "context-switches", "cpu-migrations", "task-clock")
+
+# TSC ticks while the task runs: reference cycles where the PMU is absent (Firecracker, many clouds)
+TSC_EVENT = "msr/tsc/"
+
+_NOT_SUPPORTED = "<not supported>"
+_NOT_COUNTED = "<not counted>"
+
+# hardware events of the requested set: the ones a VM without a virtual PMU cannot count
+_HARDWARE_EVENTS = ("cycles", "instructions", "L1-dcache-load-misses", "LLC-load-misses", "cache-misses")
+
+# perf appends modifiers it had to apply (":u" when perf_event_paranoid forbids kernel counting)
+_MODIFIER_RE = re.compile(r":[ukhHGIpPSDW]+$")
+# one hybrid core type's copy of an event: cpu_core/cycles/, cpu_atom/cycles/ (also armv8 big.LITTLE PMUs)
+_HYBRID_RE = re.compile(r"^(cpu_core|cpu_atom|cpu_lowpower|armv\d+_[a-z0-9_]+)/([^/]+)/$")
+
+_PROBE_TIMEOUT_S = 10
+
+
+@dataclass(frozen=True)
+class PerfPlan:
+    """What `perf stat` can count on this host, decided once per sweep by probe()."""
+
+    perf_path: str | None           # None when perf is not installed or not runnable
+    version: str | None
+    supported: dict[str, bool] = field(default_factory=dict)  # per requested event, plus msr/tsc/
+    events: tuple[str, ...] = ()    # what stat_prefix passes to -e
+    cycles_source: str | None = None  # "pmu" | "tsc" | None
+    note: str = ""                  # one sentence on what is missing and why; "" when nothing is
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["events"] = list(self.events)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "PerfPlan":
+        return cls(perf_path=data["perf_path"], version=data["version"],
+                   supported=dict(data["supported"]), events=tuple(data["events"]),
+                   cycles_source=data["cycles_source"], note=data["note"])
+
+
+def canonical_event(name: str) -> str:
+    """perf's printed event name -> the name we asked for (cpu_core/cycles/:u -> cycles)."""
+    name = _MODIFIER_RE.sub("", name.strip())
+    hybrid = _HYBRID_RE.match(name)
+    if hybrid:
+        name = _MODIFIER_RE.sub("", hybrid.group(2))
+    return name
+
+
+def _counter_lines(text: str):
+    """(raw value, canonical event) for each counter line of `perf stat -x,` output."""
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        fields = line.split(",")
+        if len(fields) < 3 or not fields[0].strip():
+            continue  # an extra metric line (empty value field) or something that is not a counter
+        event = canonical_event(fields[2])
+        if event:
+            yield fields[0].strip(), event
+
+
+def parse_stat_csv(text: str) -> dict[str, float | None]:
+    """`perf stat -x,` output -> canonical event name -> value (None when nothing was counted).
+
+    Values are as perf prints them (task-clock in msec). Per-core-type lines of one event (hybrid
+    CPUs) are summed: each covers the time the task spent on that core type, so a `<not counted>`
+    part means the task never ran there. An event with no counted part at all is None.
+    """
+    values: dict[str, float | None] = {}
+    for raw_value, event in _counter_lines(text):
+        if raw_value in (_NOT_SUPPORTED, _NOT_COUNTED):
+            values.setdefault(event, None)
+            continue
+        try:
+            value = float(raw_value)
+        except ValueError:
+            continue  # not a counter line (perf warnings can land in the -o file)
+        previous = values.get(event)
+        values[event] = value if previous is None else previous + value
+    return values
+
+
+def side_counters(parsed: dict, plan: PerfPlan) -> dict[str, float | None]:
+    """One side's counters under the results-contract names; None wherever this host cannot count."""
+    if plan.cycles_source == "pmu":
+        cycles = parsed.get("cycles")
+    elif plan.cycles_source == "tsc":
+        cycles = parsed.get(TSC_EVENT)
+    else:
+        cycles = None
+    return {
+        "cycles": cycles,
+        "instructions": parsed.get("instructions"),
+        "l1_misses": parsed.get("L1-dcache-load-misses"),
+        "llc_misses": parsed.get("LLC-load-misses"),
+        "cache_misses": parsed.get("cache-misses"),
+        "context_switches": parsed.get("context-switches"),
+        "cpu_migrations": parsed.get("cpu-migrations"),
+        "task_clock_ms": parsed.get("task-clock"),
+    }
+
+
+def stat_prefix(plan: PerfPlan, output_file: Path, delay_ms: int = 0) -> list[str]:
+    """argv to put in front of a command so perf counts it into output_file; [] without perf.
+
+    delay_ms > 0 leaves the first milliseconds (start-up, warm-up) out of the counts. perf prints
+    "Events disabled"/"Events enabled" on its stderr then, which is the workload's stderr too.
+    """
+    if not plan.perf_path or not plan.events:
+        return []
+    if isinstance(delay_ms, bool) or not isinstance(delay_ms, int) or delay_ms < 0:
+        raise ValueError(f"delay_ms must be a non-negative integer, got {delay_ms!r}")
+    argv = [plan.perf_path, "stat", "-x,", "-o", str(output_file), "-e", ",".join(plan.events)]
+    if delay_ms:
+        argv += ["-D", str(delay_ms)]
+    return argv + ["--"]
+
+
+def probe(perf: str = "perf") -> PerfPlan:
+    """Find perf and the requested events it can open here. Never raises for a missing perf or
+    unsupported events: the answer is then in the plan (perf_path None, supported False, note)."""
+    all_events = list(REQUESTED_EVENTS) + [TSC_EVENT]
+    nothing = {e: False for e in all_events}
+    perf_path = shutil.which(perf)
+    if perf_path is None:
+        return PerfPlan(None, None, nothing, (), None,
+                        f"perf is not installed ({perf!r} not found on PATH): every counter column stays empty.")
+    try:
+        proc = subprocess.run([perf_path, "--version"], capture_output=True, text=True,
+                              timeout=_PROBE_TIMEOUT_S, env=_c_locale())
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return PerfPlan(None, None, nothing, (), None,
+                        f"perf at {perf_path} does not run ({exc}): every counter column stays empty.")
+    # Debian's /usr/bin/perf is a wrapper that fails when no perf matches the running kernel
+    if proc.returncode != 0 or not proc.stdout.startswith("perf version"):
+        complaint = _first_line(proc.stderr or proc.stdout) or f"exit status {proc.returncode}"
+        return PerfPlan(None, None, nothing, (), None,
+                        f"perf at {perf_path} does not run ({complaint}): every counter column stays empty.")
+    version = proc.stdout.split()[2] if len(proc.stdout.split()) > 2 else proc.stdout.strip()
+
+    supported, complaint = _probe_events(perf_path, all_events)
+    if supported["cycles"]:
+        cycles_source = "pmu"
+    elif supported[TSC_EVENT]:
+        cycles_source = "tsc"
+    else:
+        cycles_source = None
+    events = [e for e in REQUESTED_EVENTS if supported[e]]
+    if cycles_source == "tsc":
+        events.append(TSC_EVENT)
+    return PerfPlan(perf_path, version, supported, tuple(events), cycles_source,
+                    _describe_gaps(supported, cycles_source, complaint))
+
+
+def _describe_gaps(supported: dict[str, bool], cycles_source: str | None, complaint: str) -> str:
+    """One sentence on what the counters will lack here and why."""
+    missing = [e for e in REQUESTED_EVENTS if not supported[e]]
+    if not missing:
+        return ""
+    hardware_missing = [e for e in _HARDWARE_EVENTS if not supported[e]]
+    if len(missing) == len(REQUESTED_EVENTS) and cycles_source is None:
+        why = f" (perf said: {complaint})" if complaint else ""
+        return (f"perf cannot count any requested event here{why}; check kernel.perf_event_paranoid "
+                "or run as root: every counter column stays empty.")
+    parts = []
+    if hardware_missing == list(_HARDWARE_EVENTS):
+        parts.append("no hardware performance counters here (hardware events read <not supported>, "
+                     "as inside most virtual machines)")
+    elif hardware_missing:
+        parts.append(f"{', '.join(hardware_missing)} not supported by this CPU/PMU")
+    other = [e for e in missing if e not in _HARDWARE_EVENTS]
+    if other:
+        parts.append(f"{', '.join(other)} not available")
+    if cycles_source == "tsc":
+        consequence = "cycles come from msr/tsc/ (TSC reference cycles while the task runs)"
+    elif cycles_source is None:
+        consequence = "cycles cannot be measured"
+    else:
+        consequence = ""
+    cache_gone = [e for e in ("L1-dcache-load-misses", "LLC-load-misses", "cache-misses") if not supported[e]]
+    tail = [consequence] if consequence else []
+    if cache_gone:
+        tail.append(f"the {', '.join(cache_gone)} columns stay empty")
+    return "; ".join(parts) + ": " + " and ".join(tail) + "." if tail else "; ".join(parts) + "."
+
+
+def _first_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return lines[0] if lines else ""
+
+
+def _c_locale() -> dict[str, str]:
+    # perf formats values with printf: a locale with a decimal comma would split them across CSV fields
+    return {**os.environ, "LC_ALL": "C"}
+
+
+def _count_true(perf_path: str, events: list[str]) -> tuple[str | None, str]:
+    """`perf stat -x,` of `true` with events: (CSV text, "") or (None, perf's complaint)."""
+    with tempfile.TemporaryDirectory(prefix="copylab-perf-") as tmp:
+        out = Path(tmp) / "stat.csv"
+        try:
+            proc = subprocess.run(
+                [perf_path, "stat", "-x,", "-o", str(out), "-e", ",".join(events), "--", "true"],
+                capture_output=True, text=True, timeout=_PROBE_TIMEOUT_S, env=_c_locale())
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return None, str(exc)
+        if proc.returncode != 0 or not out.exists():
+            return None, _first_line(proc.stderr) or f"perf stat exited with status {proc.returncode}"
+        return out.read_text(), ""
+
+
+def _opened(text: str, event: str) -> bool:
+    """Did perf open the event? (a value or <not counted>; <not supported> means it could not)."""
+    return any(e == event and raw != _NOT_SUPPORTED for raw, e in _counter_lines(text))
+
+
+def _probe_events(perf_path: str, events: list[str]) -> tuple[dict[str, bool], str]:
+    """Which events perf can open here, and perf's complaint if it refused the whole list.
+
+    One run for all events; one run per event only if perf rejects the list (an event this perf
+    does not know, e.g. msr/tsc/ on arm64, makes it refuse the whole -e)."""
+    text, complaint = _count_true(perf_path, events)
+    if text is not None:
+        return {e: _opened(text, e) for e in events}, ""
+    supported = {}
+    for event in events:
+        one_text, _ = _count_true(perf_path, [event])
+        supported[event] = one_text is not None and _opened(one_text, event)
+    return supported, complaint
