@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
 
 from .errors import CopylabError
@@ -35,7 +36,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _terminate(signum, _frame):
+    # SIGTERM unwinds like Ctrl-C, so every context manager (namespaces, processes) cleans up
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
+    signal.signal(signal.SIGTERM, _terminate)
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -146,8 +146,9 @@ def loopback() -> Iterator[Topology]:
         kind="loopback",
         server_addr="127.0.0.1",
         client_addr="127.0.0.1",
-        warnings=["topology loopback: server and client share one network namespace; "
-                  "the study asks for two namespaces joined by veth (run as root with topology netns)"],
+        warnings=["topology loopback: server and client share one network namespace; the study asks for "
+                  "two namespaces joined by veth (run as root with topology netns)"
+                  + (f" [{namespace_support()[1]}]" if not namespace_support()[0] else "")],
     )
 
 
@@ -157,6 +158,17 @@ def open_topology(kind: str) -> contextlib.AbstractContextManager[Topology]:
     if kind == "loopback":
         return loopback()
     raise CopylabError(f"topology: must be 'netns' or 'loopback', got {kind!r}")
+
+
+def choose_topology(requested: str) -> str:
+    """'auto' -> netns when this process can create namespaces, else loopback (warned about by loopback())."""
+    if requested == "auto":
+        return "netns" if namespace_support()[0] else "loopback"
+    if requested == "netns":
+        ok, reason = namespace_support()
+        if not ok:
+            raise CopylabError(f"topology netns: {reason}")
+    return requested
 
 
 def _wait_reachable(topo: Topology, timeout_s: float = 5.0) -> None:

@@ -1,0 +1,68 @@
+"""`copylab run`: measure one grid point and print its results row."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+
+from . import perf as perfmod
+from .paths import IMPLS, MODES
+from .point import COLUMNS, PointSpec, run_point
+from .topology import choose_topology, open_topology
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("run", help="measure one point (impl, mode, size, threads) and print its row")
+    p.add_argument("--impl", required=True, choices=IMPLS)
+    p.add_argument("--mode", required=True, choices=MODES)
+    p.add_argument("--msg-size", required=True, type=int, metavar="BYTES")
+    p.add_argument("--threads", type=int, default=1, metavar="N")
+    p.add_argument("--duration", type=float, default=2.0, metavar="S", help="measured seconds (default 2)")
+    p.add_argument("--warmup", type=float, default=0.5, metavar="S", help="seconds discarded first (default 0.5)")
+    p.add_argument("--topology", choices=("auto", "netns", "loopback"), default="auto",
+                   help="auto: netns when root, else loopback with a warning")
+    p.add_argument("--pin-server", metavar="CPUS", help="taskset CPU list for the server (sender)")
+    p.add_argument("--pin-client", metavar="CPUS", help="taskset CPU list for the client (receiver)")
+    p.add_argument("--verify", action="store_true", help="check every received byte (costs receiver CPU)")
+    p.add_argument("--json", action="store_true", help="print the row as one JSON object")
+    p.add_argument("--show-output", action="store_true", help="also print both programs' output and perf text")
+    p.set_defaults(func=run_command)
+
+
+def run_command(args) -> int:
+    topology = choose_topology(args.topology)
+    spec = PointSpec(impl=args.impl, mode=args.mode, msg_size=args.msg_size, threads=args.threads,
+                     duration_s=args.duration, warmup_s=args.warmup, topology=topology,
+                     pin_server=args.pin_server, pin_client=args.pin_client, verify=args.verify).validate()
+    plan = perfmod.probe()
+    if plan.note:
+        print(f"copylab run: note: {plan.note}", file=sys.stderr)
+    with open_topology(topology) as topo:
+        for warning in topo.warnings:
+            print(f"copylab run: WARNING: {warning}", file=sys.stderr)
+        row, raw = run_point(spec, plan, topo)
+    if args.show_output:
+        for side in ("server", "client"):
+            if raw.get(side):
+                print(f"--- {side}: {' '.join(raw[side]['argv'])}\n{raw[side]['stdout']}{raw[side]['stderr']}"
+                      f"{raw[side]['perf']}", file=sys.stderr)
+    print_row(row, as_json=args.json)
+    if row["status"] != "ok":
+        print(f"copylab run: error: {row['error']}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _clean(value):
+    return None if isinstance(value, float) and math.isnan(value) else value
+
+
+def print_row(row: dict, as_json: bool) -> None:
+    """JSON, or neper-style key=value lines echoing every column (empty = not measured)."""
+    if as_json:
+        print(json.dumps({k: _clean(row.get(k)) for k in COLUMNS}))
+        return
+    for key in COLUMNS:
+        value = _clean(row.get(key))
+        print(f"{key}={'' if value is None else value}")
