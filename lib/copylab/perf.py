@@ -33,10 +33,13 @@ _NOT_COUNTED = "<not counted>"
 # hardware events of the requested set: the ones a VM without a virtual PMU cannot count
 _HARDWARE_EVENTS = ("cycles", "instructions", "L1-dcache-load-misses", "LLC-load-misses", "cache-misses")
 
-# perf appends modifiers it had to apply (":u" when perf_event_paranoid forbids kernel counting)
-_MODIFIER_RE = re.compile(r":[ukhHGIpPSDW]+$")
-# one hybrid core type's copy of an event: cpu_core/cycles/, cpu_atom/cycles/ (also armv8 big.LITTLE PMUs)
-_HYBRID_RE = re.compile(r"^(cpu_core|cpu_atom|cpu_lowpower|armv\d+_[a-z0-9_]+)/([^/]+)/$")
+# Modifiers perf appends when it had to restrict an event: "cycles:u", "msr/tsc/u" (user space only,
+# because kernel.perf_event_paranoid forbids more to a non-root user)
+_MODIFIERS = "ukhHGIpPSDW"
+_COLON_MODIFIER_RE = re.compile(rf"^(.*?):([{_MODIFIERS}]+)$")
+_PMU_EVENT_RE = re.compile(rf"^([A-Za-z0-9_.-]+)/(.+)/([{_MODIFIERS}]*)$")
+# core types of hybrid CPUs: the same event is printed once per type and the parts are summed
+_HYBRID_PMU_RE = re.compile(r"^(cpu_core|cpu_atom|cpu_lowpower|armv\d+_[a-z0-9_]+)$")
 
 _PROBE_TIMEOUT_S = 10
 
@@ -64,17 +67,33 @@ class PerfPlan:
                    cycles_source=data["cycles_source"], note=data["note"])
 
 
+def split_event(name: str) -> tuple[str, str]:
+    """perf's printed event name -> (the name we asked for, modifiers perf added).
+
+    "cycles:u" -> ("cycles", "u"); "msr/tsc/u" -> ("msr/tsc/", "u");
+    "cpu_atom/cycles/" -> ("cycles", ""); "sched:sched_switch" stays whole.
+    """
+    name = name.strip()
+    pmu_event = _PMU_EVENT_RE.match(name)
+    if pmu_event:
+        pmu, inner, modifiers = pmu_event.groups()
+        if _HYBRID_PMU_RE.match(pmu):
+            inner, inner_modifiers = split_event(inner)
+            return inner, modifiers + inner_modifiers
+        return f"{pmu}/{inner}/", modifiers
+    with_modifier = _COLON_MODIFIER_RE.match(name)
+    if with_modifier:
+        return with_modifier.group(1), with_modifier.group(2)
+    return name, ""
+
+
 def canonical_event(name: str) -> str:
-    """perf's printed event name -> the name we asked for (cpu_core/cycles/:u -> cycles)."""
-    name = _MODIFIER_RE.sub("", name.strip())
-    hybrid = _HYBRID_RE.match(name)
-    if hybrid:
-        name = _MODIFIER_RE.sub("", hybrid.group(2))
-    return name
+    """perf's printed event name -> the name we asked for (cpu_core/cycles/ -> cycles)."""
+    return split_event(name)[0]
 
 
 def _counter_lines(text: str):
-    """(raw value, canonical event) for each counter line of `perf stat -x,` output."""
+    """(raw value, canonical event, modifiers perf added) per counter line of `perf stat -x,` output."""
     for line in text.splitlines():
         line = line.strip()
         if not line or line.startswith("#"):
@@ -82,22 +101,27 @@ def _counter_lines(text: str):
         fields = line.split(",")
         if len(fields) < 3 or not fields[0].strip():
             continue  # an extra metric line (empty value field) or something that is not a counter
-        event = canonical_event(fields[2])
+        event, modifiers = split_event(fields[2])
         if event:
-            yield fields[0].strip(), event
+            yield fields[0].strip(), event, modifiers
 
 
 def parse_stat_csv(text: str) -> dict[str, float | None]:
-    """`perf stat -x,` output -> canonical event name -> value (None when nothing was counted).
+    """`perf stat -x,` output -> canonical event name -> value, None when it has no true value.
 
     Values are as perf prints them (task-clock in msec). Per-core-type lines of one event (hybrid
     CPUs) are summed: each covers the time the task spent on that core type, so a `<not counted>`
-    part means the task never ran there. An event with no counted part at all is None.
+    part means the task never ran there and adds nothing. An event with no counted part is None,
+    and so is one with a `<not supported>` part: the task may have run where it could not be
+    counted, and a partial sum would pass for the whole.
     """
     values: dict[str, float | None] = {}
-    for raw_value, event in _counter_lines(text):
+    unsupported_part: set[str] = set()
+    for raw_value, event, _ in _counter_lines(text):
         if raw_value in (_NOT_SUPPORTED, _NOT_COUNTED):
             values.setdefault(event, None)
+            if raw_value == _NOT_SUPPORTED:
+                unsupported_part.add(event)
             continue
         try:
             value = float(raw_value)
@@ -105,6 +129,8 @@ def parse_stat_csv(text: str) -> dict[str, float | None]:
             continue  # not a counter line (perf warnings can land in the -o file)
         previous = values.get(event)
         values[event] = value if previous is None else previous + value
+    for event in unsupported_part:
+        values[event] = None
     return values
 
 
@@ -181,35 +207,26 @@ def probe(perf: str = "perf") -> PerfPlan:
 
 
 def _describe_gaps(supported: dict[str, bool], cycles_source: str | None, complaint: str) -> str:
-    """One sentence on what the counters will lack here and why."""
+    """One sentence on what the counters will lack here and why ("" when nothing is missing)."""
     missing = [e for e in REQUESTED_EVENTS if not supported[e]]
     if not missing:
         return ""
-    hardware_missing = [e for e in _HARDWARE_EVENTS if not supported[e]]
+    why = f" ({complaint})" if complaint else ""
     if len(missing) == len(REQUESTED_EVENTS) and cycles_source is None:
-        why = f" (perf said: {complaint})" if complaint else ""
-        return (f"perf cannot count any requested event here{why}; check kernel.perf_event_paranoid "
-                "or run as root: every counter column stays empty.")
-    parts = []
-    if hardware_missing == list(_HARDWARE_EVENTS):
-        parts.append("no hardware performance counters here (hardware events read <not supported>, "
-                     "as inside most virtual machines)")
-    elif hardware_missing:
-        parts.append(f"{', '.join(hardware_missing)} not supported by this CPU/PMU")
-    other = [e for e in missing if e not in _HARDWARE_EVENTS]
-    if other:
-        parts.append(f"{', '.join(other)} not available")
-    if cycles_source == "tsc":
-        consequence = "cycles come from msr/tsc/ (TSC reference cycles while the task runs)"
-    elif cycles_source is None:
-        consequence = "cycles cannot be measured"
+        return (f"perf cannot count any requested event here{why}; run as root or lower "
+                "kernel.perf_event_paranoid: every counter column stays empty.")
+    if all(e in missing for e in _HARDWARE_EVENTS):
+        cause = "No hardware performance counters here (hardware events read <not supported>, as inside most VMs)"
     else:
-        consequence = ""
-    cache_gone = [e for e in ("L1-dcache-load-misses", "LLC-load-misses", "cache-misses") if not supported[e]]
-    tail = [consequence] if consequence else []
-    if cache_gone:
-        tail.append(f"the {', '.join(cache_gone)} columns stay empty")
-    return "; ".join(parts) + ": " + " and ".join(tail) + "." if tail else "; ".join(parts) + "."
+        cause = f"Not supported here: {', '.join(missing)}"
+    if cycles_source == "tsc":
+        cycles = "cycles come from msr/tsc/ (TSC reference cycles while the task runs)"
+    elif cycles_source is None:
+        cycles = "cycles cannot be measured"
+    else:
+        cycles = "cycles come from the PMU"
+    empty = [e for e in missing if e != "cycles"]
+    return f"{cause}{why}: {cycles}; empty: {', '.join(empty)}." if empty else f"{cause}{why}: {cycles}."
 
 
 def _first_line(text: str) -> str:
@@ -237,9 +254,13 @@ def _count_true(perf_path: str, events: list[str]) -> tuple[str | None, str]:
         return out.read_text(), ""
 
 
-def _opened(text: str, event: str) -> bool:
-    """Did perf open the event? (a value or <not counted>; <not supported> means it could not)."""
-    return any(e == event and raw != _NOT_SUPPORTED for raw, e in _counter_lines(text))
+def _opened(text: str, event: str) -> tuple[bool, bool]:
+    """(did perf open the event, did it restrict it to user space).
+
+    Opened = every part (one per hybrid core type) has a value or <not counted>."""
+    lines = [(raw, mods) for raw, e, mods in _counter_lines(text) if e == event]
+    opened = bool(lines) and all(raw != _NOT_SUPPORTED for raw, _ in lines)
+    return opened, any("u" in mods and "k" not in mods for _, mods in lines)
 
 
 def _probe_events(perf_path: str, events: list[str]) -> tuple[dict[str, bool], str]:
@@ -249,9 +270,23 @@ def _probe_events(perf_path: str, events: list[str]) -> tuple[dict[str, bool], s
     does not know, e.g. msr/tsc/ on arm64, makes it refuse the whole -e)."""
     text, complaint = _count_true(perf_path, events)
     if text is not None:
-        return {e: _opened(text, e) for e in events}, ""
-    supported = {}
-    for event in events:
-        one_text, _ = _count_true(perf_path, [event])
-        supported[event] = one_text is not None and _opened(one_text, event)
-    return supported, complaint
+        opened = {e: _opened(text, e) for e in events}
+    else:
+        opened = {}
+        for event in events:
+            one_text, _ = _count_true(perf_path, [event])
+            opened[event] = _opened(one_text, event) if one_text is not None else (False, False)
+    # An event perf could only count in user space is useless here: the copies and the TCP stack
+    # run in the kernel (context-switches:u reads 0). It counts as unsupported, and the note says why.
+    user_only = [e for e, (_, user) in opened.items() if user]
+    if user_only:
+        complaint = (f"kernel.perf_event_paranoid="
+                     f"{_paranoid()} limits this user to user-space counts, which miss the kernel's work")
+    return {e: ok and not user for e, (ok, user) in opened.items()}, complaint
+
+
+def _paranoid() -> str:
+    try:
+        return Path("/proc/sys/kernel/perf_event_paranoid").read_text().strip()
+    except OSError:
+        return "unknown"
