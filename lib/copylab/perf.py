@@ -179,18 +179,10 @@ def probe(perf: str = "perf") -> PerfPlan:
     if perf_path is None:
         return PerfPlan(None, None, nothing, (), None,
                         f"perf is not installed ({perf!r} not found on PATH): every counter column stays empty.")
-    try:
-        proc = subprocess.run([perf_path, "--version"], capture_output=True, text=True,
-                              timeout=_PROBE_TIMEOUT_S, env=_c_locale())
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return PerfPlan(None, None, nothing, (), None,
-                        f"perf at {perf_path} does not run ({exc}): every counter column stays empty.")
-    # Debian's /usr/bin/perf is a wrapper that fails when no perf matches the running kernel
-    if proc.returncode != 0 or not proc.stdout.startswith("perf version"):
-        complaint = _first_line(proc.stderr or proc.stdout) or f"exit status {proc.returncode}"
+    version, complaint = perf_version(perf_path)
+    if version is None:
         return PerfPlan(None, None, nothing, (), None,
                         f"perf at {perf_path} does not run ({complaint}): every counter column stays empty.")
-    version = proc.stdout.split()[2] if len(proc.stdout.split()) > 2 else proc.stdout.strip()
 
     supported, complaint = _probe_events(perf_path, all_events)
     if supported["cycles"]:
@@ -204,6 +196,23 @@ def probe(perf: str = "perf") -> PerfPlan:
         events.append(TSC_EVENT)
     return PerfPlan(perf_path, version, supported, tuple(events), cycles_source,
                     _describe_gaps(supported, cycles_source, complaint))
+
+
+def perf_version(perf: str = "perf") -> tuple[str | None, str]:
+    """("6.1.192", "") from `perf --version`, or (None, why it does not run)."""
+    perf_path = shutil.which(perf)
+    if perf_path is None:
+        return None, f"{perf!r} not found on PATH"
+    try:
+        proc = subprocess.run([perf_path, "--version"], capture_output=True, text=True,
+                              timeout=_PROBE_TIMEOUT_S, env=c_locale_env())
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, str(exc)
+    # Debian's /usr/bin/perf can be a wrapper that fails when no perf matches the running kernel
+    words = proc.stdout.split()
+    if proc.returncode != 0 or words[:2] != ["perf", "version"] or len(words) < 3:
+        return None, first_line(proc.stderr or proc.stdout) or f"exit status {proc.returncode}"
+    return words[2], ""
 
 
 def _describe_gaps(supported: dict[str, bool], cycles_source: str | None, complaint: str) -> str:
@@ -229,13 +238,16 @@ def _describe_gaps(supported: dict[str, bool], cycles_source: str | None, compla
     return f"{cause}{why}: {cycles}; empty: {', '.join(empty)}." if empty else f"{cause}{why}: {cycles}."
 
 
-def _first_line(text: str) -> str:
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+def first_line(text: str | None) -> str:
+    """The first non-blank line, stripped ("" when there is none): a tool's one-line complaint."""
+    lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip()]
     return lines[0] if lines else ""
 
 
-def _c_locale() -> dict[str, str]:
-    # perf formats values with printf: a locale with a decimal comma would split them across CSV fields
+def c_locale_env() -> dict[str, str]:
+    """The environment with LC_ALL=C, for running tools whose output we parse.
+
+    perf formats values with printf: a decimal-comma locale would split them across CSV fields."""
     return {**os.environ, "LC_ALL": "C"}
 
 
@@ -246,11 +258,11 @@ def _count_true(perf_path: str, events: list[str]) -> tuple[str | None, str]:
         try:
             proc = subprocess.run(
                 [perf_path, "stat", "-x,", "-o", str(out), "-e", ",".join(events), "--", "true"],
-                capture_output=True, text=True, timeout=_PROBE_TIMEOUT_S, env=_c_locale())
+                capture_output=True, text=True, timeout=_PROBE_TIMEOUT_S, env=c_locale_env())
         except (OSError, subprocess.TimeoutExpired) as exc:
             return None, str(exc)
         if proc.returncode != 0 or not out.exists():
-            return None, _first_line(proc.stderr) or f"perf stat exited with status {proc.returncode}"
+            return None, first_line(proc.stderr) or f"perf stat exited with status {proc.returncode}"
         return out.read_text(), ""
 
 

@@ -1,0 +1,137 @@
+"""What a reader needs to know about the machine and the network path to judge the numbers (meta.json).
+
+Every value is read from the system at call time; anything that cannot be read is None (a missing
+tool, a non-Linux /proc, a namespace that is gone): metadata never stops a measurement.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import socket
+import subprocess
+from pathlib import Path
+
+from .paths import PROJECT_ROOT
+from .perf import c_locale_env, first_line, perf_version
+
+_TIMEOUT_S = 10
+
+# sysctls that bound what a socket may buffer or pin; all per network namespace on current kernels
+NET_SYSCTLS = {
+    "optmem_max": "net/core/optmem_max",   # MSG_ZEROCOPY's notification/pinning budget (ENOBUFS)
+    "tcp_wmem": "net/ipv4/tcp_wmem",       # min default max send buffer
+    "tcp_rmem": "net/ipv4/tcp_rmem",
+}
+
+
+def _run(argv: list[str]) -> str | None:
+    """stdout of argv, or None if the program is missing, fails or hangs."""
+    if shutil.which(argv[0]) is None:
+        return None
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=_TIMEOUT_S, env=c_locale_env())
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return proc.stdout if proc.returncode == 0 else None
+
+
+def _cpu_model() -> str | None:
+    try:
+        cpuinfo = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return platform.processor() or None
+    # x86: "model name"; arm64 kernels print no model name, lscpu knows it from the MIDR
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in ("model name", "Model", "cpu model", "Hardware") and value.strip():
+            return value.strip()
+    lscpu = _run(["lscpu"])
+    for line in (lscpu or "").splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "Model name" and value.strip():
+            return value.strip()
+    return platform.processor() or None
+
+
+def _memory_gib() -> float | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return round(int(line.split()[1]) / 2**20, 2)  # kB -> GiB
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def git_revision(root: Path = PROJECT_ROOT) -> str | None:
+    """HEAD of the checkout at root, with "-dirty" when tracked files differ from it; None outside git."""
+    head = first_line(_run(["git", "-C", str(root), "rev-parse", "HEAD"]))
+    if not head:
+        return None
+    status = _run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"])
+    return f"{head}-dirty" if status else head
+
+
+def host_meta() -> dict:
+    """The machine: kernel, CPU, memory, tool versions, project revision."""
+    return {
+        "kernel": platform.release(),
+        "cpu_model": _cpu_model(),
+        "cores": os.cpu_count(),
+        "memory_gib": _memory_gib(),
+        "hostname": socket.gethostname(),
+        "compiler": first_line(_run(["cc", "--version"])) or None,
+        "git_revision": git_revision(),
+        "python": platform.python_version(),
+        "perf_version": perf_version()[0],
+    }
+
+
+def net_meta(exec_prefix: list[str] | None = None, ifname: str | None = None) -> dict:
+    """Network settings as a program run with exec_prefix (e.g. ["ip", "netns", "exec", NS]) sees them.
+
+    optmem_max is an int, tcp_wmem/tcp_rmem are [min, default, max]; with ifname also veth_mtu (int)
+    and offloads (ethtool -k: feature -> on/off as bool). Unreadable values are None.
+    """
+    prefix = list(exec_prefix or [])
+    meta: dict = {}
+    for key, rel in NET_SYSCTLS.items():
+        # /proc/sys/net shows the reader's namespace, so the reader must run inside it
+        numbers = _ints(_run(prefix + ["cat", f"/proc/sys/{rel}"]))
+        meta[key] = numbers[0] if numbers and key == "optmem_max" else numbers
+    if ifname is not None:
+        meta["veth_mtu"] = _mtu(prefix, ifname)
+        meta["offloads"] = parse_ethtool_features(_run(prefix + ["ethtool", "-k", ifname]))
+    return meta
+
+
+def _ints(text: str | None) -> list[int] | None:
+    try:
+        return [int(word) for word in text.split()] if text and text.split() else None
+    except ValueError:
+        return None
+
+
+def _mtu(prefix: list[str], ifname: str) -> int | None:
+    out = _run(prefix + ["ip", "-j", "link", "show", "dev", ifname])
+    try:
+        return int(json.loads(out)[0]["mtu"]) if out else None
+    except (ValueError, KeyError, IndexError, TypeError):
+        return None
+
+
+def parse_ethtool_features(text: str | None) -> dict[str, bool] | None:
+    """`ethtool -k IF` -> {"tcp-segmentation-offload": True, ...}; "on [fixed]" and
+    "off [requested on]" count by their first word (what is in effect). None without output."""
+    if not text:
+        return None
+    features = {}
+    for line in text.splitlines():
+        name, sep, value = line.strip().partition(":")
+        state = value.split()[0] if value.split() else ""
+        if sep and state in ("on", "off"):
+            features[name] = state == "on"
+    return features or None
