@@ -152,6 +152,18 @@ def loopback() -> Iterator[Topology]:
     )
 
 
+def attach(kind: str, server_ns: str | None = None, client_ns: str | None = None) -> Topology:
+    """A Topology for namespaces someone else created and owns (the sweep driver, for its notebooks)."""
+    if kind == "loopback":
+        return Topology(kind="loopback", server_addr="127.0.0.1", client_addr="127.0.0.1")
+    if not server_ns or not client_ns:
+        raise CopylabError("topology netns: attach needs both namespace names")
+    topo = Topology(kind="netns", server_addr=SERVER_ADDR, client_addr=CLIENT_ADDR, server_ns=server_ns,
+                    client_ns=client_ns, server_if=SERVER_IF, client_if=CLIENT_IF)
+    topo.check_alive()
+    return topo
+
+
 def open_topology(kind: str) -> contextlib.AbstractContextManager[Topology]:
     if kind == "netns":
         return netns_pair()

@@ -1,0 +1,50 @@
+# copylab: thin entry points. The logic lives in native/ (C) and lib/copylab (Python).
+#   make report   sweep the default grid, then write the PDF/HTML report (prints the PDF path last)
+#   make test     the test suite (what CI runs)
+PYTHON  ?= python3
+PARAMS  ?= params/default.yaml
+VENV    := .venv
+PY      := $(VENV)/bin/python
+STAMP   := $(VENV)/.installed-from-pyproject
+
+.PHONY: report test sweep lab native deps clean clean-output doctor
+
+report: deps $(STAMP)
+	$(PY) -m copylab sweep $(PARAMS) --report
+
+test: deps $(STAMP)
+	$(PY) -m pytest
+
+sweep: deps $(STAMP)
+	$(PY) -m copylab sweep $(PARAMS)
+
+lab: deps $(STAMP)
+	$(VENV)/bin/jupyter lab notebooks/
+
+doctor: $(STAMP)
+	$(PY) -m copylab doctor
+
+native: deps
+	$(MAKE) -C native
+
+# Debian packages (compiler, perf, iproute2, chromium, LaTeX...): installed when missing, as root
+deps:
+	@bash tools/install-debian-deps.sh
+
+# (re)create the virtualenv whenever pyproject.toml changes
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	@touch $(STAMP)
+
+# build products and leftovers only; measured results under output/ stay (see clean-output)
+clean:
+	$(MAKE) -C native clean
+	-test -x $(PY) && $(PY) -m copylab clean
+	rm -rf .pytest_cache lib/copylab/__pycache__ tests/__pycache__
+
+# deletes every sweep's results: only when asked by name
+clean-output:
+	@echo "this deletes every measured result under output/ (type 'yes' to go on)"; read answer; [ "$$answer" = yes ]
+	find output -mindepth 1 -not -name .gitkeep -delete

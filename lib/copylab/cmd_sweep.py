@@ -1,0 +1,37 @@
+"""`copylab sweep PARAMS.yaml`: measure every point of a grid with papermill; resumable."""
+
+from __future__ import annotations
+
+import sys
+
+from .sweep import describe, run_sweep
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("sweep", help="run a params/*.yaml grid (resumes where it stopped)")
+    p.add_argument("params", help="grid file, e.g. params/default.yaml")
+    p.add_argument("--out", metavar="DIR", help="output folder (default output/<name from the grid>)")
+    p.add_argument("--force", action="store_true", help="re-measure points that are already done")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--report", action="store_true",
+                   help="then write report.pdf/report.html into the output folder (what `make report` does)")
+    p.set_defaults(func=sweep_command)
+
+
+def sweep_command(args) -> int:
+    def say(text: str) -> None:
+        print(f"copylab sweep: {text}", file=sys.stderr)
+
+    summary = run_sweep(args.params, out_dir=args.out, force=args.force, progress=not args.no_progress, say=say)
+    print(describe(summary))
+    if not args.report:
+        # the exit status tells how many points failed (0: all measured)
+        return min(summary.failed, 100)
+    if summary.failed:
+        say(f"WARNING: {summary.failed} point(s) failed; the report uses the {summary.total - summary.failed} "
+            f"that were measured (errors in {summary.out_dir / 'sweep.log'})")
+    from .report import build_report  # imports nbconvert & co only when a report is asked for
+
+    paths = build_report(summary.out_dir)
+    print(paths["pdf"])  # last line: where the report is
+    return 0

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Install the Debian packages copylab needs, only those missing. As root: apt-get (update once,
+# then install). Otherwise: one message listing them, exit 1. Off Debian: check the commands only.
+set -euo pipefail
+
+packages=(
+  gcc make libc6-dev          # the native programs
+  linux-perf                  # perf stat
+  iproute2 util-linux ethtool # ip netns / veth, taskset, offload settings for meta.json
+  python3-venv                # make's .venv
+  chromium                    # kaleido renders the static figures with it
+  pandoc texlive-xetex texlive-fonts-recommended texlive-plain-generic  # nbconvert --to pdf
+  poppler-utils               # pdftotext/pdftoppm: the report tests read the PDF
+  iperf3                      # the reference measurement quoted in the README (make iperf-check)
+)
+
+if ! command -v dpkg-query >/dev/null 2>&1; then
+  missing=()
+  for cmd in cc make perf ip taskset chromium xelatex pandoc pdftoppm; do
+    command -v "$cmd" >/dev/null 2>&1 || missing+=("$cmd")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "copylab: not a Debian system; install these commands yourself: ${missing[*]}" >&2
+  fi
+  exit 0
+fi
+
+missing=()
+for pkg in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "copylab: missing Debian packages: ${missing[*]} -- install them with: sudo apt-get install -y ${missing[*]}" >&2
+  exit 1
+fi
+echo "copylab: installing Debian packages: ${missing[*]}" >&2
+apt-get update -q
+DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
