@@ -1,0 +1,70 @@
+"""Shared fixtures: the native build, one real quick sweep, and a leak check over the whole session."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/ helpers importable as modules
+
+
+def run_copylab(*args: str, timeout: float = 600, check: bool = False, env: dict | None = None,
+                **kwargs) -> subprocess.CompletedProcess:
+    """`python -m copylab ARGS` as a user runs it; returns the completed process (text)."""
+    proc = subprocess.run([sys.executable, "-m", "copylab", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=ROOT, env=env, **kwargs)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"copylab {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def copylab_namespaces() -> list[str]:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return [line.split()[0] for line in out.splitlines() if line.startswith("copylab-")]
+
+
+def benchmark_processes() -> list[str]:
+    """Running native benchmark binaries of this checkout (command lines)."""
+    build = str(ROOT / "native" / "build")
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if os.readlink(entry / "exe").startswith(build + "/"):
+                    found.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode())
+            except OSError:
+                continue
+    return found
+
+
+@pytest.fixture(scope="session")
+def native_build() -> Path:
+    """Build native/ once per session (regular and sanitizer variants)."""
+    for target in ([], ["sanitize"]):
+        proc = subprocess.run(["make", "-C", str(ROOT / "native"), *target], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    return ROOT / "native" / "build"
+
+
+@pytest.fixture(scope="session")
+def quick_sweep_dir(tmp_path_factory, native_build) -> Path:
+    """A real sweep of params/quick.yaml (namespaces, perf, all implementations, both modes)."""
+    out = tmp_path_factory.mktemp("quick-sweep")
+    proc = run_copylab("sweep", "params/quick.yaml", "--out", str(out), "--no-progress", timeout=900)
+    assert proc.returncode == 0, f"quick sweep failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr[-3000:]}"
+    return out
+
+
+@pytest.fixture(scope="session", autouse=True)
+def nothing_left_behind():
+    """After the whole suite: no namespace and no benchmark process of copylab's (issue 7)."""
+    yield
+    leftover_ns = copylab_namespaces()
+    leftover_procs = benchmark_processes()
+    assert not leftover_ns, f"namespaces left behind: {leftover_ns}"
+    assert not leftover_procs, f"benchmark processes left behind: {leftover_procs}"

@@ -1,0 +1,86 @@
+"""Grids: the shipped ones are valid, bad ones are refused before anything runs, with one line naming the key."""
+
+import pytest
+import yaml
+
+from conftest import ROOT, run_copylab
+from copylab.errors import CopylabError
+from copylab.params import load_grid, parse_grid
+
+GOOD = {"name": "t", "impls": ["a1", "a2"], "modes": ["throughput"], "msg_sizes": [64, 4096], "threads": [1, 2]}
+
+
+def test_shipped_grids_are_valid_and_sized_as_documented():
+    quick, default, full = (load_grid(ROOT / "params" / f"{n}.yaml") for n in ("quick", "default", "full"))
+    assert default.impls == ("a1", "a2", "a3") and default.modes == ("throughput", "latency")
+    assert default.msg_sizes == (64, 256, 1024, 4096, 16384, 65536) and default.threads == (1, 2, 4, 8)
+    assert len(default.points("netns")) == 144 and default.repetitions == 1
+    assert full.repetitions == 5 and full.shuffle and max(full.msg_sizes) == 1048576
+    assert len(quick.points("netns")) * (quick.duration_s + quick.warmup_s) < 30
+
+
+def test_points_encode_every_parameter_and_shuffle_is_reproducible():
+    grid = parse_grid({**GOOD, "repetitions": 3, "shuffle": True, "seed": 7})
+    ids = [p.point_id() for p in grid.points("netns")]
+    assert len(set(ids)) == len(ids) == 2 * 2 * 2 * 3
+    assert ids == [p.point_id() for p in grid.points("netns")]  # same seed, same order
+    assert ids != sorted(ids)
+    assert "a1_throughput_4096B_2thr_rep1_d2s_w0.5s_netns" in ids
+
+
+BAD_GRIDS = [
+    ({**GOOD, "colour": "blue"}, "colour"),
+    ({k: v for k, v in GOOD.items() if k != "impls"}, "impls"),
+    ({**GOOD, "impls": ["a4"]}, "impls"),
+    ({**GOOD, "impls": []}, "impls"),
+    ({**GOOD, "impls": "a1"}, "impls"),
+    ({**GOOD, "modes": ["bandwidth"]}, "modes"),
+    ({**GOOD, "msg_sizes": [4]}, "msg_sizes"),
+    ({**GOOD, "msg_sizes": [-64]}, "msg_sizes"),
+    ({**GOOD, "msg_sizes": [2**40]}, "msg_sizes"),
+    ({**GOOD, "msg_sizes": ["64k"]}, "msg_sizes"),
+    ({**GOOD, "msg_sizes": [64, 64]}, "msg_sizes"),
+    ({**GOOD, "threads": [0]}, "threads"),
+    ({**GOOD, "threads": [2000]}, "threads"),
+    ({**GOOD, "threads": [1.5]}, "threads"),
+    ({**GOOD, "repetitions": 0}, "repetitions"),
+    ({**GOOD, "repetitions": True}, "repetitions"),
+    ({**GOOD, "duration_s": -1}, "duration_s"),
+    ({**GOOD, "duration_s": "long"}, "duration_s"),
+    ({**GOOD, "warmup_s": 1e9}, "warmup_s"),
+    ({**GOOD, "topology": "bridge"}, "topology"),
+    ({**GOOD, "pin_server": "zero"}, "pin_server"),
+    ({**GOOD, "shuffle": "yes"}, "shuffle"),
+    ({**GOOD, "name": "../escape"}, "name"),
+    ({**GOOD, "ai_declaration": "no/such/file.md"}, "ai_declaration"),
+    ([1, 2, 3], "mapping"),
+]
+
+
+@pytest.mark.parametrize("data,key", BAD_GRIDS, ids=[k + str(i) for i, (_, k) in enumerate(BAD_GRIDS)])
+def test_bad_grid_is_refused_naming_the_key(data, key):
+    with pytest.raises(CopylabError) as info:
+        parse_grid(data, source="bad.yaml")
+    message = str(info.value)
+    assert key in message and "\n" not in message
+
+
+@pytest.mark.parametrize("text,needle", [
+    ("name: [unclosed\n", "not valid YAML"),
+    (yaml.safe_dump({**GOOD, "threads": [0]}), "threads"),
+    (yaml.safe_dump({**GOOD, "unknown_key": 1}), "unknown_key"),
+])
+def test_cli_refuses_bad_params_file_in_one_line_before_running(tmp_path, text, needle):
+    path = tmp_path / "grid.yaml"
+    path.write_text(text)
+    out = tmp_path / "out"
+    proc = run_copylab("sweep", str(path), "--out", str(out), timeout=60)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0] and "Traceback" not in proc.stderr, proc.stderr
+    assert not out.exists(), "nothing may be written for a refused grid"
+
+
+def test_cli_refuses_missing_params_file(tmp_path):
+    proc = run_copylab("sweep", str(tmp_path / "nope.yaml"), timeout=60)
+    assert proc.returncode == 2 and "params file not found" in proc.stderr and len(proc.stderr.splitlines()) == 1
