@@ -1,0 +1,103 @@
+"""`copylab doctor`: runs anywhere, tells the truth about this host, exits 0 even when things are missing."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from copylab import cmd_doctor, perf
+from copylab.paths import IMPLS, client_binary, server_binary
+
+CHECK_NAMES = {"root", "namespaces", "perf", "msg_zerocopy", "native_binaries", "chromium", "xelatex",
+               "pandoc", "pdftoppm"}
+
+
+def run_doctor(argv: list[str], capsys) -> tuple[int, str]:
+    parser = argparse.ArgumentParser(prog="copylab")
+    cmd_doctor.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(argv)
+    status = args.func(args)
+    return status, capsys.readouterr().out
+
+
+def namespaces() -> set[str]:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return {line.split()[0] for line in out.splitlines() if line.strip()}
+
+
+def test_doctor_json_has_every_check(capsys):
+    before = namespaces() if shutil.which("ip") else set()
+    status, out = run_doctor(["doctor", "--json"], capsys)
+    assert status == 0
+    report = json.loads(out)
+    assert set(report) == {"host", "checks", "lacks"}
+    assert set(report["checks"]) == CHECK_NAMES
+    for name, result in report["checks"].items():
+        assert isinstance(result["ok"], bool) and result["detail"], name
+        if result["ok"]:
+            assert result["lacks"] == [], name
+        else:
+            assert result["lacks"] and all(isinstance(lack, str) for lack in result["lacks"]), name
+    assert report["lacks"] == list(dict.fromkeys(l for r in report["checks"].values() for l in r["lacks"]))
+    assert {"kernel", "cpu_model", "cores", "perf_version"} <= set(report["host"])
+    # the namespace check creates a real pair and must leave nothing behind
+    if shutil.which("ip"):
+        assert namespaces() == before
+
+
+def test_doctor_checks_agree_with_this_host(capsys):
+    report = json.loads(run_doctor(["doctor", "--json"], capsys)[1])
+    checks = report["checks"]
+    assert checks["root"]["ok"] == (os.geteuid() == 0)
+    if os.geteuid() == 0 and shutil.which("ip"):
+        assert checks["namespaces"]["ok"], checks["namespaces"]["detail"]
+        assert checks["namespaces"]["net"]["veth_mtu"] > 0
+    else:
+        assert not checks["namespaces"]["ok"] and checks["namespaces"]["lacks"]
+    assert checks["perf"]["plan"] == perf.probe().to_dict()
+    built = all(p.is_file() for p in [server_binary(i) for i in IMPLS] + [client_binary()])
+    assert checks["native_binaries"]["ok"] == built
+    for tool in ("xelatex", "pandoc", "pdftoppm"):
+        assert checks[tool]["ok"] == (shutil.which(tool) is not None), tool
+    # SO_ZEROCOPY exists since Linux 4.14 (TCP)
+    major, minor = (int(x) for x in platform.release().split(".")[:2])
+    assert checks["msg_zerocopy"]["ok"] == ((major, minor) >= (4, 14))
+
+
+def test_doctor_lists_what_a_missing_perf_costs(capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no perf, ip, chromium, xelatex...
+    monkeypatch.delenv("BROWSER_PATH", raising=False)
+    status, out = run_doctor(["doctor", "--json"], capsys)
+    assert status == 0
+    report = json.loads(out)
+    assert not report["checks"]["perf"]["ok"]
+    assert any("perf column" in lack for lack in report["lacks"])
+    assert any("PDF" in lack for lack in report["lacks"])
+    assert not report["checks"]["chromium"]["ok"]
+    assert not report["checks"]["namespaces"]["ok"]
+    assert any("loopback" in lack for lack in report["lacks"])
+
+
+def test_doctor_table_is_readable(capsys):
+    status, out = run_doctor(["doctor"], capsys)
+    assert status == 0
+    for name in CHECK_NAMES:
+        assert any(line.startswith(name) for line in out.splitlines()), name
+    assert "the report will lack:" in out or "nothing missing" in out
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(out)
+
+
+def test_bad_flag_exits_2():
+    proc = subprocess.run([sys.executable, "-m", "copylab", "doctor", "--bogus"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert "--bogus" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert proc.stdout == ""
