@@ -172,7 +172,10 @@ def stat_prefix(plan: PerfPlan, output_file: Path, delay_ms: int = 0) -> list[st
 
 def probe(perf: str = "perf") -> PerfPlan:
     """Find perf and the requested events it can open here. Never raises for a missing perf or
-    unsupported events: the answer is then in the plan (perf_path None, supported False, note)."""
+    unsupported events: the answer is then in the plan (perf_path None, supported False, note).
+
+    An event perf can count only in user space (non-root with kernel.perf_event_paranoid >= 2) is
+    unsupported: the copies and the TCP stack run in the kernel, so such counts would mislead."""
     all_events = list(REQUESTED_EVENTS) + [TSC_EVENT]
     nothing = {e: False for e in all_events}
     perf_path = shutil.which(perf)
