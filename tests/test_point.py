@@ -1,0 +1,176 @@
+"""The experiment engine: one point in namespaces with perf on both ends; faults give failed rows, no leftovers."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from conftest import ROOT, benchmark_processes, copylab_namespaces, run_copylab
+from copylab import perf as perfmod
+from copylab.point import COLUMNS, REQUIRED_COLUMNS, PointSpec, run_point
+from copylab.topology import netns_pair
+
+HW_CACHE_EVENTS = ("L1-dcache-load-misses", "LLC-load-misses")
+
+
+def _host_counts(event: str) -> bool:
+    """Independent of copylab.perf: does `perf stat` count this event here?"""
+    proc = subprocess.run(["perf", "stat", "-x,", "-e", event, "true"], capture_output=True, text=True)
+    line = next((l for l in proc.stderr.splitlines() if event in l), "")
+    return proc.returncode == 0 and line.split(",")[0].strip().replace(".", "").isdigit()
+
+
+@pytest.fixture(scope="module")
+def plan():
+    return perfmod.probe()
+
+
+def _our_ns() -> list[str]:
+    return [ns for ns in copylab_namespaces() if ns.startswith(f"copylab-{os.getpid()}-")]
+
+
+def test_point_in_namespaces_gives_a_consistent_row(native_build, plan):
+    spec = PointSpec(impl="a2", mode="throughput", msg_size=65536, threads=2, duration_s=0.6, warmup_s=0.2)
+    with netns_pair() as topo:
+        row, raw = run_point(spec, plan, topo)
+    assert row["status"] == "ok", row["error"]
+    assert set(COLUMNS) <= set(row) and set(REQUIRED_COLUMNS) <= set(row)
+    assert row["topology"] == "netns" and row["bytes"] > 0
+    assert row["throughput_gbps"] == pytest.approx(row["bytes"] * 8 / row["duration_s"] / 1e9, rel=1e-6)
+    assert row["context_switches"] > 0
+    assert row["context_switches"] == row["srv_context_switches"] + row["cli_context_switches"]
+    # cycles: PMU cycles where the host counts them, TSC reference cycles where it does not
+    assert row["cycles"] > 0
+    assert row["cycles_source"] == ("pmu" if _host_counts("cycles") else "tsc")
+    for column, event in zip(("l1_misses", "llc_misses"), HW_CACHE_EVENTS):
+        if _host_counts(event):
+            assert row[column] > 0
+        else:
+            assert math.isnan(row[column]) and row["counters_note"], "an empty counter needs its reason"
+    # the window the counters cover is the measured one: sender task-clock cannot exceed it by much
+    assert row["srv_task_clock_ms"] <= (row["duration_s"] + 0.5) * 1000 * os.cpu_count()
+    assert row["user_copy_bytes"] == 0 and row["send_calls"] > 0
+    assert json.loads(raw["client"]["stdout"].strip().splitlines()[-1])["role"] == "client"
+    assert _our_ns() == []
+
+
+def test_latency_row_has_percentiles(native_build, plan):
+    spec = PointSpec(impl="a1", mode="latency", msg_size=256, threads=1, duration_s=0.4, warmup_s=0.1)
+    with netns_pair() as topo:
+        row, _ = run_point(spec, plan, topo)
+    assert row["status"] == "ok", row["error"]
+    assert 0 < row["latency_p50_us"] <= row["latency_p99_us"] <= row["latency_max_us"]
+    assert row["latency_min_us"] <= row["latency_us"] <= row["latency_max_us"]
+    assert row["user_copy_bytes"] == row["server_bytes"]  # A1 serialises every byte it sends
+
+
+def test_no_perf_still_gives_a_row_with_the_reason(native_build, tmp_path):
+    spec = PointSpec(impl="a3", mode="throughput", msg_size=16384, threads=1, duration_s=0.3, warmup_s=0.1,
+                     topology="loopback")
+    no_perf = perfmod.probe(perf=str(tmp_path / "no-such-perf"))
+    from copylab.topology import loopback
+
+    with loopback() as topo:
+        row, _ = run_point(spec, no_perf, topo)
+    assert row["status"] == "ok", row["error"]
+    assert row["bytes"] > 0 and math.isnan(row["cycles"]) and math.isnan(row["context_switches"])
+    assert row["counters_note"], "empty counters must say why"
+    assert row["zc_completions"] == row["zc_sends"] > 0
+
+
+def _kill_later(pattern: str, delay: float, signum=signal.SIGKILL) -> threading.Thread:
+    def kill():
+        time.sleep(delay)
+        for pid in _pids_matching(pattern):
+            os.kill(pid, signum)
+
+    thread = threading.Thread(target=kill, daemon=True)
+    thread.start()
+    return thread
+
+
+def _pids_matching(fragment: str) -> list[int]:
+    out = subprocess.run(["pgrep", "-f", fragment], capture_output=True, text=True).stdout
+    return [int(p) for p in out.split()]
+
+
+@pytest.mark.parametrize("victim,expect", [
+    (f"{ROOT}/native/build/a2_server --bind", "server exited"),
+    (f"{ROOT}/native/build/client --connect", "client exited"),
+])
+def test_killed_process_gives_failed_row_and_no_leftovers(native_build, plan, victim, expect):
+    spec = PointSpec(impl="a2", mode="throughput", msg_size=4096, threads=2, duration_s=3.0, warmup_s=0.2)
+    killer = _kill_later(victim, delay=1.0)
+    started = time.monotonic()
+    with netns_pair() as topo:
+        row, _ = run_point(spec, plan, topo)
+    killer.join()
+    assert row["status"] == "failed" and expect in row["error"], row["error"]
+    assert time.monotonic() - started < 20
+    assert _our_ns() == [] and benchmark_processes() == []
+
+
+def test_namespace_deleted_mid_point_gives_failed_row(native_build, plan):
+    spec = PointSpec(impl="a1", mode="throughput", msg_size=4096, threads=1, duration_s=3.0, warmup_s=0.2)
+    with netns_pair() as topo:
+        def delete():
+            time.sleep(1.0)
+            subprocess.run(["ip", "netns", "del", topo.client_ns], check=True)
+
+        threading.Thread(target=delete, daemon=True).start()
+        row, _ = run_point(spec, plan, topo)
+    assert row["status"] == "failed"
+    assert _our_ns() == [] and benchmark_processes() == []
+
+
+def test_cli_run_prints_the_row_as_json(native_build):
+    proc = run_copylab("run", "--impl", "a3", "--mode", "throughput", "--msg-size", "65536", "--threads", "1",
+                       "--duration", "0.4", "--warmup", "0.1", "--topology", "netns", "--json", timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    row = json.loads(proc.stdout)
+    assert list(row) == list(COLUMNS)
+    assert row["impl"] == "a3" and row["status"] == "ok" and row["topology"] == "netns"
+    assert row["zc_copied"] == row["zc_completions"] == row["zc_sends"]  # local delivery always copies
+
+
+def test_cli_run_interrupted_leaves_nothing(native_build):
+    proc = subprocess.Popen([sys.executable, "-m", "copylab", "run", "--impl", "a2", "--mode", "throughput",
+                             "--msg-size", "4096", "--duration", "10", "--topology", "netns"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 15
+    while not _pids_matching(f"{ROOT}/native/build/client") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "interrupted" in err and "Traceback" not in err
+    ns_of_run = [ns for ns in copylab_namespaces() if ns.startswith(f"copylab-{proc.pid}-")]
+    assert ns_of_run == [] and benchmark_processes() == []
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--impl", "a4"], "--impl"),
+    (["--msg-size", "4"], "msg_size"),
+    (["--threads", "0"], "threads"),
+    (["--duration", "-1"], "duration_s"),
+    (["--msg-size", "lots"], "--msg-size"),
+    (["--pin-server", "zero"], "pin_server"),
+])
+def test_cli_run_bad_arguments(args, needle):
+    base = {"--impl": "a1", "--mode": "throughput", "--msg-size": "64"}
+    for flag, value in zip(args[::2], args[1::2]):
+        base[flag] = value
+    argv = [item for pair in base.items() for item in pair]
+    proc = run_copylab("run", *argv, timeout=60)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], proc.stderr
