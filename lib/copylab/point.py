@@ -130,6 +130,7 @@ class _Side:
         self.proc = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             text=True, start_new_session=True,  # own process group: one signal reaches perf and the program
+            env=perfmod.c_locale_env(),  # perf's CSV must not use a decimal comma
         )
         self._readers = [
             threading.Thread(target=self._pump, args=(self.proc.stdout, self.stdout_lines), daemon=True),

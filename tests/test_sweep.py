@@ -1,0 +1,110 @@
+"""Papermill sweeps: one row and one executed notebook per point, provenance, resume, kill and re-run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pandas as pd
+import pytest
+import yaml
+
+from conftest import ROOT, benchmark_processes, copylab_namespaces, run_copylab
+from copylab.params import load_grid
+from copylab.point import REQUIRED_COLUMNS
+
+QUICK = ROOT / "params" / "quick.yaml"
+
+
+def test_quick_sweep_has_one_row_and_one_notebook_per_point(quick_sweep_dir: Path):
+    grid = load_grid(QUICK)
+    specs = grid.points("netns" if os.geteuid() == 0 else "loopback")
+    results = pd.read_csv(quick_sweep_dir / "results.csv")
+    assert list(results.columns[: len(REQUIRED_COLUMNS)]) == list(REQUIRED_COLUMNS)
+    assert len(results) == len(specs)
+    assert (results["status"] == "ok").all(), results.loc[results["status"] != "ok", "error"].tolist()
+    assert set(results["point_id"]) == {s.point_id() for s in specs}
+    assert (results["bytes"] > 0).all() and (results["throughput_gbps"] > 0).all()
+    for spec in specs:
+        notebook = quick_sweep_dir / "runs" / f"{spec.point_id()}.ipynb"
+        assert notebook.exists(), notebook
+        # the file name encodes every parameter, and so does the notebook's injected-parameters cell
+        for part in (spec.impl, spec.mode, f"{spec.msg_size}B", f"{spec.threads}thr", f"rep{spec.rep}"):
+            assert part in notebook.name
+    executed = nbformat.read(quick_sweep_dir / "runs" / f"{specs[0].point_id()}.ipynb", as_version=4)
+    injected = [c for c in executed.cells if "injected-parameters" in c.metadata.get("tags", [])]
+    assert injected and f"impl = \"{specs[0].impl}\"" in injected[0].source
+    outputs = "".join(o.get("text", "") for c in executed.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    assert "[server] $ " in outputs and "[client] $ " in outputs, "the program output must be in the record"
+    meta = json.loads((quick_sweep_dir / "meta.json").read_text())
+    for key in ("kernel", "cpu_model", "cores", "perf_events", "cycles_source", "params", "started_at",
+                "finished_at", "git_revision", "compiler", "tcp_wmem", "optmem_max"):
+        assert key in meta, key
+    assert meta["params"]["name"] == "quick"
+    build = nbformat.read(quick_sweep_dir / "build.ipynb", as_version=4)
+    assert any("%%bash" in c.source for c in build.cells if c.cell_type == "code")
+
+
+def test_second_run_skips_finished_points_and_keeps_results(quick_sweep_dir: Path):
+    before = (quick_sweep_dir / "results.csv").read_bytes()
+    records = sorted((quick_sweep_dir / "runs").glob("*.json"))
+    mtimes = [p.stat().st_mtime_ns for p in records]
+    proc = run_copylab("sweep", str(QUICK), "--out", str(quick_sweep_dir), "--no-progress", timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "0 measured" in proc.stdout
+    assert (quick_sweep_dir / "results.csv").read_bytes() == before
+    assert [p.stat().st_mtime_ns for p in records] == mtimes, "a finished point was measured again"
+
+
+def _small_grid(tmp_path: Path, name: str) -> Path:
+    grid = {"name": name, "impls": ["a1", "a2", "a3"], "modes": ["throughput"], "msg_sizes": [1024, 65536],
+            "threads": [1, 2], "duration_s": 0.3, "warmup_s": 0.1}
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(grid))
+    return path
+
+
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGINT])
+def test_sweep_stopped_half_way_then_resumed_ends_complete(tmp_path, native_build, signum):
+    params = _small_grid(tmp_path, "resume")
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "copylab", "sweep", str(params), "--out", str(out),
+                             "--no-progress"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while len(list((out / "runs").glob("*.json"))) < 4 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    finished_before = {p.name: p.read_bytes() for p in (out / "runs").glob("*.json")}
+    assert len(finished_before) >= 4, "the sweep did not get going"
+    os.killpg(proc.pid, signum)  # the whole group: driver and its kernel, as a terminal's Ctrl-C does
+    proc.communicate(timeout=60)
+    assert proc.returncode != 0
+    if signum == signal.SIGINT:
+        assert not [ns for ns in copylab_namespaces() if ns.startswith(f"copylab-{proc.pid}-")]
+    rerun = run_copylab("sweep", str(params), "--out", str(out), "--no-progress", timeout=300)
+    assert rerun.returncode == 0, rerun.stderr
+    results = pd.read_csv(out / "results.csv")
+    assert len(results) == 12 and (results["status"] == "ok").all()
+    for name, content in finished_before.items():
+        assert (out / "runs" / name).read_bytes() == content, f"{name} was lost or re-measured"
+    assert not copylab_namespaces() and not benchmark_processes()
+
+
+def test_two_sweeps_cannot_write_one_folder(tmp_path, native_build):
+    params = _small_grid(tmp_path, "locked")
+    out = tmp_path / "out"
+    first = subprocess.Popen([sys.executable, "-m", "copylab", "sweep", str(params), "--out", str(out),
+                              "--no-progress"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not (out / ".lock").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    second = run_copylab("sweep", str(params), "--out", str(out), "--no-progress", timeout=60)
+    first.send_signal(signal.SIGINT)
+    first.communicate(timeout=60)
+    assert second.returncode == 2 and "another sweep is writing" in second.stderr
