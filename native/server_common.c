@@ -1,0 +1,420 @@
+#include "server_common.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "json.h"
+#include "options.h"
+#include "protocol.h"
+#include "sockutil.h"
+#include "timing.h"
+
+/* Throughput mode looks for the client's STOP byte only after at least this many bytes, so the
+ * extra recv() costs well under 1% of the sending it interrupts; for messages of 256 KiB and up
+ * that means once per message, which bounds what the client drains after STOP to one message. */
+#define STOP_CHECK_BYTES (256u * 1024)
+/* How long a finished connection waits for the client to close its side after our FIN. */
+#define LINGER_FOR_CLIENT_MS 5000
+
+static const struct send_strategy *strategy;
+static struct server_options opts;
+static char prog[32];
+static atomic_int stopping;
+
+/* Live connections and the totals of finished ones, under one lock. */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t all_done = PTHREAD_COND_INITIALIZER;
+static struct conn *live;
+static unsigned nlive;
+static struct conn_stats totals;
+static uint64_t served, refused, errors, malformed;
+static int64_t first_start_ns = -1, last_end_ns = -1;
+
+void conn_fail(struct conn *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (c->error[0])
+		return;
+	va_start(ap, fmt);
+	vsnprintf(c->error, sizeof(c->error), fmt, ap);
+	va_end(ap);
+}
+
+int server_stopping(void)
+{
+	return atomic_load_explicit(&stopping, memory_order_relaxed);
+}
+
+/* The client's hello against our flags; on refusal c->error says why on our side. */
+static int handshake(struct conn *c)
+{
+	unsigned char buf[REPLY_SIZE > HELLO_SIZE ? REPLY_SIZE : HELLO_SIZE];
+	struct hello h;
+	struct reply r = {.magic = PROTO_MAGIC, .status = STATUS_OK, .impl = (uint16_t)strategy->impl_id,
+			  .mode = (uint16_t)opts.mode, .version = PROTO_VERSION, .msg_size = opts.msg_size};
+	ssize_t n = recv_all(c->fd, buf, HELLO_SIZE);
+
+	if (n < 0) {
+		conn_fail(c, "handshake: recv: %s", strerror(errno));
+		return -1;
+	}
+	if (n < HELLO_SIZE) {
+		conn_fail(c, "closed before the handshake was complete (%zd of %d bytes)", n, HELLO_SIZE);
+		return -1;
+	}
+	hello_decode(buf, &h);
+	if (h.magic != PROTO_MAGIC || h.version != PROTO_VERSION)
+		r.status = STATUS_BAD_HELLO;
+	else if (h.mode != opts.mode)
+		r.status = STATUS_MODE_MISMATCH;
+	else if (h.msg_size != opts.msg_size)
+		r.status = STATUS_SIZE_MISMATCH;
+	reply_encode(&r, buf);
+	if (send_all(c->fd, buf, REPLY_SIZE) < 0 && r.status == STATUS_OK) {
+		conn_fail(c, "handshake: send: %s", strerror(errno));
+		return -1;
+	}
+	if (r.status != STATUS_OK) {
+		char why[160];
+		describe_refusal(&h, &r, why, sizeof(why));
+		fprintf(stderr, "%s: refused client %s: %s\n", prog, c->peer, why);
+		c->refused = 1;
+		return -1;
+	}
+	c->served = 1;
+	return 0;
+}
+
+static void throughput_loop(struct conn *c)
+{
+	uint64_t check_every = (STOP_CHECK_BYTES + c->msg_size - 1) / c->msg_size;
+	char buf[16];
+
+	for (;;) {
+		for (uint64_t k = 0; k < check_every; k++) {
+			if (strategy->send_message(c) < 0) {
+				if (!server_stopping())
+					conn_fail(c, "send: %s", strerror(errno));
+				return;
+			}
+			c->st.messages++;
+		}
+		if (server_stopping())
+			return;
+		ssize_t r = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (r == 1 && buf[0] == STOP_BYTE)
+			return;
+		if (r > 0) {
+			c->malformed = 1;
+			conn_fail(c, "protocol: expected the 1-byte STOP, got %zd bytes", r);
+			return;
+		}
+		if (r == 0) {
+			conn_fail(c, "client closed the connection without STOP");
+			return;
+		}
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+			conn_fail(c, "recv: %s", strerror(errno));
+			return;
+		}
+	}
+}
+
+static void latency_loop(struct conn *c)
+{
+	unsigned char req[REQUEST_SIZE];
+
+	for (uint64_t expected = 0;; expected++) {
+		ssize_t n = recv_all(c->fd, req, REQUEST_SIZE);
+		if (server_stopping())
+			return;
+		if (n < 0) {
+			conn_fail(c, "recv: %s", strerror(errno));
+			return;
+		}
+		if (n == 0) {
+			conn_fail(c, "client closed the connection without STOP");
+			return;
+		}
+		if (n < REQUEST_SIZE) {
+			c->malformed = 1;
+			conn_fail(c, "protocol: request cut short (%zd of %d bytes)", n, REQUEST_SIZE);
+			return;
+		}
+		uint64_t seq = get_be64(req);
+		if (seq == STOP_REQUEST)
+			return;
+		if (seq != expected) {
+			c->malformed = 1;
+			conn_fail(c, "protocol: request %" PRIu64 " out of sequence (expected %" PRIu64 ")", seq, expected);
+			return;
+		}
+		if (strategy->send_message(c) < 0) {
+			if (!server_stopping())
+				conn_fail(c, "send: %s", strerror(errno));
+			return;
+		}
+		c->st.messages++;
+	}
+}
+
+/* Our FIN is out; wait (bounded) for the client's, so the close is orderly on both sides. */
+static void wait_for_client_close(int fd)
+{
+	char buf[256];
+	int64_t deadline = now_ns() + (int64_t)LINGER_FOR_CLIENT_MS * 1000000;
+
+	for (;;) {
+		int64_t left_ms = (deadline - now_ns()) / 1000000;
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		if (left_ms <= 0 || poll(&p, 1, (int)left_ms) <= 0)
+			return;
+		ssize_t r = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN))
+			return;
+	}
+}
+
+static void add_stats(struct conn_stats *to, const struct conn_stats *from)
+{
+	to->bytes += from->bytes;
+	to->messages += from->messages;
+	to->send_calls += from->send_calls;
+	to->user_copy_bytes += from->user_copy_bytes;
+	to->zc_sends += from->zc_sends;
+	to->zc_completions += from->zc_completions;
+	to->zc_copied += from->zc_copied;
+	to->enobufs += from->enobufs;
+}
+
+/* Unlink a finished connection, add it to the totals, close and free it. */
+static void retire(struct conn *c)
+{
+	pthread_mutex_lock(&lock);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		live = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	close(c->fd); /* under the lock: the stop path never shuts down a reused fd number */
+	add_stats(&totals, &c->st);
+	served += (uint64_t)c->served;
+	refused += (uint64_t)c->refused;
+	malformed += (uint64_t)c->malformed;
+	if (c->error[0])
+		errors++;
+	if (c->served) {
+		if (first_start_ns < 0 || c->start_ns < first_start_ns)
+			first_start_ns = c->start_ns;
+		if (c->end_ns > last_end_ns)
+			last_end_ns = c->end_ns;
+	}
+	nlive--;
+	pthread_cond_broadcast(&all_done);
+	pthread_mutex_unlock(&lock);
+
+	if (c->error[0])
+		fprintf(stderr, "%s: connection from %s: %s\n", prog, c->peer, c->error);
+	free(c);
+}
+
+static void *conn_thread(void *arg)
+{
+	struct conn *c = arg;
+
+	c->start_ns = now_ns();
+	if (handshake(c) == 0) {
+		if (c->mode == MODE_LATENCY)
+			set_nodelay(c->fd); /* a response's last segment must not wait for an ACK (Nagle) */
+		if (strategy->conn_init(c) == 0) {
+			if (c->mode == MODE_THROUGHPUT)
+				throughput_loop(c);
+			else
+				latency_loop(c);
+			strategy->conn_finish(c);
+			if (!c->error[0] && !server_stopping()) {
+				shutdown(c->fd, SHUT_WR);
+				wait_for_client_close(c->fd);
+			}
+		}
+	}
+	c->end_ns = now_ns();
+	retire(c);
+	return NULL;
+}
+
+static void start_conn(int fd, const struct sockaddr *peer)
+{
+	pthread_attr_t attr;
+	pthread_t tid;
+	struct conn *c = calloc(1, sizeof(*c));
+
+	if (!c) {
+		fprintf(stderr, "%s: out of memory for a new connection\n", prog);
+		close(fd);
+		pthread_mutex_lock(&lock);
+		errors++;
+		pthread_mutex_unlock(&lock);
+		return;
+	}
+	c->fd = fd;
+	c->msg_size = opts.msg_size;
+	c->mode = opts.mode;
+	endpoint_format(peer, c->peer, sizeof(c->peer));
+
+	pthread_mutex_lock(&lock);
+	c->next = live;
+	if (live)
+		live->prev = c;
+	live = c;
+	nlive++;
+	pthread_mutex_unlock(&lock);
+
+	/* detached: a finished connection frees itself; the stop path waits on nlive instead of joining */
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	int rc = pthread_create(&tid, &attr, conn_thread, c);
+	pthread_attr_destroy(&attr);
+	if (rc != 0) {
+		conn_fail(c, "cannot start a thread: %s", strerror(rc));
+		c->start_ns = c->end_ns = now_ns();
+		retire(c);
+	}
+}
+
+/* Tell every connection thread to stop (shutdown wakes any blocked send/recv) and wait for all. */
+static void stop_all(void)
+{
+	atomic_store(&stopping, 1);
+	pthread_mutex_lock(&lock);
+	for (struct conn *c = live; c; c = c->next)
+		shutdown(c->fd, SHUT_RDWR);
+	while (nlive > 0)
+		pthread_cond_wait(&all_done, &lock);
+	pthread_mutex_unlock(&lock);
+}
+
+static void report(int64_t wall_ns)
+{
+	double active_s = last_end_ns > first_start_ns ? ns_to_s(last_end_ns - first_start_ns) : NAN;
+	double gbps = (double)totals.bytes * 8 / active_s / 1e9;
+
+	if (!opts.json) {
+		printf("%s: served %" PRIu64 " connections in %.3f s: %" PRIu64 " bytes in %" PRIu64
+		       " messages (%.3f Gbit/s while active), %" PRIu64 " send calls, %" PRIu64
+		       " bytes copied in user space",
+		       prog, served, ns_to_s(wall_ns), totals.bytes, totals.messages, isfinite(gbps) ? gbps : 0.0,
+		       totals.send_calls, totals.user_copy_bytes);
+		if (strategy->impl_id == IMPL_A3)
+			printf(", zerocopy: %" PRIu64 " sends, %" PRIu64 " completions, %" PRIu64 " copied, %" PRIu64
+			       " ENOBUFS",
+			       totals.zc_sends, totals.zc_completions, totals.zc_copied, totals.enobufs);
+		printf("; %" PRIu64 " refused, %" PRIu64 " errors\n", refused, errors);
+		fflush(stdout);
+		return;
+	}
+	struct json_out j;
+	json_begin(&j, stdout);
+	json_str(&j, "role", "server");
+	json_str(&j, "impl", strategy->name);
+	json_str(&j, "mode", mode_name(opts.mode));
+	json_u64(&j, "msg_size", opts.msg_size);
+	json_u64(&j, "threads", served);
+	json_num(&j, "duration_s", ns_to_s(wall_ns));
+	json_u64(&j, "bytes", totals.bytes);
+	json_u64(&j, "messages", totals.messages);
+	json_num(&j, "throughput_gbps", gbps);
+	json_null(&j, "latency_us"); /* only the client can time round trips */
+	json_null(&j, "latency_p50_us");
+	json_null(&j, "latency_p99_us");
+	json_bool(&j, "verified", malformed == 0);
+	json_u64(&j, "user_copy_bytes", totals.user_copy_bytes);
+	json_u64(&j, "send_calls", totals.send_calls);
+	json_u64(&j, "zc_sends", totals.zc_sends);
+	json_u64(&j, "zc_completions", totals.zc_completions);
+	json_u64(&j, "zc_copied", totals.zc_copied);
+	json_u64(&j, "enobufs", totals.enobufs);
+	json_u64(&j, "connections_refused", refused);
+	json_u64(&j, "errors", errors);
+	json_end(&j);
+}
+
+int server_main(int argc, char **argv, const struct send_strategy *s)
+{
+	char where[80];
+	sigset_t stop_signals;
+
+	strategy = s;
+	snprintf(prog, sizeof(prog), "%s_server", s->name);
+	parse_server_options(argc, argv, prog, &opts);
+
+	signal(SIGPIPE, SIG_IGN); /* a vanished client must end its connection, not the server */
+	/* blocked before any thread exists, so SIGINT/SIGTERM only ever arrive through the signalfd */
+	sigemptyset(&stop_signals);
+	sigaddset(&stop_signals, SIGINT);
+	sigaddset(&stop_signals, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
+	int sfd = signalfd(-1, &stop_signals, SFD_CLOEXEC);
+	if (sfd < 0) {
+		fprintf(stderr, "%s: signalfd: %s\n", prog, strerror(errno));
+		return 1;
+	}
+
+	endpoint_format((const struct sockaddr *)&opts.ep.addr, where, sizeof(where));
+	int lfd = listen_on(&opts.ep, 4096);
+	if (lfd < 0) {
+		fprintf(stderr, "%s: cannot listen on %s: %s\n", prog, where, strerror(errno));
+		return 1;
+	}
+	if (opts.port == 0) { /* announce the port the kernel picked */
+		struct endpoint bound;
+		endpoint_parse(&bound, opts.bind, local_port(lfd));
+		endpoint_format((const struct sockaddr *)&bound.addr, where, sizeof(where));
+	}
+	fprintf(stderr, "listening on %s\n", where);
+	fflush(stderr);
+	int64_t t_start = now_ns();
+
+	for (;;) {
+		struct pollfd p[2] = {{.fd = lfd, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			fprintf(stderr, "%s: poll: %s\n", prog, strerror(errno));
+			break;
+		}
+		if (p[1].revents)
+			break;
+		if (p[0].revents & POLLIN) {
+			struct sockaddr_storage peer;
+			socklen_t plen = sizeof(peer);
+			int fd = accept4(lfd, (struct sockaddr *)&peer, &plen, SOCK_CLOEXEC);
+			if (fd >= 0) {
+				start_conn(fd, (const struct sockaddr *)&peer);
+			} else if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+				fprintf(stderr, "%s: accept: %s (waiting for connections to end)\n", prog, strerror(errno));
+				sleep_ns(10 * 1000000);
+			}
+			/* other accept errors (ECONNABORTED, EINTR, ...) concern one would-be client only */
+		}
+	}
+	close(lfd);
+	stop_all();
+	close(sfd);
+	report(now_ns() - t_start);
+	return 0;
+}

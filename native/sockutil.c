@@ -1,0 +1,168 @@
+#include "sockutil.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+int endpoint_parse(struct endpoint *ep, const char *text, unsigned port)
+{
+	memset(ep, 0, sizeof(*ep));
+	struct sockaddr_in *v4 = (struct sockaddr_in *)&ep->addr;
+	struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&ep->addr;
+
+	if (inet_pton(AF_INET, text, &v4->sin_addr) == 1) {
+		v4->sin_family = AF_INET;
+		v4->sin_port = htons((uint16_t)port);
+		ep->len = sizeof(*v4);
+		return 0;
+	}
+	if (inet_pton(AF_INET6, text, &v6->sin6_addr) == 1) {
+		v6->sin6_family = AF_INET6;
+		v6->sin6_port = htons((uint16_t)port);
+		ep->len = sizeof(*v6);
+		return 0;
+	}
+	return -1;
+}
+
+void endpoint_format(const struct sockaddr *sa, char *buf, size_t len)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *v4 = (const struct sockaddr_in *)sa;
+		inet_ntop(AF_INET, &v4->sin_addr, host, sizeof(host));
+		snprintf(buf, len, "%s:%u", host, ntohs(v4->sin_port));
+	} else if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *v6 = (const struct sockaddr_in6 *)sa;
+		inet_ntop(AF_INET6, &v6->sin6_addr, host, sizeof(host));
+		snprintf(buf, len, "[%s]:%u", host, ntohs(v6->sin6_port));
+	} else {
+		snprintf(buf, len, "?");
+	}
+}
+
+int listen_on(const struct endpoint *ep, int backlog)
+{
+	int one = 1;
+	int fd = socket(ep->addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -1;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(fd, (const struct sockaddr *)&ep->addr, ep->len) < 0 || listen(fd, backlog) < 0) {
+		int saved = errno;
+		close(fd);
+		errno = saved;
+		return -1;
+	}
+	return fd;
+}
+
+int connect_to(const struct endpoint *ep)
+{
+	int fd = socket(ep->addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -1;
+	while (connect(fd, (const struct sockaddr *)&ep->addr, ep->len) < 0) {
+		if (errno == EINTR)
+			continue;
+		int saved = errno;
+		close(fd);
+		errno = saved;
+		return -1;
+	}
+	return fd;
+}
+
+unsigned local_port(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
+		return 0;
+	if (ss.ss_family == AF_INET)
+		return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+}
+
+int set_nodelay(int fd)
+{
+	int one = 1;
+	return setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+int set_recv_timeout(int fd, double seconds)
+{
+	struct timeval tv = {.tv_sec = (time_t)seconds,
+			     .tv_usec = (suseconds_t)((seconds - (double)(time_t)seconds) * 1e6)};
+	return setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+}
+
+ssize_t send_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t r = send(fd, p + done, len - done, MSG_NOSIGNAL);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		done += (size_t)r;
+	}
+	return (ssize_t)done;
+}
+
+ssize_t recv_all(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t r = recv(fd, p + done, len - done, 0);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (r == 0)
+			break;
+		done += (size_t)r;
+	}
+	return (ssize_t)done;
+}
+
+void msghdr_resume(struct msghdr *mh, const struct iovec *registered, struct iovec *scratch, size_t n)
+{
+	if (mh->msg_iov == registered) {
+		memcpy(scratch, registered, mh->msg_iovlen * sizeof(*scratch));
+		mh->msg_iov = scratch;
+	}
+	while (n > 0 && mh->msg_iovlen > 0) {
+		struct iovec *iov = mh->msg_iov;
+		if (n >= iov->iov_len) {
+			n -= iov->iov_len;
+			mh->msg_iov++;
+			mh->msg_iovlen--;
+		} else {
+			iov->iov_base = (char *)iov->iov_base + n;
+			iov->iov_len -= n;
+			n = 0;
+		}
+	}
+	/* skip fields already finished so the next call never starts on an empty iovec */
+	while (mh->msg_iovlen > 0 && mh->msg_iov->iov_len == 0) {
+		mh->msg_iov++;
+		mh->msg_iovlen--;
+	}
+}

@@ -1,0 +1,41 @@
+/* Socket helpers: numeric addresses, listen/connect, whole-buffer send/recv that survive EINTR
+ * and partial transfers, and iovec bookkeeping for partial sendmsg. */
+#ifndef COPYLAB_SOCKUTIL_H
+#define COPYLAB_SOCKUTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+struct endpoint {
+	struct sockaddr_storage addr;
+	socklen_t len;
+};
+
+/* Numeric IPv4 or IPv6 address + port. Returns 0, or -1 if text is not such an address. */
+int endpoint_parse(struct endpoint *ep, const char *text, unsigned port);
+/* "ADDR:PORT" ("[ADDR]:PORT" for IPv6) */
+void endpoint_format(const struct sockaddr *sa, char *buf, size_t len);
+
+/* Bound, listening TCP socket (SO_REUSEADDR, close-on-exec); -1 with errno on failure. */
+int listen_on(const struct endpoint *ep, int backlog);
+/* Connected TCP socket; -1 with errno on failure. */
+int connect_to(const struct endpoint *ep);
+/* The port a socket is bound to. */
+unsigned local_port(int fd);
+int set_nodelay(int fd);
+/* Receive timeout so a silent peer cannot hang us forever. */
+int set_recv_timeout(int fd, double seconds);
+
+/* Send all len bytes (MSG_NOSIGNAL); returns len, or -1 with errno. */
+ssize_t send_all(int fd, const void *buf, size_t len);
+/* Receive exactly len bytes unless EOF comes first; returns bytes received (< len on EOF), -1 with errno. */
+ssize_t recv_all(int fd, void *buf, size_t len);
+
+/* After a sendmsg over mh sent n (< all) of its bytes, point mh at the first unsent byte.
+ * While mh still uses the caller's registered array, the rest is first copied into scratch (as
+ * many entries as registered), so the registered iovec is never modified. */
+void msghdr_resume(struct msghdr *mh, const struct iovec *registered, struct iovec *scratch, size_t n);
+
+#endif
