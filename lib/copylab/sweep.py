@@ -152,7 +152,7 @@ def _execute(notebook: Path, output: Path, parameters: dict, timeout: float, ker
         extra = {"km": kernel.km, "kc": kernel.kc}
     try:
         pm.execute_notebook(str(notebook), str(output), parameters=parameters, kernel_name="python3",
-                            progress_bar=False, execution_timeout=timeout, cwd=str(cwd) if cwd else None,
+                            progress_bar=False, execution_timeout=math.ceil(timeout), cwd=str(cwd) if cwd else None,
                             **extra)
     except pm.PapermillExecutionError as exc:
         return f"notebook cell {exc.exec_count} raised {exc.ename}: {exc.evalue}".splitlines()[0]
