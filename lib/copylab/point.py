@@ -117,6 +117,10 @@ def _is_cpu_list(text: str) -> bool:
     return bool(re.fullmatch(r"\d+(-\d+)?(,\d+(-\d+)?)*", str(text)))
 
 
+# stderr lines that are not errors: the server's ready line, perf's -D/--control notices
+_NOT_ERRORS = ("listening on", "Events disabled", "Events enabled")
+
+
 class _Side:
     """One benchmark process (maybe wrapped in perf stat), its output collected by threads."""
 
@@ -173,7 +177,8 @@ class _Side:
         return None
 
     def last_error(self) -> str:
-        lines = [line.strip() for line in self.stderr_lines if line.strip() and not line.startswith("listening on")]
+        lines = [line.strip() for line in self.stderr_lines
+                 if line.strip() and not line.startswith(_NOT_ERRORS)]
         return lines[-1] if lines else ""
 
     def perf_text(self) -> str:
@@ -349,7 +354,8 @@ def _supervise(spec: PointSpec, topo: Topology, server: _Side, client: _Side, co
     if server.finish(timeout=STOP_TIMEOUT_S) is None:
         server.kill()
         error = error or f"server did not stop within {STOP_TIMEOUT_S:g} s of SIGINT"
-    elif server.proc.returncode != 0 and not error:
+    elif server.proc.returncode not in (0, -signal.SIGINT) and not error:
+        # perf stat re-raises the SIGINT it got after writing its counters: -SIGINT is a normal stop
         error = f"server exited with status {server.proc.returncode}: {server.last_error() or 'no message'}"
     return error
 
