@@ -333,6 +333,9 @@ def _supervise(spec: PointSpec, topo: Topology, server: _Side, client: _Side, co
                 control.send("disable")
             if code != 0:
                 error = f"client exited with status {code}: {client.last_error() or 'no message'}"
+                if server.finish(timeout=0.5) is not None:  # the client failed because the server died first
+                    error = (f"server exited with status {server.proc.returncode} during the run: "
+                             f"{server.last_error() or 'no message'}; {error}")
             break
         if server.proc.poll() is not None:
             error = f"server exited with status {server.proc.returncode} during the run: {server.last_error() or 'no message'}"
