@@ -1,0 +1,309 @@
+"""The report's plotly figures. Every figure states the system configuration it was measured on.
+
+Each public function takes (df, meta) from analysis.load_results and returns a plotly Figure, or
+a FigureNote when the metric it plots was not measured on this host (saying what is missing,
+why, and how to get it) — a blank chart would look like a result.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import warnings
+from dataclasses import dataclass
+
+import pandas as pd
+import plotly.graph_objects as go
+import plotly.io as pio
+from plotly.subplots import make_subplots
+
+from .analysis import (IMPL_LABELS, METRICS, aggregate, fmt_size, measured, system_summary,
+                       unmeasured_reason)
+
+IMPL_COLORS = {"a1": "#1f77b4", "a2": "#2ca02c", "a3": "#d62728"}
+# static width the PDF images get (height: each figure's own); the HTML/JupyterLab figure is responsive
+PDF_WIDTH, PDF_HEIGHT = 960, 560
+HOW_TO_MEASURE = ("Re-run the sweep on a host where perf can read hardware counters: bare metal, "
+                  "or a virtual machine with a virtual PMU (e.g. KVM/QEMU with `-cpu host`).")
+
+_rendering_ready = False
+
+
+def setup_rendering() -> None:
+    """Make every displayed figure visible everywhere: interactive in JupyterLab (mimetype),
+    interactive in nbconvert HTML (notebook: plotly.js embedded once, offline) and a vector PDF
+    image for nbconvert's LaTeX exporter. plotly_mimetype alone is invisible to nbconvert."""
+    global _rendering_ready
+    if _rendering_ready:
+        return
+    pio.templates.default = "plotly_white"
+    if not (os.environ.get("BROWSER_PATH") or shutil.which("chromium") or shutil.which("google-chrome")):
+        # no browser for kaleido: interactive figures only; the report command says what to install
+        pio.renderers.default = "plotly_mimetype+notebook"
+        _rendering_ready = True
+        return
+    import kaleido
+
+    # one Chromium for all images: later renders take ~0.2 s instead of a browser start each
+    kaleido.start_sync_server(mathjax=False, silence_warnings=True)
+    # plotly passes per-call options the shared server ignores; harmless, so keep it out of the report
+    warnings.filterwarnings("ignore", message="The kopts argument is ignored")
+    pio.renderers["pdf"].width = PDF_WIDTH
+    pio.renderers.default = "plotly_mimetype+notebook+pdf"
+    _rendering_ready = True
+
+
+@dataclass
+class FigureNote:
+    """Stands in for a figure whose metric this host could not measure."""
+
+    title: str
+    missing: str
+    why: str
+    how: str = HOW_TO_MEASURE
+
+    def text(self) -> str:
+        return (f"**Figure not drawn — {self.title}.** Missing: {self.missing}. "
+                f"Why: {self.why}. How to get it: {self.how}")
+
+    def _repr_markdown_(self) -> str:
+        return "> " + self.text()
+
+    def __repr__(self) -> str:
+        return self.text()
+
+
+def _style(fig: go.Figure, meta: dict, title: str, height: int = PDF_HEIGHT) -> go.Figure:
+    fig.update_layout(
+        title=dict(text=title, subtitle=dict(text=system_summary(meta), font=dict(size=11))),
+        height=height, margin=dict(t=95, l=70, r=20, b=60),
+        legend=dict(title="implementation", orientation="h", y=-0.18, x=0),
+        font=dict(size=12),
+    )
+    return fig
+
+
+def _size_ticks(sizes) -> dict:
+    sizes = sorted(set(int(s) for s in sizes))
+    return dict(type="log", tickvals=sizes, ticktext=[fmt_size(s) for s in sizes])
+
+
+def _impl_trace(g: pd.DataFrame, impl: str, x: str, metric: str, show_legend: bool) -> go.Scatter:
+    ci = g[f"{metric}_ci"]
+    return go.Scatter(
+        x=g[x], y=g[metric], mode="lines+markers", name=IMPL_LABELS.get(impl, impl),
+        legendgroup=impl, showlegend=show_legend, line=dict(color=IMPL_COLORS.get(impl)),
+        error_y=dict(type="data", array=ci.fillna(0), visible=bool(ci.notna().any())),
+        customdata=g[[f"{metric}_n"]], hovertemplate=f"%{{y:.4g}} (n=%{{customdata[0]}})<extra>{impl.upper()}</extra>",
+    )
+
+
+def _grid(df: pd.DataFrame, meta: dict, mode: str, metrics: list[str], x: str, facet: str,
+          title: str, note_title: str):
+    """Rows = metrics, columns = values of `facet`; one line per implementation, mean ± 95% CI."""
+    data = df[df["mode"] == mode]
+    shown = [m for m in metrics if measured(data, m)]
+    if not shown:
+        return _note_for(df, meta, note_title, metrics, mode)
+    agg = aggregate(data, shown)
+    facets = sorted(agg[facet].unique())
+    fig = make_subplots(rows=len(shown), cols=len(facets), shared_xaxes=True,
+                        horizontal_spacing=0.04, vertical_spacing=0.1 if len(shown) > 1 else 0.0,
+                        column_titles=[f"{facet.replace('msg_size', 'size').replace('threads', 'threads')}"
+                                       f" = {fmt_size(v) if facet == 'msg_size' else v}" for v in facets])
+    for r, metric in enumerate(shown, start=1):
+        for c, fv in enumerate(facets, start=1):
+            for impl, g in agg[agg[facet] == fv].groupby("impl"):
+                g = g.sort_values(x)
+                fig.add_trace(_impl_trace(g, impl, x, metric, r == 1 and c == 1), row=r, col=c)
+        fig.update_yaxes(title_text=METRICS[metric][0], row=r, col=1)
+    if x == "msg_size":
+        fig.update_xaxes(**_size_ticks(agg["msg_size"]))
+        fig.update_xaxes(title_text="message size (bytes, log scale)", row=len(shown))
+    else:
+        fig.update_xaxes(title_text="client threads (connections)", row=len(shown),
+                         tickvals=sorted(agg["threads"].unique()))
+    missing = [m for m in metrics if m not in shown]
+    if missing:
+        fig.add_annotation(text="not measured: " + ", ".join(METRICS[m][0] for m in missing),
+                           xref="paper", yref="paper", x=1, y=1.12, showarrow=False,
+                           font=dict(size=10, color="#a00"), xanchor="right")
+    height = 260 + 230 * len(shown)
+    return _style(fig, meta, title, height=height)
+
+
+def _note_for(df, meta, title, metrics, mode) -> FigureNote:
+    raw = {"cycles_per_byte": "cycles", "srv_cycles_per_byte": "srv_cycles",
+           "cli_cycles_per_byte": "cli_cycles", "l1_misses_per_byte": "l1_misses",
+           "llc_misses_per_byte": "llc_misses"}
+    missing = ", ".join(METRICS[m][0] for m in metrics)
+    if not (df["mode"] == mode).any():
+        return FigureNote(title, missing, f"the sweep has no {mode}-mode rows",
+                          f"include mode {mode} in the sweep's parameter grid")
+    counter = next((raw[m] for m in metrics if m in raw), None)
+    if counter:
+        return FigureNote(title, missing, unmeasured_reason(df, meta, counter))
+    return FigureNote(title, missing, "the sweep recorded no values for "
+                      + ", ".join(metrics) + " (results.csv has only the required columns?)",
+                      "run the sweep with this project's engine, which records them")
+
+
+def throughput_vs_size(df: pd.DataFrame, meta: dict):
+    return _grid(df, meta, "throughput", ["throughput_gbps"], "msg_size", "threads",
+                 "Throughput vs message size (mean ± 95% CI), one panel per thread count",
+                 "throughput vs message size")
+
+
+def cache_misses_vs_size(df: pd.DataFrame, meta: dict):
+    return _grid(df, meta, "throughput", ["l1_misses_per_byte", "llc_misses_per_byte"],
+                 "msg_size", "threads",
+                 "L1 and LLC load misses per byte transferred vs message size",
+                 "cache misses per byte vs message size")
+
+
+def cycles_per_byte_vs_size(df: pd.DataFrame, meta: dict):
+    src = {"tsc": " (TSC reference cycles: no PMU)", "pmu": ""}.get(meta.get("cycles_source") or "", "")
+    return _grid(df, meta, "throughput",
+                 ["srv_cycles_per_byte", "cli_cycles_per_byte", "cycles_per_byte"],
+                 "msg_size", "threads",
+                 f"CPU cycles per byte: sender, receiver, total{src}",
+                 "CPU cycles per byte vs message size")
+
+
+def cpu_time_per_byte_vs_size(df: pd.DataFrame, meta: dict):
+    return _grid(df, meta, "throughput", ["srv_cpu_ns_per_byte", "cli_cpu_ns_per_byte"],
+                 "msg_size", "threads",
+                 "CPU time per byte (perf task-clock): sender and receiver",
+                 "CPU time per byte vs message size")
+
+
+def latency_vs_threads(df: pd.DataFrame, meta: dict):
+    """Latency-mode p50 per thread count with a band up to p99, one panel per message size."""
+    lat = df[df["mode"] == "latency"]
+    center = "latency_p50_us" if measured(lat, "latency_p50_us") else "latency_us"
+    if not measured(lat, center):
+        return _note_for(df, meta, "latency vs thread count", [center], "latency")
+    metrics = [center] + (["latency_p99_us"] if measured(lat, "latency_p99_us") else [])
+    agg = aggregate(lat, metrics)
+    sizes = sorted(agg["msg_size"].unique())
+    cols = min(len(sizes), 3)
+    rows = math.ceil(len(sizes) / cols)
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[f"size = {fmt_size(s)}" for s in sizes],
+                        horizontal_spacing=0.06, vertical_spacing=0.14)
+    for i, size in enumerate(sizes):
+        r, c = i // cols + 1, i % cols + 1
+        for impl, g in agg[agg["msg_size"] == size].groupby("impl"):
+            g = g.sort_values("threads")
+            color = IMPL_COLORS.get(impl)
+            if "latency_p99_us" in metrics:
+                # band from p50 up to p99: invisible lower edge, filled upper edge
+                fig.add_trace(go.Scatter(x=g["threads"], y=g[center], mode="lines", line=dict(width=0),
+                                         showlegend=False, legendgroup=impl, hoverinfo="skip"), row=r, col=c)
+                fig.add_trace(go.Scatter(x=g["threads"], y=g["latency_p99_us"], mode="lines",
+                                         line=dict(width=0), fill="tonexty", fillcolor=_alpha(color, 0.10),
+                                         name=f"{impl.upper()} p50–p99 band", legendgroup=impl,
+                                         showlegend=i == 0, hovertemplate="p99 %{y:.4g} µs<extra></extra>"),
+                              row=r, col=c)
+            fig.add_trace(_impl_trace(g, impl, "threads", center, i == 0), row=r, col=c)
+        fig.update_xaxes(tickvals=sorted(agg["threads"].unique()), row=r, col=c)
+    fig.update_xaxes(title_text="client threads (connections)", row=rows)
+    for r in range(1, rows + 1):
+        fig.update_yaxes(title_text=METRICS[center][0], row=r, col=1)
+    label = "p50" if center == "latency_p50_us" else "mean (no percentiles recorded)"
+    return _style(fig, meta, f"Round-trip latency vs thread count: {label}, shaded up to p99",
+                  height=230 + 260 * rows)
+
+
+def _alpha(hex_color: str, a: float) -> str:
+    h = hex_color.lstrip("#")
+    return f"rgba({int(h[0:2], 16)},{int(h[2:4], 16)},{int(h[4:6], 16)},{a})"
+
+
+def throughput_vs_threads(df: pd.DataFrame, meta: dict):
+    """Scaling: total throughput vs client threads, the host's core count marked."""
+    fig = _grid(df, meta, "throughput", ["throughput_gbps"], "threads", "msg_size",
+                "Throughput vs client threads (scaling), one panel per message size",
+                "throughput vs threads")
+    cores = meta.get("cores")
+    if isinstance(fig, go.Figure) and cores:
+        fig.add_vline(x=float(cores), line_dash="dot", line_color="#555",
+                      annotation_text=f"{cores} cores", annotation_position="top left",
+                      annotation_font_size=10, row="all", col="all")
+    return fig
+
+
+def user_copy_per_message(df: pd.DataFrame, meta: dict):
+    """The copy A2 removes: user-space copy bytes per message (as a multiple of the message)
+    next to the sender's cost per byte."""
+    tp = df[(df["mode"] == "throughput") & df["impl"].isin(["a1", "a2"])].copy()
+    if not measured(tp, "user_copy_bytes_per_message"):
+        return _note_for(df, meta, "bytes copied in user space per message",
+                         ["user_copy_bytes_per_message"], "throughput")
+    tp["user_copy_share"] = tp["user_copy_bytes_per_message"] / tp["msg_size"]
+    cost = next((m for m in ("srv_cycles_per_byte", "srv_cpu_ns_per_byte") if measured(tp, m)), None)
+    metrics = ["user_copy_share"] + ([cost] if cost else [])
+    agg = aggregate(tp, metrics, by=("impl", "msg_size"))
+    fig = make_subplots(rows=1, cols=len(metrics), horizontal_spacing=0.1,
+                        subplot_titles=["user-space copy per message", "sender cost per byte"][:len(metrics)])
+    for impl, g in agg.groupby("impl"):
+        g = g.sort_values("msg_size")
+        fig.add_trace(go.Bar(x=[fmt_size(s) for s in g["msg_size"]], y=g["user_copy_share"],
+                             name=IMPL_LABELS[impl], marker_color=IMPL_COLORS[impl], legendgroup=impl,
+                             text=[f"{v:.2f}" for v in g["user_copy_share"]], textposition="outside",
+                             customdata=g["msg_size"] * g["user_copy_share"],
+                             hovertemplate="%{customdata:.0f} B per message<extra></extra>"), row=1, col=1)
+        if cost:
+            fig.add_trace(_impl_trace(g, impl, "msg_size", cost, False), row=1, col=2)
+    fig.update_yaxes(title_text="bytes copied in user space ÷ message size", row=1, col=1)
+    fig.update_xaxes(title_text="message size", type="category", row=1, col=1)
+    if cost:
+        fig.update_yaxes(title_text=METRICS[cost][0], row=1, col=2)
+        fig.update_xaxes(title_text="message size (bytes, log scale)", row=1, col=2,
+                         **_size_ticks(agg["msg_size"]))
+    return _style(fig, meta, "The copy A2 removes: bytes copied in user space per message, and the "
+                  "sender's cost per byte (averaged over thread counts)")
+
+
+def zerocopy_completions(df: pd.DataFrame, meta: dict):
+    """A3: error-queue completions per message and the share the kernel copied after all."""
+    a3 = df[(df["mode"] == "throughput") & (df["impl"] == "a3")]
+    if not measured(a3, "zc_completions_per_message"):
+        return FigureNote("A3 zero-copy completions vs message size",
+                          "zero-copy completion counts (zc_completions, zc_copied)",
+                          "the sweep has no A3 throughput rows with zero-copy accounting",
+                          "run A3 in throughput mode with this project's a3_server, which reports them")
+    metrics = ["zc_completions_per_message", "zc_copied_share"]
+    agg = aggregate(a3, metrics, by=("impl", "threads", "msg_size"))
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1,
+                        subplot_titles=["completions per message sent",
+                                        "completions flagged COPIED (%)"])
+    for threads, g in agg.groupby("threads"):
+        g = g.sort_values("msg_size")
+        for col, metric in enumerate(metrics, start=1):
+            ci = g[f"{metric}_ci"]
+            fig.add_trace(go.Scatter(x=g["msg_size"], y=g[metric], mode="lines+markers",
+                                     name=f"A3, {threads} thread(s)", legendgroup=str(threads),
+                                     showlegend=col == 1,
+                                     error_y=dict(type="data", array=ci.fillna(0),
+                                                  visible=bool(ci.notna().any()))),
+                          row=1, col=col)
+    fig.update_xaxes(title_text="message size (bytes, log scale)", **_size_ticks(agg["msg_size"]))
+    fig.update_yaxes(title_text=METRICS["zc_completions_per_message"][0], row=1, col=1)
+    fig.update_yaxes(title_text=METRICS["zc_copied_share"][0], range=[0, 105], row=1, col=2)
+    fig = _style(fig, meta, "A3 (MSG_ZEROCOPY): completion notifications and the share the kernel "
+                 "copied anyway")
+    fig.update_layout(legend_title_text="thread count")
+    return fig
+
+
+ALL_FIGURES = (
+    ("throughput-vs-size", throughput_vs_size),
+    ("latency-vs-threads", latency_vs_threads),
+    ("cache-misses-vs-size", cache_misses_vs_size),
+    ("cycles-per-byte-vs-size", cycles_per_byte_vs_size),
+    ("cpu-time-per-byte-vs-size", cpu_time_per_byte_vs_size),
+    ("throughput-vs-threads", throughput_vs_threads),
+    ("user-copy-per-message", user_copy_per_message),
+    ("zerocopy-completions", zerocopy_completions),
+)

@@ -1,0 +1,286 @@
+"""Build the report: execute notebooks/analysis.ipynb with papermill, export PDF and HTML.
+
+Also holds the small display helpers the analysis notebook calls (author block, program
+output of real runs), so the notebook stays narrative + calls.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import sys
+import textwrap
+from pathlib import Path
+
+from .analysis import fmt_size, load_results, system_fields
+from .errors import CopylabError
+from .paths import NOTEBOOKS_DIR, PROJECT_ROOT
+
+NOTEBOOK = NOTEBOOKS_DIR / "analysis.ipynb"
+WIDGET_TAG = "widget"  # cells that need a live kernel: left out of PDF and HTML
+AUTHOR_FIELDS = ("author", "roll_no", "repo_url", "ai_declaration")
+INSTALL_HINT = {
+    "xelatex": "apt-get install texlive-xetex texlive-fonts-recommended texlive-plain-generic pandoc",
+    "chromium": "apt-get install chromium (or set BROWSER_PATH to a Chrome/Chromium binary)",
+    "pandoc": "apt-get install pandoc",
+}
+WRAP = 96  # characters per line of program output; longer lines would run off the PDF page
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers for the notebook
+
+def _text_or_file(value: str) -> str:
+    """An AI declaration may be given as text or as a path to a file holding it."""
+    value = (value or "").strip()
+    if not value:
+        return ""
+    for candidate in (Path(value), PROJECT_ROOT / value):
+        try:
+            if candidate.is_file():
+                return candidate.read_text().strip()
+        except OSError:  # a long text is not a valid path
+            break
+    return value
+
+
+def resolve_author(meta: dict, **given) -> dict:
+    """Author fields: the ones given, else meta.json["params"], else empty. Text, not paths."""
+    params = meta.get("params") or {}
+    out = {}
+    for field in AUTHOR_FIELDS:
+        value = given.get(field) or params.get(field) or ""
+        out[field] = _text_or_file(str(value)) if field == "ai_declaration" else str(value).strip()
+    return out
+
+
+def author_markdown(fields: dict) -> str:
+    rows = [("Author", fields["author"]), ("Roll number", fields["roll_no"]),
+            ("Repository", fields["repo_url"])]
+    lines = [f"- **{k}:** {v if v else '_not given_'}" for k, v in rows]
+    decl = fields["ai_declaration"]
+    lines.append("")
+    lines.append("**AI-usage declaration.** " + (decl if decl else "_not given (pass "
+                 "`--ai-declaration FILE` or set `ai_declaration` in the params YAML)_"))
+    return "\n".join(lines)
+
+
+def system_markdown(meta: dict, df) -> str:
+    """The host the numbers come from, as a table, plus the grid the sweep covered."""
+    if not meta:
+        head = "_No meta.json beside results.csv: the host is unknown._\n\n"
+    else:
+        head = ""
+    f = system_fields(meta)
+    extra = [("hostname", meta.get("hostname")), ("perf", meta.get("perf_version")),
+             ("perf note", meta.get("perf_note")), ("compiler", meta.get("compiler")),
+             ("net.core.optmem_max", meta.get("optmem_max")), ("tcp_wmem", meta.get("tcp_wmem")),
+             ("tcp_rmem", meta.get("tcp_rmem")), ("veth MTU", meta.get("veth_mtu")),
+             ("git revision", meta.get("git_revision")), ("started", meta.get("started_at")),
+             ("finished", meta.get("finished_at"))]
+    rows = list(f.items()) + [(k, v) for k, v in extra if v not in (None, "")]
+    events = meta.get("perf_events") or {}
+    if events:
+        rows.append(("perf events counted", ", ".join(e for e, ok in events.items() if ok) or "none"))
+        rows.append(("perf events not supported", ", ".join(e for e, ok in events.items() if not ok) or "none"))
+    offloads = meta.get("offloads") or {}
+    if offloads:
+        rows.append(("offloads", ", ".join(f"{k}={v}" for k, v in offloads.items())))
+    table = "| setting | value |\n|:---|:---|\n" + "\n".join(
+        f"| {k} | {str(v).replace('|', '/')} |" for k, v in rows)
+    sizes = ", ".join(fmt_size(s) for s in sorted(df["msg_size"].unique()))
+    threads = ", ".join(str(t) for t in sorted(df["threads"].unique()))
+    reps = df.groupby(["impl", "mode", "msg_size", "threads"])["rep"].nunique()
+    grid = (f"\n\n**Grid measured:** implementations {', '.join(sorted(df['impl'].unique()))}; "
+            f"modes {', '.join(sorted(df['mode'].unique()))}; message sizes {sizes}; "
+            f"thread counts {threads}; {int(reps.max()) if len(reps) else 0} repetition(s) per point; "
+            f"{len(df)} measurements used.")
+    failed = df.attrs.get("rows_failed", 0)
+    if failed:
+        first = df.attrs["failed"][0]
+        grid += (f" **{failed} point(s) failed and are left out**, e.g. {first.get('impl')} "
+                 f"{first.get('mode')} {first.get('msg_size')} B × {first.get('threads')} threads: "
+                 f"{first.get('error') or 'no error recorded'}.")
+    return head + table + grid
+
+
+def _wrap(text: str) -> str:
+    lines = []
+    for line in text.splitlines():
+        lines.extend(textwrap.wrap(line, WRAP, subsequent_indent="    ", break_on_hyphens=False,
+                                   drop_whitespace=False) or [""])
+    return "\n".join(lines)
+
+
+def _pretty_json(text: str) -> str:
+    """The program's --json line, indented so it fits a page; other text unchanged."""
+    try:
+        return json.dumps(json.loads(text), indent=1)
+    except (json.JSONDecodeError, TypeError):
+        return text
+
+
+def pick_runs(results_dir, df) -> dict:
+    """One real, successful run per implementation: throughput mode, the grid's middle size,
+    fewest threads, first repetition (falling back to whatever record exists)."""
+    runs_dir = Path(results_dir) / "runs"
+    picked = {}
+    if not runs_dir.is_dir():
+        return picked
+    sizes = sorted(df["msg_size"].unique())
+    mid = sizes[len(sizes) // 2] if sizes else 0
+    candidates = {}
+    for path in sorted(runs_dir.glob("*.json")):
+        try:
+            rec = json.loads(path.read_text())
+        except (json.JSONDecodeError, OSError, UnicodeDecodeError):
+            continue
+        row = rec.get("row") or {}
+        if str(row.get("status", "ok")) != "ok" or row.get("impl") not in ("a1", "a2", "a3"):
+            continue
+        score = (row.get("mode") != "throughput", abs(int(row.get("msg_size") or 0) - mid),
+                 int(row.get("threads") or 0), int(row.get("rep") or 0), path.name)
+        if row["impl"] not in candidates or score < candidates[row["impl"]][0]:
+            candidates[row["impl"]] = (score, path, rec)
+    for impl, (_, path, rec) in sorted(candidates.items()):
+        picked[impl] = {"path": path, **rec}
+    return picked
+
+
+def program_output_markdown(run: dict) -> str:
+    """Command lines, JSON output and perf stat output of one run, as the programs printed them."""
+    row = run.get("row") or {}
+    parts = [f"#### {str(row.get('impl', '?')).upper()}: {row.get('mode')} mode, "
+             f"{fmt_size(row.get('msg_size'))} messages, {row.get('threads')} thread(s) "
+             f"(record `{Path(run['path']).name}`)"]
+    raw = run.get("raw") or {}
+    for side, who in (("server", "server (sender)"), ("client", "client (receiver)")):
+        r = raw.get(side) or {}
+        if not r:
+            parts.append(f"_No {who} output recorded._")
+            continue
+        argv = r.get("argv") or []
+        parts.append(f"**{who}** command line:\n\n```\n{_wrap(shlex.join(map(str, argv)))}\n```")
+        if r.get("stdout"):
+            parts.append(f"{who} stdout:\n\n```\n{_wrap(_pretty_json(r['stdout'].strip()))}\n```")
+        if r.get("stderr", "").strip():
+            tail = "\n".join(r["stderr"].strip().splitlines()[-8:])
+            parts.append(f"{who} stderr (last lines):\n\n```\n{_wrap(tail)}\n```")
+        if r.get("perf", "").strip():
+            parts.append(f"{who} `perf stat -x,` output:\n\n```\n{_wrap(r['perf'].strip())}\n```")
+    return "\n\n".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------
+# building the report
+
+def _say(progress, msg: str) -> None:
+    if progress:
+        progress(msg)
+
+
+def _atomic_write(path: Path, data) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    if isinstance(data, bytes):
+        tmp.write_bytes(data)
+    else:
+        tmp.write_text(data, encoding="utf-8")
+    tmp.replace(path)
+
+
+def _exporter_config(nb, fields: dict, sweep: str):
+    """Export settings shared by HTML and PDF: no code, no widget cells, a title and author."""
+    from traitlets.config import Config
+
+    nb.metadata["title"] = f"copylab: the cost of data movement in Linux TCP I/O ({sweep})"
+    if fields.get("author"):
+        nb.metadata["authors"] = [{"name": fields["author"]}]
+    c = Config()
+    c.TemplateExporter.exclude_input = True
+    c.TemplateExporter.exclude_input_prompt = True
+    c.TemplateExporter.exclude_output_prompt = True
+    c.TagRemovePreprocessor.enabled = True
+    c.TagRemovePreprocessor.remove_cell_tags = {WIDGET_TAG}
+    return c
+
+
+def _missing_tools() -> list[str]:
+    missing = [t for t in ("xelatex", "pandoc") if shutil.which(t) is None]
+    if not (os.environ.get("BROWSER_PATH") or shutil.which("chromium") or shutil.which("google-chrome")):
+        missing.append("chromium")
+    return missing
+
+
+def build_report(results_dir, output_dir=None, author=None, roll_no=None, repo_url=None,
+                 ai_declaration=None, progress=print, timeout_s: int = 600) -> dict:
+    """Execute the analysis notebook on results_dir; write analysis.ipynb, answers.json,
+    report.html and report.pdf into output_dir (default results_dir). Returns their paths.
+
+    Raises CopylabError on bad input, a failing notebook or a missing tool (after writing
+    what it could: without xelatex or chromium the HTML is still written)."""
+    import papermill
+    from nbconvert import HTMLExporter, PDFExporter
+    from nbconvert.exporters.pdf import LatexFailed
+    import nbformat
+
+    results_dir = Path(results_dir).resolve()
+    output_dir = Path(output_dir).resolve() if output_dir else results_dir
+    _say(progress, f"[1/4] checking {results_dir / 'results.csv'}")
+    df, meta = load_results(results_dir)  # fails fast, one line, before anything is written
+    if ai_declaration and not Path(ai_declaration).is_file():
+        raise CopylabError(f"--ai-declaration {ai_declaration}: no such file")
+    fields = resolve_author(meta, author=author, roll_no=roll_no, repo_url=repo_url,
+                            ai_declaration=str(ai_declaration or ""))
+    output_dir.mkdir(parents=True, exist_ok=True)
+    missing = _missing_tools()
+
+    _say(progress, f"[2/4] executing {NOTEBOOK.relative_to(PROJECT_ROOT)} with papermill "
+                   f"({len(df)} measurements)")
+    record = output_dir / "analysis.ipynb"
+    tmp_record = output_dir / ".analysis.tmp.ipynb"  # papermill wants the .ipynb suffix
+    params = {"results_dir": str(results_dir), "output_dir": str(output_dir), **fields}
+    try:
+        papermill.execute_notebook(str(NOTEBOOK), str(tmp_record), parameters=params,
+                                   kernel_name="python3", cwd=str(PROJECT_ROOT),
+                                   execution_timeout=timeout_s, progress_bar=False)
+    except papermill.PapermillExecutionError as exc:
+        failed = output_dir / "analysis.failed.ipynb"
+        tmp_record.replace(failed)
+        raise CopylabError(f"analysis notebook failed in cell {exc.exec_count}: {exc.ename}: "
+                           f"{str(exc.evalue).splitlines()[0] if exc.evalue else ''} "
+                           f"(executed notebook kept as {failed})") from exc
+    except Exception as exc:  # nbclient CellTimeoutError, dead kernel: papermill does not wrap them
+        if tmp_record.exists():
+            tmp_record.replace(output_dir / "analysis.failed.ipynb")
+        raise CopylabError(f"analysis notebook did not finish: {type(exc).__name__}: "
+                           f"{str(exc).splitlines()[0] if str(exc) else ''}") from exc
+    tmp_record.replace(record)
+    paths = {"notebook": record, "answers": output_dir / "answers.json"}
+
+    nb = nbformat.read(record, as_version=4)
+    config = _exporter_config(nb, fields, results_dir.name)
+    _say(progress, "[3/4] writing report.html (interactive figures, plotly.js embedded)")
+    html, _ = HTMLExporter(config=config, template_name="lab").from_notebook_node(nb)
+    _atomic_write(output_dir / "report.html", html)
+    paths["html"] = output_dir / "report.html"
+
+    if missing:
+        raise CopylabError(f"report.html written, but report.pdf needs {', '.join(missing)}: "
+                           + "; ".join(INSTALL_HINT[m] for m in missing))
+    _say(progress, "[4/4] writing report.pdf (nbconvert via xelatex)")
+    try:
+        pdf, _ = PDFExporter(config=config).from_notebook_node(nb)
+    except LatexFailed as exc:
+        log = output_dir / "report.latex.log"
+        log.write_text(exc.output or "")
+        raise CopylabError(f"xelatex failed to build report.pdf (log: {log})") from exc
+    _atomic_write(output_dir / "report.pdf", pdf)
+    paths["pdf"] = output_dir / "report.pdf"
+    return paths
+
+
+def main_progress(msg: str) -> None:
+    """Progress goes to stderr so the last line of stdout is the PDF path."""
+    print(msg, file=sys.stderr, flush=True)

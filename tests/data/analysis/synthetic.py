@@ -1,0 +1,113 @@
+"""SYNTHETIC sweep results for the analysis/report tests: made-up numbers with known answers.
+
+Nothing here is a measurement. Throughput is A1's curve plus a chosen +/- offset per
+(thread count, size), so the crossovers the tests expect follow from the tables below.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+SIZES = (64, 1024, 4096, 16384, 65536)
+THREADS = (1, 2, 4, 8)
+# sign pattern of (X - A1) throughput per thread count over SIZES, in Gbit/s
+A2_DELTA = {1: (+1, -1, +1, +1, +1), 2: (-1, -1, +1, +1, +1),
+            4: (-1, -1, -1, +1, +1), 8: (+1, +1, +1, +1, -1)}
+A3_DELTA = {1: (-1, -1, -1, -1, +1), 2: (-1, -1, -1, +1, +1),
+            4: (-1, -1, -1, -1.5, -1), 8: (-1, -1, -1, +1, +1)}
+# what the design.md rule gives for those tables (overall = on the mean over thread counts)
+EXPECTED_Q4 = {"crossover_bytes": 4096,
+               "per_threads": {"1": 4096, "2": 4096, "4": 16384, "8": None}}
+EXPECTED_Q5 = {"crossover_bytes": 65536,
+               "per_threads": {"1": 65536, "2": 16384, "4": None, "8": 16384}}
+# misses per byte: A2/A3 cut L1 misses far more than LLC misses -> Q2 answer "L1"
+L1_PER_BYTE = {"a1": 0.020, "a2": 0.012, "a3": 0.011}
+LLC_PER_BYTE = {"a1": 0.0020, "a2": 0.0019, "a3": 0.0019}
+CYCLES_PER_BYTE = {"a1": 3.0, "a2": 2.4, "a3": 2.6}
+NOISE = (-0.05, 0.0, 0.05)  # symmetric, so the mean over 3 reps is the table value
+
+FIELDS = ("impl", "mode", "msg_size", "threads", "rep", "throughput_gbps", "latency_us",
+          "cycles", "l1_misses", "llc_misses", "context_switches", "bytes", "duration_s",
+          "status", "error", "point_id", "cycles_source", "counters_note", "topology",
+          "latency_p50_us", "latency_p99_us", "messages", "server_messages", "server_bytes",
+          "user_copy_bytes", "send_calls", "zc_sends", "zc_completions", "zc_copied", "enobufs",
+          "srv_cycles", "cli_cycles", "srv_task_clock_ms", "cli_task_clock_ms",
+          "srv_l1_misses", "cli_l1_misses", "srv_llc_misses", "cli_llc_misses")
+REQUIRED = FIELDS[:13]
+
+
+def _a1_gbps(size: int, threads: int) -> float:
+    return 1.0 + 4.0 * SIZES.index(size) + 0.5 * THREADS.index(threads)
+
+
+def rows(reps: int = 3, counters: bool = True, failed_row: bool = True) -> list[dict]:
+    out = []
+    noise = NOISE if reps == 3 else (0.0,) * reps
+    for impl in ("a1", "a2", "a3"):
+        for t_i, threads in enumerate(THREADS):
+            for s_i, size in enumerate(SIZES):
+                for rep in range(reps):
+                    base = _a1_gbps(size, threads)
+                    delta = {"a1": 0, "a2": A2_DELTA[threads][s_i], "a3": A3_DELTA[threads][s_i]}[impl]
+                    for mode in ("throughput", "latency"):
+                        gbps = base + delta + noise[rep] if mode == "throughput" else 0.1
+                        nbytes = int(gbps * 1e9 / 8 * 2.0)
+                        msgs = nbytes // size
+                        lat = 20.0 + threads * 5 + size / 4096 + {"a1": 0, "a2": -1, "a3": 2}[impl]
+                        r = {"impl": impl, "mode": mode, "msg_size": size, "threads": threads,
+                             "rep": rep, "throughput_gbps": gbps, "latency_us": lat,
+                             "bytes": nbytes, "duration_s": 2.0, "status": "ok", "error": "",
+                             "point_id": f"{impl}-{mode}-s{size}-t{threads}-r{rep}",
+                             "topology": "netns",
+                             "latency_p50_us": lat * 0.95 if mode == "latency" else "",
+                             "latency_p99_us": lat * 1.8 if mode == "latency" else "",
+                             "messages": msgs, "server_messages": msgs, "server_bytes": nbytes,
+                             "user_copy_bytes": nbytes if impl == "a1" else 0,
+                             "send_calls": msgs, "context_switches": 100 * threads + rep,
+                             "srv_task_clock_ms": nbytes * 0.3e-6, "cli_task_clock_ms": nbytes * 0.4e-6}
+                        if impl == "a3":
+                            r.update(zc_sends=msgs, zc_completions=msgs // 4,
+                                     zc_copied=msgs // 4, enobufs=3)
+                        if counters:
+                            cyc = nbytes * CYCLES_PER_BYTE[impl]
+                            l1 = nbytes * L1_PER_BYTE[impl] * (1 + 0.1 * t_i)
+                            llc = nbytes * LLC_PER_BYTE[impl] * (1 + 0.2 * t_i)
+                            r.update(cycles=cyc, srv_cycles=cyc * 0.4, cli_cycles=cyc * 0.6,
+                                     l1_misses=l1, srv_l1_misses=l1 / 2, cli_l1_misses=l1 / 2,
+                                     llc_misses=llc, srv_llc_misses=llc / 2, cli_llc_misses=llc / 2,
+                                     cycles_source="pmu")
+                        else:
+                            r.update(counters_note="hardware events not supported on this host "
+                                                   "(SYNTHETIC: virtual machine without PMU)")
+                        out.append(r)
+    if failed_row:
+        out.append({"impl": "a3", "mode": "throughput", "msg_size": 65536, "threads": 8, "rep": 9,
+                    "status": "failed", "error": "SYNTHETIC: server exited with status 1"})
+    return out
+
+
+META = {"kernel": "6.1.0-synthetic", "cpu_model": "SYNTHETIC CPU (test data)", "cores": 2,
+        "memory_gib": 3.8, "hostname": "synthetic", "topology": "netns", "cycles_source": "pmu",
+        "params": {"author": "Test Author (synthetic)", "roll_no": "T-000",
+                   "repo_url": "https://example.invalid/copylab"}}
+
+
+def write_sweep(folder, reps: int = 3, counters: bool = True, meta: bool = True,
+                required_only: bool = False, failed_row: bool = True) -> Path:
+    """Write results.csv (and meta.json) of a SYNTHETIC sweep into folder; returns folder."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    fields = REQUIRED if required_only else FIELDS
+    with open(folder / "results.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=fields, extrasaction="ignore")
+        w.writeheader()
+        for r in rows(reps, counters, failed_row and not required_only):
+            w.writerow(r)
+    if meta:
+        m = dict(META)
+        if not counters:
+            m.update(cycles_source="", perf_note="SYNTHETIC: no PMU")
+        (folder / "meta.json").write_text(json.dumps(m))
+    return folder
