@@ -8,9 +8,12 @@
  *    local delivery: loopback, or veth between namespaces of one host);
  *  - the queue is drained every A3_DRAIN_EVERY sends, on ENOBUFS (optmem / locked-page limit:
  *    back-pressure, drain and retry) and before a buffer is reused;
- *  - a message buffer is never reused while in flight: messages rotate through A3_SLOTS slots,
- *    each remembering the ids of the calls that sent it, and a slot is reused only after all of
- *    those completed. At the end every completion is awaited before the buffers are freed. */
+ *  - a message buffer is never reused while in flight: messages rotate through a ring of slots
+ *    (each a whole 8-field message), each remembering the ids of the calls that sent it, and a
+ *    slot is reused only after all of those completed. At the end every completion is awaited
+ *    before the buffers are freed.
+ * The ring is sized so that it, rather than the socket buffer, does not limit what is in flight
+ * (else small messages would measure our ring depth, not MSG_ZEROCOPY), within a memory cap. */
 #include <errno.h>
 #include <time.h> /* before linux/errqueue.h, which needs struct timespec */
 #include <linux/errqueue.h>
@@ -27,7 +30,9 @@
 #include "sockutil.h"
 #include "timing.h"
 
-#define A3_SLOTS 4
+#define A3_SLOTS_MIN 4
+#define A3_INFLIGHT_BYTES (4u << 20)  /* Linux's default tcp_wmem maximum */
+#define A3_RING_MEMORY (8u << 20)     /* per connection, counting each field's whole pages */
 #define A3_DRAIN_EVERY 32
 /* Completions come when the peer has ACKed the data (or the connection died and the queue was
  * purged): this long without any is a fault, not back-pressure. */
@@ -42,7 +47,8 @@ struct a3_slot {
 };
 
 struct a3_conn {
-	struct a3_slot slot[A3_SLOTS];
+	struct a3_slot *slot;
+	unsigned nslots;
 	unsigned next_slot;
 	uint64_t next_id; /* id of the next successful zerocopy send (ids are 64-bit here, 32 on the wire) */
 	unsigned since_drain;
@@ -59,7 +65,7 @@ static void account(struct conn *c, struct a3_conn *s, uint32_t lo32, uint32_t h
 	c->st.zc_completions += n;
 	if (copied)
 		c->st.zc_copied += n;
-	for (int k = 0; k < A3_SLOTS; k++) {
+	for (unsigned k = 0; k < s->nslots; k++) {
 		struct a3_slot *sl = &s->slot[k];
 		uint64_t a = sl->first_id > lo ? sl->first_id : lo;
 		uint64_t b = sl->end_id < hi_end ? sl->end_id : hi_end;
@@ -131,10 +137,31 @@ static int wait_completions(struct conn *c, const struct a3_slot *slot, uint64_t
 	}
 }
 
+/* Enough slots to keep A3_INFLIGHT_BYTES in flight, at least A3_SLOTS_MIN, within A3_RING_MEMORY. */
+static unsigned ring_slots(size_t msg_size, size_t page)
+{
+	size_t per_slot = 0;
+
+	for (int k = 0; k < MESSAGE_FIELDS; k++)
+		per_slot += (message_field_len(msg_size, k) + page - 1) / page * page;
+	size_t want = (A3_INFLIGHT_BYTES + msg_size - 1) / msg_size;
+	size_t fit = A3_RING_MEMORY / per_slot;
+	size_t n = want < fit ? want : fit;
+	return n < A3_SLOTS_MIN ? A3_SLOTS_MIN : (unsigned)n;
+}
+
+static void free_ring(struct a3_conn *s)
+{
+	for (unsigned k = 0; k < s->nslots; k++)
+		message_free(&s->slot[k].msg);
+	free(s->slot);
+	free(s);
+}
+
 static int a3_conn_init(struct conn *c)
 {
 	int one = 1;
-	long page = sysconf(_SC_PAGESIZE);
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	struct a3_conn *s;
 
 	if (setsockopt(c->fd, SOL_SOCKET, SO_ZEROCOPY, &one, sizeof(one)) < 0) {
@@ -143,19 +170,20 @@ static int a3_conn_init(struct conn *c)
 		return -1;
 	}
 	s = calloc(1, sizeof(*s));
-	if (!s) {
+	unsigned want = ring_slots(c->msg_size, page);
+	if (!s || !(s->slot = calloc(want, sizeof(*s->slot)))) {
 		conn_fail(c, "out of memory");
+		free(s);
 		return -1;
 	}
-	for (int k = 0; k < A3_SLOTS; k++) {
-		if (message_alloc(&s->slot[k].msg, c->msg_size, (size_t)page) < 0) {
-			conn_fail(c, "cannot allocate %d page-aligned %zu-byte messages", A3_SLOTS, c->msg_size);
-			for (int j = 0; j < k; j++)
-				message_free(&s->slot[j].msg);
-			free(s);
+	for (; s->nslots < want; s->nslots++) {
+		struct a3_slot *sl = &s->slot[s->nslots];
+		if (message_alloc(&sl->msg, c->msg_size, page) < 0) {
+			conn_fail(c, "cannot allocate %u page-aligned %zu-byte messages", want, c->msg_size);
+			free_ring(s);
 			return -1;
 		}
-		message_iovec(&s->slot[k].msg, s->slot[k].iov);
+		message_iovec(&sl->msg, sl->iov);
 	}
 	c->impl = s;
 	return 0;
@@ -172,7 +200,7 @@ static int a3_send_message(struct conn *c)
 
 	if (sl->pending > 0 && wait_completions(c, sl, 0) < 0)
 		return -1;
-	s->next_slot = (s->next_slot + 1) % A3_SLOTS;
+	s->next_slot = (s->next_slot + 1) % s->nslots;
 	sl->first_id = sl->end_id = s->next_id;
 
 	while (left > 0) {
@@ -222,9 +250,7 @@ static int a3_conn_finish(struct conn *c)
 		rc = wait_completions(c, NULL, c->st.zc_sends);
 	/* On failure the buffers are freed anyway: the kernel holds its own page references, so this
 	 * is memory-safe, and the connection is ending in error. */
-	for (int k = 0; k < A3_SLOTS; k++)
-		message_free(&s->slot[k].msg);
-	free(s);
+	free_ring(s);
 	c->impl = NULL;
 	return rc;
 }

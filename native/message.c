@@ -40,13 +40,18 @@ void pattern_fill(char *dst, uint64_t offset, size_t len)
 	}
 }
 
+size_t message_field_len(size_t total, int k)
+{
+	return total / MESSAGE_FIELDS + ((size_t)k < total % MESSAGE_FIELDS ? 1 : 0);
+}
+
 int message_alloc(struct message *m, size_t total, size_t align)
 {
-	size_t base = total / MESSAGE_FIELDS, rem = total % MESSAGE_FIELDS, offset = 0;
+	size_t offset = 0;
 
 	memset(m, 0, sizeof(*m));
 	for (int k = 0; k < MESSAGE_FIELDS; k++) {
-		size_t len = base + ((size_t)k < rem ? 1 : 0);
+		size_t len = message_field_len(total, k);
 		void *p = NULL;
 
 		if (align) {

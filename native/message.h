@@ -24,6 +24,8 @@ struct message {
  * pattern. Returns 0, or -1 with errno set (nothing left allocated). */
 int message_alloc(struct message *m, size_t total, size_t align);
 void message_free(struct message *m);
+/* Length of field k of a total-byte message. */
+size_t message_field_len(size_t total, int k);
 size_t message_total(const struct message *m);
 
 /* iov[k] covers field k. */
