@@ -22,7 +22,8 @@ class _OneLineParser(argparse.ArgumentParser):
     """argparse prints usage + error over several lines; we want one line naming the problem."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        sys.stderr.write(f"copylab {self.prog.split()[-1]}: error: {message}\n")
+        # prog is "copylab" for the top level and "copylab run" for a command
+        sys.stderr.write(f"{self.prog}: error: {message}\n")
         raise SystemExit(2)
 
 
