@@ -127,22 +127,37 @@ void stream_check_init(struct stream_check *sc, const char *expected, size_t msg
 	}
 }
 
-/* Compare data (n bytes, at message offset pos) with the pattern; sampled mode only looks at
- * the parts of the windows that fall inside [pos, pos + n). */
-static int part_matches(const struct stream_check *sc, const char *data, size_t pos, size_t n)
+/* Index in a of the first byte that differs from b, or -1 (memcmp first: the common case is equal). */
+static long first_difference(const char *a, const char *b, size_t n)
+{
+	if (memcmp(a, b, n) == 0)
+		return -1;
+	size_t k = 0;
+	while (a[k] == b[k])
+		k++;
+	return (long)k;
+}
+
+/* Compare data (n bytes, at message offset pos) with the pattern: all of it, or in sampled mode
+ * the parts of the windows inside [pos, pos + n). Returns the index in data of the first
+ * mismatch, or -1. */
+static long first_mismatch(const struct stream_check *sc, const char *data, size_t pos, size_t n)
 {
 	if (sc->full)
-		return memcmp(data, sc->expected + pos, n) == 0;
+		return first_difference(data, sc->expected + pos, n);
 	for (int k = 0; k < sc->nwindows; k++) {
 		size_t lo = sc->window[k], hi = lo + SAMPLE_BYTES;
 		if (lo < pos)
 			lo = pos;
 		if (hi > pos + n)
 			hi = pos + n;
-		if (lo < hi && memcmp(data + (lo - pos), sc->expected + lo, hi - lo) != 0)
-			return 0;
+		if (lo < hi) {
+			long d = first_difference(data + (lo - pos), sc->expected + lo, hi - lo);
+			if (d >= 0)
+				return (long)(lo - pos) + d;
+		}
 	}
-	return 1;
+	return -1;
 }
 
 size_t stream_check_feed(struct stream_check *sc, const char *data, size_t len)
@@ -153,9 +168,12 @@ size_t stream_check_feed(struct stream_check *sc, const char *data, size_t len)
 		size_t n = sc->msg_size - sc->pos;
 		if (n > len)
 			n = len;
-		if (!sc->failed && !part_matches(sc, data, sc->pos, n)) {
-			sc->failed = 1;
-			sc->first_bad_offset = sc->stream_offset;
+		if (!sc->failed) {
+			long bad = first_mismatch(sc, data, sc->pos, n);
+			if (bad >= 0) {
+				sc->failed = 1;
+				sc->first_bad_offset = sc->stream_offset + (uint64_t)bad;
+			}
 		}
 		sc->pos += n;
 		sc->stream_offset += n;

@@ -49,7 +49,7 @@ struct stream_check {
 	int nwindows;
 	int failed;
 	uint64_t stream_offset;      /* bytes fed so far */
-	uint64_t first_bad_offset;   /* stream offset of the first mismatching chunk part */
+	uint64_t first_bad_offset;   /* stream offset of the first mismatching byte seen */
 };
 
 void stream_check_init(struct stream_check *sc, const char *expected, size_t msg_size, int full);

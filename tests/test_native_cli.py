@@ -1,0 +1,206 @@
+"""The native programs' command lines and handshake: bad input is one line naming the flag and
+exit status 2; a mismatched client is refused with a clear line on both sides; the client's
+pattern check catches corrupted and shifted streams (against a fake server written here)."""
+
+from __future__ import annotations
+
+import select
+import socket
+import subprocess
+import threading
+
+import pytest
+
+from copylab.paths import client_binary, server_binary
+from native_helpers import PROTO_MAGIC, hello, pattern, recv_exactly, reply, run_client, start_server
+
+SERVER_OK = ["--bind", "127.0.0.1", "--port", "0", "--msg-size", "64", "--mode", "throughput"]
+CLIENT_OK = ["--connect", "127.0.0.1", "--port", "9", "--msg-size", "64", "--mode", "throughput",
+             "--threads", "1", "--duration", "1", "--warmup", "0"]
+
+
+def with_flag(base: list[str], flag: str, value: str | None) -> list[str]:
+    """base with flag's value replaced (value None: the flag and its value removed)."""
+    argv = list(base)
+    i = argv.index(flag)
+    if value is None:
+        del argv[i:i + 2]
+    else:
+        argv[i + 1] = value
+    return argv
+
+
+# (program, argv, text the one line must contain)
+BAD = [
+    ("a1_server", with_flag(SERVER_OK, "--msg-size", "abc"), "--msg-size"),
+    ("a1_server", with_flag(SERVER_OK, "--msg-size", "7"), "--msg-size"),
+    ("a2_server", with_flag(SERVER_OK, "--msg-size", "67108865"), "--msg-size"),
+    ("a2_server", with_flag(SERVER_OK, "--msg-size", "-8"), "--msg-size"),
+    ("a3_server", with_flag(SERVER_OK, "--port", "65536"), "--port"),
+    ("a3_server", with_flag(SERVER_OK, "--port", "80x"), "--port"),
+    ("a1_server", with_flag(SERVER_OK, "--mode", "fast"), "--mode"),
+    ("a2_server", with_flag(SERVER_OK, "--bind", "999.1.1.1"), "--bind"),
+    ("a3_server", with_flag(SERVER_OK, "--bind", "localhost"), "--bind"),
+    ("a1_server", with_flag(SERVER_OK, "--mode", None), "--mode"),
+    ("a2_server", SERVER_OK + ["--verbose"], "--verbose"),
+    ("a3_server", SERVER_OK + ["extra"], "extra"),
+    ("a1_server", SERVER_OK + ["--port", "1"], "--port"),
+    ("a2_server", SERVER_OK + ["--json=yes"], "--json"),
+    ("client", with_flag(CLIENT_OK, "--threads", "0"), "--threads"),
+    ("client", with_flag(CLIENT_OK, "--threads", "1025"), "--threads"),
+    ("client", with_flag(CLIENT_OK, "--threads", "2.5"), "--threads"),
+    ("client", with_flag(CLIENT_OK, "--duration", "0"), "--duration"),
+    ("client", with_flag(CLIENT_OK, "--duration", "nan"), "--duration"),
+    ("client", with_flag(CLIENT_OK, "--duration", "3601"), "--duration"),
+    ("client", with_flag(CLIENT_OK, "--warmup", "-1"), "--warmup"),
+    ("client", with_flag(CLIENT_OK, "--port", "0"), "--port"),
+    ("client", with_flag(CLIENT_OK, "--connect", "1.2.3"), "--connect"),
+    ("client", with_flag(CLIENT_OK, "--msg-size", ""), "--msg-size"),
+    ("client", with_flag(CLIENT_OK, "--warmup", None), "--warmup"),
+    ("client", CLIENT_OK[:-1], "--warmup"),  # flag without its value
+    ("client", CLIENT_OK + ["--threads", "2"], "--threads"),
+    ("client", CLIENT_OK + ["--bind", "127.0.0.1"], "--bind"),
+]
+
+
+def program_path(program: str):
+    return client_binary() if program == "client" else server_binary(program.split("_")[0])
+
+
+@pytest.mark.parametrize("program,argv,names", BAD, ids=[f"{p}:{' '.join(a)[-40:]}" for p, a, _ in BAD])
+def test_bad_invocation_is_one_line_and_exit_2(native_build, program, argv, names):
+    proc = subprocess.run([str(program_path(program)), *argv], capture_output=True, text=True, timeout=10)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith(f"{program}: ") and names in lines[0], lines[0]
+    assert proc.stdout == ""
+
+
+def test_bad_invocation_table_is_large_enough():
+    assert len(BAD) >= 15
+
+
+@pytest.mark.parametrize("program", ["a1_server", "a2_server", "a3_server", "client"])
+def test_help_prints_usage(native_build, program):
+    proc = subprocess.run([str(program_path(program)), "--help"], capture_output=True, text=True, timeout=10)
+    assert proc.returncode == 0 and proc.stdout.startswith(f"usage: {program} ") and "--msg-size" in proc.stdout
+
+
+def test_server_cannot_listen_is_one_line(native_build):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        argv = with_flag(SERVER_OK, "--port", str(port))
+        proc = subprocess.run([str(server_binary("a2")), *argv], capture_output=True, text=True, timeout=10)
+    assert proc.returncode != 0
+    assert proc.stderr.splitlines() == [f"a2_server: cannot listen on 127.0.0.1:{port}: Address already in use"]
+
+
+def test_client_without_server_is_one_line(native_build):
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    run = run_client("127.0.0.1", port, "throughput", 64, threads=3)
+    assert run.returncode == 1 and run.result is None
+    assert len(run.stderr.splitlines()) == 1 and "Connection refused" in run.stderr
+
+
+@pytest.mark.parametrize("server_mode,server_size,client_mode,client_size,flag", [
+    ("throughput", 4096, "latency", 4096, "--mode"),
+    ("latency", 4096, "latency", 8192, "--msg-size"),
+])
+def test_handshake_mismatch_refused_on_both_sides(native_build, server_mode, server_size, client_mode,
+                                                  client_size, flag):
+    server = start_server("a2", server_mode, server_size)
+    try:
+        run = run_client("127.0.0.1", server.port, client_mode, client_size, threads=2)
+    finally:
+        rc, s = server.stop()
+    assert run.returncode == 1 and run.result is None
+    lines = run.stderr.splitlines()
+    assert len(lines) == 1 and "refused" in lines[0] and flag in lines[0], run.stderr
+    assert rc == 0 and s["connections_refused"] == 2 and s["threads"] == 0 and s["errors"] == 0
+    refusals = [line for line in server.stderr().splitlines() if "refused client" in line]
+    assert len(refusals) == 2 and all(flag in line for line in refusals), server.stderr()
+
+
+def test_client_of_another_protocol_is_refused(native_build):
+    server = start_server("a1", "throughput", 64)
+    try:
+        with socket.create_connection(("127.0.0.1", server.port)) as sock:
+            sock.sendall(hello("throughput", 64, magic=0x47455420))  # "GET "
+            answer = recv_exactly(sock, 24)
+    finally:
+        rc, s = server.stop()
+    assert int.from_bytes(answer[:4], "big") == PROTO_MAGIC and int.from_bytes(answer[4:6], "big") == 3
+    assert rc == 0 and s["connections_refused"] == 1
+
+
+class FakeServer:
+    """Speaks the throughput protocol but sends a stream we choose, to test the client's checks."""
+
+    def __init__(self, msg_size: int, stream_for):
+        self.msg_size = msg_size
+        self.stream_for = stream_for  # callable(message bytes) -> bytes to send repeatedly
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        conn, _ = self.listener.accept()
+        with conn:
+            recv_exactly(conn, 16)
+            conn.sendall(reply(0, 2, "throughput", self.msg_size))
+            block = self.stream_for(pattern(self.msg_size)) * 16
+            pos = 0
+            while True:
+                readable, writable, _ = select.select([conn], [conn], [], 10)
+                if readable:
+                    break  # STOP (or the client went away)
+                if writable:
+                    pos = (pos + conn.send(block[pos:])) % len(block)
+            conn.sendall(block[pos:])  # finish the block, as a server finishes its message
+            conn.shutdown(socket.SHUT_WR)
+            while conn.recv(4096):
+                pass
+
+    def close(self) -> None:
+        self.thread.join(timeout=30)
+        self.listener.close()
+
+
+def run_against_fake(stream_for, verify: bool, msg_size: int = 4096):
+    fake = FakeServer(msg_size, stream_for)
+    try:
+        return run_client("127.0.0.1", fake.port, "throughput", msg_size, duration=0.1, warmup=0, verify=verify)
+    finally:
+        fake.close()
+
+
+def flip_middle_byte_outside_samples(msg: bytes) -> bytes:
+    i = len(msg) // 4  # not in the first, middle or last 8 bytes
+    return msg[:i] + bytes([msg[i] ^ 0xFF]) + msg[i + 1:]
+
+
+@pytest.mark.parametrize("verify", [True, False], ids=["full", "sampled"])
+def test_client_accepts_the_exact_pattern(native_build, verify):
+    run = run_against_fake(lambda msg: msg, verify)
+    assert run.returncode == 0, run.stderr
+    assert run.result["verified"] is True and run.result["impl"] == "a2"
+
+
+def test_full_check_catches_one_corrupt_byte(native_build):
+    run = run_against_fake(flip_middle_byte_outside_samples, verify=True)
+    assert run.returncode == 1 and run.result["verified"] is False
+    assert "verification failed" in run.stderr and "offset 1024" in run.stderr
+
+
+@pytest.mark.parametrize("verify", [True, False], ids=["full", "sampled"])
+def test_check_catches_a_framing_slip(native_build, verify):
+    # one byte lost per message: every message after the first starts one byte early
+    run = run_against_fake(lambda msg: msg[1:], verify)
+    assert run.returncode == 1 and run.result["verified"] is False, run.stderr
+    assert run.result["verify"] == ("full" if verify else "sampled")
