@@ -109,8 +109,9 @@ def write_results(out_dir: Path, rows: list[dict]) -> Path:
 class _WarmKernel:
     """One Jupyter kernel reused for every point: papermill per point then costs ~0.2 s, not ~1 s."""
 
-    def __init__(self, cwd: Path):
+    def __init__(self, cwd: Path, log_path: Path):
         self.cwd = cwd
+        self.log_path = log_path
         self.km = self.kc = None
 
     def ensure(self):
@@ -120,7 +121,9 @@ class _WarmKernel:
             return
         self.stop()
         self.km = KernelManager(kernel_name="python3")
-        self.km.start_kernel(cwd=str(self.cwd))
+        # the kernel's own chatter (transport warnings) goes to a log, not the user's terminal
+        with open(self.log_path, "ab") as log:
+            self.km.start_kernel(cwd=str(self.cwd), stdout=log, stderr=log)
         self.kc = self.km.client()
         self.kc.start_channels()
         self.kc.wait_for_ready(timeout=120)
@@ -167,12 +170,12 @@ def _execute(notebook: Path, output: Path, parameters: dict, timeout: float, ker
     return ""
 
 
-def build_native(out_dir: Path, extra_cflags: str = "") -> None:
+def build_native(out_dir: Path, kernel: _WarmKernel, extra_cflags: str = "") -> None:
     """Execute notebooks/build.ipynb (the %%bash compile cells) into out_dir/build.ipynb."""
-    tmp = out_dir / ".build.ipynb.tmp"
+    tmp = out_dir / ".build.tmp.ipynb"
     error = _execute(NOTEBOOKS_DIR / "build.ipynb", tmp,
                      {"native_dir": str(NATIVE_DIR), "extra_cflags": extra_cflags, "sanitize": False},
-                     timeout=600, cwd=NOTEBOOKS_DIR)
+                     timeout=600, kernel=kernel, cwd=NOTEBOOKS_DIR)
     if tmp.exists():
         os.replace(tmp, out_dir / "build.ipynb")
     if error:
@@ -229,8 +232,13 @@ def _sweep_locked(grid: Grid, topology: str, out: Path, force: bool, progress: b
     say(f"sweep {grid.name}: {len(specs)} points, {len(done)} already measured, {len(todo)} to measure "
         f"-> {out}")
 
+    kernel = _WarmKernel(cwd=NOTEBOOKS_DIR, log_path=out / "kernel.log")
     say("building native programs (notebooks/build.ipynb)")
-    build_native(out)
+    try:
+        build_native(out, kernel)
+    except BaseException:
+        kernel.stop()
+        raise
     plan = perfmod.probe()
     if plan.note:
         say(f"perf: {plan.note}")
@@ -245,7 +253,6 @@ def _sweep_locked(grid: Grid, topology: str, out: Path, force: bool, progress: b
 
     failed = 0
     point_seconds = 0.0
-    kernel = _WarmKernel(cwd=NOTEBOOKS_DIR)
     bar = _progress(len(specs), len(done), progress)
     queue = list(todo)
     try:
