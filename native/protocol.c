@@ -107,6 +107,9 @@ void describe_refusal(const struct hello *asked, const struct reply *r, char *bu
 		snprintf(buf, len, "the server did not understand the handshake (protocol version %u expected)",
 			 (unsigned)r->version);
 		break;
+	case STATUS_SERVER_ERROR:
+		snprintf(buf, len, "the server could not set the connection up (see the server's stderr)");
+		break;
 	default:
 		snprintf(buf, len, "unknown refusal status %u", (unsigned)r->status);
 	}

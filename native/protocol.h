@@ -29,6 +29,7 @@ enum hello_status {
 	STATUS_MODE_MISMATCH = 1,
 	STATUS_SIZE_MISMATCH = 2,
 	STATUS_BAD_HELLO = 3, /* wrong magic or version: not our client */
+	STATUS_SERVER_ERROR = 4, /* the server could not set the connection up (its stderr says why) */
 };
 
 enum impl_id { IMPL_A1 = 1, IMPL_A2 = 2, IMPL_A3 = 3 };

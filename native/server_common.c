@@ -58,7 +58,9 @@ int server_stopping(void)
 	return atomic_load_explicit(&stopping, memory_order_relaxed);
 }
 
-/* The client's hello against our flags; on refusal c->error says why on our side. */
+/* The client's hello against our flags. The connection is set up (conn_init) before the reply,
+ * so the client's clock, which starts after every handshake, never times our allocations.
+ * On refusal or failure c->error / stderr say why on our side. */
 static int handshake(struct conn *c)
 {
 	unsigned char buf[REPLY_SIZE > HELLO_SIZE ? REPLY_SIZE : HELLO_SIZE];
@@ -82,11 +84,20 @@ static int handshake(struct conn *c)
 		r.status = STATUS_MODE_MISMATCH;
 	else if (h.msg_size != opts.msg_size)
 		r.status = STATUS_SIZE_MISMATCH;
+	if (r.status == STATUS_OK) {
+		if (c->mode == MODE_LATENCY)
+			set_nodelay(c->fd); /* a response's last segment must not wait for an ACK (Nagle) */
+		c->initialised = strategy->conn_init(c) == 0;
+		if (!c->initialised)
+			r.status = STATUS_SERVER_ERROR;
+	}
 	reply_encode(&r, buf);
 	if (send_all(c->fd, buf, REPLY_SIZE) < 0 && r.status == STATUS_OK) {
 		conn_fail(c, "handshake: send: %s", strerror(errno));
 		return -1;
 	}
+	if (r.status == STATUS_SERVER_ERROR)
+		return -1;
 	if (r.status != STATUS_OK) {
 		char why[160];
 		describe_refusal(&h, &r, why, sizeof(why));
@@ -238,19 +249,16 @@ static void *conn_thread(void *arg)
 
 	c->start_ns = now_ns();
 	if (handshake(c) == 0) {
-		if (c->mode == MODE_LATENCY)
-			set_nodelay(c->fd); /* a response's last segment must not wait for an ACK (Nagle) */
-		if (strategy->conn_init(c) == 0) {
-			if (c->mode == MODE_THROUGHPUT)
-				throughput_loop(c);
-			else
-				latency_loop(c);
-			strategy->conn_finish(c);
-			if (!c->error[0] && !server_stopping()) {
-				shutdown(c->fd, SHUT_WR);
-				wait_for_client_close(c->fd);
-			}
-		}
+		if (c->mode == MODE_THROUGHPUT)
+			throughput_loop(c);
+		else
+			latency_loop(c);
+	}
+	if (c->initialised)
+		strategy->conn_finish(c);
+	if (c->served && !c->error[0] && !server_stopping()) {
+		shutdown(c->fd, SHUT_WR);
+		wait_for_client_close(c->fd);
 	}
 	c->end_ns = now_ns();
 	retire(c);

@@ -31,6 +31,7 @@ struct conn {
 	char peer[64];       /* "ADDR:PORT" of the client */
 	char error[256];     /* why the connection ended abnormally; empty if it did not */
 	int served;          /* handshake accepted */
+	int initialised;     /* conn_init succeeded: conn_finish is due */
 	int refused;         /* handshake refused */
 	int malformed;       /* the client sent something the protocol does not allow */
 	int64_t start_ns, end_ns;
