@@ -251,7 +251,9 @@ def run_point(spec: PointSpec, plan: "perfmod.PerfPlan", topo: Topology, workdir
         row = build_row(spec, plan, topo, server, client, error)
     finally:
         for side in (client, server):
-            if side is not None and side.proc.poll() is None:
+            # the whole group even when its leader has exited: a program whose perf wrapper was
+            # killed keeps running, orphaned, in that group
+            if side is not None:
                 side.kill()
         if own_tmp:
             shutil.rmtree(workdir, ignore_errors=True)
