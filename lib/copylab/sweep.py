@@ -156,6 +156,7 @@ def _execute(notebook: Path, output: Path, parameters: dict, timeout: float, ker
     try:
         pm.execute_notebook(str(notebook), str(output), parameters=parameters, kernel_name="python3",
                             progress_bar=False, execution_timeout=math.ceil(timeout), cwd=str(cwd) if cwd else None,
+                            request_save_on_cell_execute=False,  # written once, when complete
                             **extra)
     except pm.PapermillExecutionError as exc:
         return f"notebook cell {exc.exec_count} raised {exc.ename}: {exc.evalue}".splitlines()[0]
@@ -210,7 +211,12 @@ def run_sweep(params_path: str | Path, out_dir: str | Path | None = None, force:
     _check_pinning(grid)
     topology = choose_topology(grid.topology)
     out = Path(out_dir) if out_dir else OUTPUT_DIR / grid.name
-    out.mkdir(parents=True, exist_ok=True)
+    if out.exists() and not out.is_dir():
+        raise CopylabError(f"--out {out}: exists and is not a folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CopylabError(f"--out {out}: cannot create the output folder: {exc.strerror}") from None
     with _exclusive(out):
         return _sweep_locked(grid, topology, out, force, progress, say)
 
