@@ -227,9 +227,9 @@ def unmeasured_reason(df: pd.DataFrame, meta: dict, column: str) -> str:
     notes = df["counters_note"].dropna().astype(str).str.strip() if "counters_note" in df else []
     notes = [n for n in notes if n]
     if notes:
-        return notes[0]
+        return notes[0].rstrip(".")
     if meta.get("perf_note"):
-        return str(meta["perf_note"])
+        return str(meta["perf_note"]).rstrip(".")
     events = meta.get("perf_events") or {}
     if events and not any(events.values()):
         return "perf could count none of the requested events on this host"
@@ -536,7 +536,7 @@ def answer_q3(df: pd.DataFrame, meta: dict) -> dict:
                 entry[f"{m}_ratio_hi_lo"] = float(t.loc[hi, m] / t.loc[lo, m])
         out["per_impl"][impl] = entry
         s = (f"{impl_name(impl)}: {fmt_num(entry['throughput_ratio_hi_lo'])}× the throughput at "
-             f"{hi} threads as at {lo}, peak at {peak} threads")
+             f"{hi} threads as at {lo}, peak at {peak} thread{'s' if peak != 1 else ''}")
         extra = [f"{label} ×{fmt_num(entry[f'{m}_ratio_hi_lo'])}" for m, label in (
             ("l1_misses_per_byte", "L1 misses/byte"), ("llc_misses_per_byte", "LLC misses/byte"),
             ("context_switches_per_mb", "context switches/MB"),
@@ -548,15 +548,24 @@ def answer_q3(df: pd.DataFrame, meta: dict) -> dict:
         out["reason"] = "no implementation measured at both the lowest and the highest thread count"
         out["text"] = f"Cannot be answered from this sweep: {out['reason']}."
         return out
-    core_txt = (f"This host has {cores} cores, so from {int(cores) + 1} threads on, sender and "
-                "receiver threads time-share cores: each switch brings another connection's "
-                "buffers and socket state into the same private L1/L2, evicting the previous "
-                "one's, and all of them compete for the shared LLC and memory bandwidth."
-                if cores else "The host's core count is unknown (no meta.json), so oversubscription cannot be located.")
+    # every client thread has a server thread: 2 x threads runnable threads share the cores
+    if not cores:
+        core_txt = "The host's core count is unknown (no meta.json), so oversubscription cannot be located."
+    else:
+        cores = int(cores)
+        over = [t for t in thread_counts if 2 * t > cores]
+        core_txt = (f"This host has {cores} cores and each connection has a sending and a "
+                    "receiving thread, so "
+                    + (f"from {int(over[0])} client threads on ({2 * int(over[0])} busy threads) "
+                       if over else "even the largest thread count does not ")
+                    + ("threads time-share cores: each switch brings another connection's buffers "
+                       "and socket state into the same private L1/L2, evicting the previous one's, "
+                       "and all of them compete for the shared LLC and memory bandwidth."
+                       if over else "oversubscribe the cores; contention is then mostly for the "
+                       "shared LLC and memory bandwidth."))
     cache_txt = ("" if measured(tp, "l1_misses_per_byte") else
-                 " Cache misses were not measured on this host "
-                 f"({unmeasured_reason(df, meta, 'l1_misses')}), so contention shows here only "
-                 "indirectly, through context switches and CPU time per byte.")
+                 " Cache misses were not measured on this host (see Q2), so contention shows "
+                 "here only indirectly, through context switches and CPU time per byte.")
     out["text"] = (f"Averaged over message sizes, from {lo} to {hi} client threads: "
                    + "; ".join(sentences) + ". " + core_txt + cache_txt +
                    " Throughput that stops growing while misses or context switches per byte "
@@ -604,11 +613,26 @@ def answer_q1(df: pd.DataFrame, q5: dict) -> dict:
     else:
         parts.append("The zero-copy completion counters were not recorded in this sweep, so the "
                      "share the kernel copied after all cannot be stated.")
-    srv = aggregate(tp, "srv_cpu_ns_per_byte").groupby("impl")["srv_cpu_ns_per_byte"].mean()
-    if {"a2", "a3"} <= set(srv.dropna().index):
-        out["sender_cpu_ns_per_byte"] = {k: float(v) for k, v in srv.dropna().items()}
-        parts.append(f"Sender CPU time per byte: A3 {fmt_num(srv['a3'])} ns against A2 "
-                     f"{fmt_num(srv['a2'])} ns; the receiver pays for the deferred copy.")
+    # per-byte CPU cost at the largest size, where a copy's cost dominates the per-call overhead
+    largest = tp["msg_size"].max()
+    top = tp[tp["msg_size"] == largest].groupby("impl")[["srv_cpu_ns_per_byte",
+                                                         "cli_cpu_ns_per_byte"]].mean()
+    if {"a2", "a3"} <= set(top.dropna().index):
+        srv, cli = top["srv_cpu_ns_per_byte"], top["cli_cpu_ns_per_byte"]
+        out["cpu_ns_per_byte_at_largest_size"] = {
+            "msg_size": int(largest), "sender": {k: float(v) for k, v in srv.items()},
+            "receiver": {k: float(v) for k, v in cli.items()}}
+        sender = (f"At {fmt_size(largest)} the sender spends {fmt_num(srv['a3'])} ns of CPU per "
+                  f"byte with A3 against {fmt_num(srv['a2'])} ns with A2, and the receiver "
+                  f"{fmt_num(cli['a3'])} against {fmt_num(cli['a2'])} ns")
+        if srv["a3"] < srv["a2"] and cli["a3"] >= cli["a2"]:
+            sender += ": the sender saves, the receiver pays for the deferred copy."
+        elif srv["a3"] >= srv["a2"]:
+            sender += (": zero-copy does not even save sender CPU here — pinning, "
+                       "completions and back-pressure cost more than the copy it skips.")
+        else:
+            sender += "."
+        parts.append(sender)
     parts.append("Zero-copy replaces a memcpy with page pinning, per-page reference counting in "
                  "skb fragments, and a completion that the sender must read from the error queue "
                  "before reusing the buffer (and ENOBUFS back-pressure when optmem runs out); for "
@@ -682,12 +706,20 @@ def answer_q6(df: pd.DataFrame, meta: dict) -> dict:
                 "fragment boundaries in the socket buffers and more TLB/cache lines touched, "
                 "while A1's memcpy of a small, cache-hot message costs little.")
     else:
+        cores = meta.get("cores")
+        busy = 2 * a["max_threads"]  # a sending and a receiving thread per connection
         text = (f"{impl_name(a['impl'])} moves {pct} less data with {a['max_threads']} threads "
                 f"({fmt_num(a['at_max'])} Gbit/s) than at its peak of {a['peak_threads']} "
-                f"threads ({fmt_num(a['peak'])} Gbit/s). With more runnable threads than the "
-                f"{meta.get('cores', 'unknown number of')} cores, the scheduler time-slices "
-                "them: context switches, cold caches after each switch and lock contention on "
-                "shared kernel structures cost more than the extra parallelism gains.")
+                f"thread{'s' if a['peak_threads'] != 1 else ''} ({fmt_num(a['peak'])} Gbit/s). ")
+        if cores and busy > int(cores):
+            text += (f"With {busy} busy threads (a sender and a receiver per connection) on "
+                     f"{cores} cores, the scheduler time-slices them: context switches, cold "
+                     "caches after each switch and lock contention on shared kernel structures "
+                     "cost more than the extra parallelism gains.")
+        else:
+            text += ("The cores are not oversubscribed at that thread count, so the loss points "
+                     "at shared resources: the LLC and memory bandwidth the connections compete "
+                     "for, and locks in the network stack.")
     text += (f" Of {len(found)} expectation violations found ({checked}), this is the largest."
              + _reps_note(df))
     return {"kind": a["kind"], "details": a, "violations_found": len(found), "text": text}
@@ -815,3 +847,25 @@ def unanswered_markdown(doc: dict) -> str:
     if not items:
         return "Every question could be answered from this sweep's data."
     return "\n".join(items)
+
+
+_VIOLATION_WHAT = {
+    "throughput_falls_with_size": lambda a: (f"{impl_name(a['impl'])}, {a['threads']} thr: "
+                                             f"{fmt_size(a['from_size'])} to {fmt_size(a['to_size'])}",
+                                             "throughput grows with size", f"{fmt_num(a['from'])} to {fmt_num(a['to'])} Gbit/s"),
+    "one_copy_slower": lambda a: (f"{fmt_size(a['size'])}, {a['threads']} thr",
+                                  "A2 >= A1", f"A2 {fmt_num(a['a2'])} vs A1 {fmt_num(a['a1'])} Gbit/s"),
+    "more_threads_slower": lambda a: (f"{impl_name(a['impl'])}: {a['peak_threads']} to {a['max_threads']} thr",
+                                      "more threads, no less throughput",
+                                      f"{fmt_num(a['peak'])} to {fmt_num(a['at_max'])} Gbit/s"),
+}
+
+
+def violations_table(df: pd.DataFrame, top: int = 6) -> pd.DataFrame:
+    """The largest expectation violations Q6 chooses from (evidence for its answer)."""
+    rows = []
+    for a in _anomalies(df)[:top]:
+        where, expected, got = _VIOLATION_WHAT[a["kind"]](a)
+        rows.append({"where": where, "expected": expected, "measured": got,
+                     "shortfall": fmt_pct(100 * a["magnitude"])})
+    return pd.DataFrame(rows, columns=["where", "expected", "measured", "shortfall"])

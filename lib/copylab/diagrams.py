@@ -16,7 +16,7 @@ USER, KERNEL = "user", "kernel"
 FILL = {USER: "#dbe9f6", KERNEL: "#fde7cf"}
 BORDER = {USER: "#1f77b4", KERNEL: "#d9822b"}
 COPY_COLOR, MOVE_COLOR, NOTIFY_COLOR = "#c0392b", "#7f7f7f", "#6a3d9a"
-BOX_W, BOX_H = 12.5, 17.0
+BOX_W, BOX_H = 14.5, 22.0
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ def _draw(title: str, nodes: dict[str, Node], edges: list[Edge], height: int,
         fig.add_shape(type="rect", x0=node.x - BOX_W / 2, x1=node.x + BOX_W / 2,
                       y0=node.y - BOX_H / 2, y1=node.y + BOX_H / 2, line=dict(color=BORDER[node.owner]),
                       fillcolor=FILL[node.owner], layer="below")
-        fig.add_annotation(x=node.x, y=node.y, text=node.text, showarrow=False, font=dict(size=11))
+        fig.add_annotation(x=node.x, y=node.y, text=node.text, showarrow=False, font=dict(size=13))
     color = {"copy": COPY_COLOR, "move": MOVE_COLOR, "notify": NOTIFY_COLOR}
     for e in edges:
         a, b = nodes[e.src], nodes[e.dst]
@@ -62,7 +62,7 @@ def _draw(title: str, nodes: dict[str, Node], edges: list[Edge], height: int,
         fig.add_annotation(x=mx, y=my + (BOX_H / 2 + 1 if same_row else 0),
                            yanchor="bottom" if same_row else "middle",
                            xshift=0 if same_row else 8, xanchor="center" if same_row else "left",
-                           text=e.label, showarrow=False, font=dict(size=10, color=color[e.kind]))
+                           text=e.label, showarrow=False, font=dict(size=12, color=color[e.kind]))
     # legend entries for what colours mean (shapes themselves have no legend)
     for name, style in ((("user space (the process)", dict(symbol="square", color=FILL[USER],
                                                            line=dict(color=BORDER[USER], width=1))),

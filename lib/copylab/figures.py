@@ -151,14 +151,14 @@ def _note_for(df, meta, title, metrics, mode) -> FigureNote:
 
 def throughput_vs_size(df: pd.DataFrame, meta: dict):
     return _grid(df, meta, "throughput", ["throughput_gbps"], "msg_size", "threads",
-                 "Throughput vs message size (mean ± 95% CI), one panel per thread count",
+                 "Throughput vs message size, one panel per thread count",
                  "throughput vs message size")
 
 
 def cache_misses_vs_size(df: pd.DataFrame, meta: dict):
     return _grid(df, meta, "throughput", ["l1_misses_per_byte", "llc_misses_per_byte"],
                  "msg_size", "threads",
-                 "L1 and LLC load misses per byte transferred vs message size",
+                 "L1 and LLC load misses per byte vs message size",
                  "cache misses per byte vs message size")
 
 
@@ -211,7 +211,7 @@ def latency_vs_threads(df: pd.DataFrame, meta: dict):
     for r in range(1, rows + 1):
         fig.update_yaxes(title_text=METRICS[center][0], row=r, col=1)
     label = "p50" if center == "latency_p50_us" else "mean (no percentiles recorded)"
-    return _style(fig, meta, f"Round-trip latency vs thread count: {label}, shaded up to p99",
+    return _style(fig, meta, f"Round-trip latency vs threads: {label}, shaded up to p99",
                   height=230 + 260 * rows)
 
 
@@ -223,7 +223,7 @@ def _alpha(hex_color: str, a: float) -> str:
 def throughput_vs_threads(df: pd.DataFrame, meta: dict):
     """Scaling: total throughput vs client threads, the host's core count marked."""
     fig = _grid(df, meta, "throughput", ["throughput_gbps"], "threads", "msg_size",
-                "Throughput vs client threads (scaling), one panel per message size",
+                "Throughput vs client threads, one panel per message size",
                 "throughput vs threads")
     cores = meta.get("cores")
     if isinstance(fig, go.Figure) and cores:
@@ -261,8 +261,7 @@ def user_copy_per_message(df: pd.DataFrame, meta: dict):
         fig.update_yaxes(title_text=METRICS[cost][0], row=1, col=2)
         fig.update_xaxes(title_text="message size (bytes, log scale)", row=1, col=2,
                          **_size_ticks(agg["msg_size"]))
-    return _style(fig, meta, "The copy A2 removes: bytes copied in user space per message, and the "
-                  "sender's cost per byte (averaged over thread counts)")
+    return _style(fig, meta, "The copy A2 removes: user-space copy and sender cost (mean over threads)")
 
 
 def zerocopy_completions(df: pd.DataFrame, meta: dict):
@@ -291,8 +290,7 @@ def zerocopy_completions(df: pd.DataFrame, meta: dict):
     fig.update_xaxes(title_text="message size (bytes, log scale)", **_size_ticks(agg["msg_size"]))
     fig.update_yaxes(title_text=METRICS["zc_completions_per_message"][0], row=1, col=1)
     fig.update_yaxes(title_text=METRICS["zc_copied_share"][0], range=[0, 105], row=1, col=2)
-    fig = _style(fig, meta, "A3 (MSG_ZEROCOPY): completion notifications and the share the kernel "
-                 "copied anyway")
+    fig = _style(fig, meta, "A3 MSG_ZEROCOPY: completions, and the share the kernel copied")
     fig.update_layout(legend_title_text="thread count")
     return fig
 

@@ -26,7 +26,9 @@ INSTALL_HINT = {
     "chromium": "apt-get install chromium (or set BROWSER_PATH to a Chrome/Chromium binary)",
     "pandoc": "apt-get install pandoc",
 }
-WRAP = 96  # characters per line of program output; longer lines would run off the PDF page
+KEY_OFFLOADS = ("scatter-gather", "tcp-segmentation-offload", "generic-segmentation-offload",
+                "generic-receive-offload", "tx-checksumming", "rx-checksumming")
+WRAP = 78  # characters per line of program output; longer lines would run off the PDF page
 
 
 # ---------------------------------------------------------------------------------------------
@@ -87,7 +89,10 @@ def system_markdown(meta: dict, df) -> str:
         rows.append(("perf events not supported", ", ".join(e for e, ok in events.items() if not ok) or "none"))
     offloads = meta.get("offloads") or {}
     if offloads:
-        rows.append(("offloads", ", ".join(f"{k}={v}" for k, v in offloads.items())))
+        # the ones that change how much a send costs; the full list stays in meta.json
+        key = [k for k in KEY_OFFLOADS if k in offloads]
+        shown = ", ".join(f"{k}={'on' if offloads[k] in (True, 'on') else 'off'}" for k in key)
+        rows.append(("veth offloads", f"{shown} ({len(offloads)} in meta.json)"))
     table = "| setting | value |\n|:---|:---|\n" + "\n".join(
         f"| {k} | {str(v).replace('|', '/')} |" for k, v in rows)
     sizes = ", ".join(fmt_size(s) for s in sorted(df["msg_size"].unique()))
@@ -112,14 +117,6 @@ def _wrap(text: str) -> str:
         lines.extend(textwrap.wrap(line, WRAP, subsequent_indent="    ", break_on_hyphens=False,
                                    drop_whitespace=False) or [""])
     return "\n".join(lines)
-
-
-def _pretty_json(text: str) -> str:
-    """The program's --json line, indented so it fits a page; other text unchanged."""
-    try:
-        return json.dumps(json.loads(text), indent=1)
-    except (json.JSONDecodeError, TypeError):
-        return text
 
 
 def pick_runs(results_dir, df) -> dict:
@@ -152,7 +149,7 @@ def pick_runs(results_dir, df) -> dict:
 def program_output_markdown(run: dict) -> str:
     """Command lines, JSON output and perf stat output of one run, as the programs printed them."""
     row = run.get("row") or {}
-    parts = [f"#### {str(row.get('impl', '?')).upper()}: {row.get('mode')} mode, "
+    parts = [f"**{str(row.get('impl', '?')).upper()}**: {row.get('mode')} mode, "
              f"{fmt_size(row.get('msg_size'))} messages, {row.get('threads')} thread(s) "
              f"(record `{Path(run['path']).name}`)"]
     raw = run.get("raw") or {}
@@ -164,7 +161,7 @@ def program_output_markdown(run: dict) -> str:
         argv = r.get("argv") or []
         parts.append(f"**{who}** command line:\n\n```\n{_wrap(shlex.join(map(str, argv)))}\n```")
         if r.get("stdout"):
-            parts.append(f"{who} stdout:\n\n```\n{_wrap(_pretty_json(r['stdout'].strip()))}\n```")
+            parts.append(f"{who} stdout:\n\n```\n{_wrap(r['stdout'].strip())}\n```")
         if r.get("stderr", "").strip():
             tail = "\n".join(r["stderr"].strip().splitlines()[-8:])
             parts.append(f"{who} stderr (last lines):\n\n```\n{_wrap(tail)}\n```")
@@ -194,6 +191,9 @@ def _exporter_config(nb, fields: dict, sweep: str):
     """Export settings shared by HTML and PDF: no code, no widget cells, a title and author."""
     from traitlets.config import Config
 
+    # the explorer's saved widget state would make the HTML fetch a widget manager from a CDN,
+    # for a widget that is not in the report anyway
+    nb.metadata.pop("widgets", None)
     nb.metadata["title"] = f"copylab: the cost of data movement in Linux TCP I/O ({sweep})"
     if fields.get("author"):
         nb.metadata["authors"] = [{"name": fields["author"]}]
@@ -227,17 +227,17 @@ def build_report(results_dir, output_dir=None, author=None, roll_no=None, repo_u
 
     results_dir = Path(results_dir).resolve()
     output_dir = Path(output_dir).resolve() if output_dir else results_dir
-    _say(progress, f"[1/4] checking {results_dir / 'results.csv'}")
     df, meta = load_results(results_dir)  # fails fast, one line, before anything is written
     if ai_declaration and not Path(ai_declaration).is_file():
         raise CopylabError(f"--ai-declaration {ai_declaration}: no such file")
+    _say(progress, f"[1/4] {results_dir / 'results.csv'}: {len(df)} measurements used, "
+                   f"{df.attrs['rows_failed']} failed point(s) left out")
     fields = resolve_author(meta, author=author, roll_no=roll_no, repo_url=repo_url,
                             ai_declaration=str(ai_declaration or ""))
     output_dir.mkdir(parents=True, exist_ok=True)
     missing = _missing_tools()
 
-    _say(progress, f"[2/4] executing {NOTEBOOK.relative_to(PROJECT_ROOT)} with papermill "
-                   f"({len(df)} measurements)")
+    _say(progress, f"[2/4] executing {NOTEBOOK.relative_to(PROJECT_ROOT)} with papermill")
     record = output_dir / "analysis.ipynb"
     tmp_record = output_dir / ".analysis.tmp.ipynb"  # papermill wants the .ipynb suffix
     params = {"results_dir": str(results_dir), "output_dir": str(output_dir), **fields}

@@ -39,7 +39,7 @@ REQUIRED = FIELDS[:13]
 
 
 def _a1_gbps(size: int, threads: int) -> float:
-    return 1.0 + 4.0 * SIZES.index(size) + 0.5 * THREADS.index(threads)
+    return 2.0 + 4.0 * SIZES.index(size) + 0.5 * THREADS.index(threads)
 
 
 def rows(reps: int = 3, counters: bool = True, failed_row: bool = True) -> list[dict]:
