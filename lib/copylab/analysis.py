@@ -375,16 +375,26 @@ def _reps_note(df: pd.DataFrame) -> str:
     return f" Means are over {span} repetitions per point, with 95% confidence intervals in the figures."
 
 
+def md_escape(text: str) -> str:
+    """Data text (perf notes say `<not supported>`) inside markdown: keep <...> from being read as HTML."""
+    return str(text).replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _unanswerable(out: dict, reason: str, advice: str = "") -> dict:
+    """Record why a question cannot be answered; the prose says so instead of a number."""
+    out["reason"] = reason
+    out["text"] = f"Cannot be answered from this sweep: {md_escape(reason)}." + (f" {advice}" if advice else "")
+    return out
+
+
 def _crossover_answer(df: pd.DataFrame, impl: str, why_beats: str, why_not: str) -> dict:
     ans = crossover(df, impl)
     pair = _paired_means(df, impl, "a1")
     name = impl_name(impl)
     if pair.empty:
         have = sorted(df.loc[df["mode"] == "throughput", "impl"].unique())
-        ans["reason"] = (f"no throughput-mode measurements of both {name} and A1 "
-                         f"(throughput rows exist for: {', '.join(have) or 'none'})")
-        ans["text"] = f"Cannot be answered from this sweep: {ans['reason']}."
-        return ans
+        return _unanswerable(ans, f"no throughput-mode measurements of both {name} and A1 "
+                                  f"(throughput rows exist for: {', '.join(have) or 'none'})")
     overall = pair.groupby("msg_size")[["x", "base"]].mean().sort_index()
     sizes = list(overall.index)
     largest = sizes[-1]
@@ -453,12 +463,10 @@ def answer_q2(df: pd.DataFrame, meta: dict) -> dict:
     unmeasured = [lvl for lvl, col in levels.items() if not measured(df[df["mode"] == "throughput"], col)]
     if unmeasured:
         col = "l1_misses" if "L1" in unmeasured else "llc_misses"
-        out["reason"] = (f"{' and '.join(unmeasured)} misses were not measured: "
-                         f"{unmeasured_reason(df, meta, col)}")
-        out["text"] = (f"Cannot be answered from this sweep: {out['reason']}. Re-run the sweep on "
-                       "a host whose PMU perf can use (bare metal, or a VM with a virtual PMU, "
-                       "e.g. KVM with `-cpu host`) to answer it.")
-        return out
+        return _unanswerable(out, f"{' and '.join(unmeasured)} misses were not measured: "
+                                  f"{unmeasured_reason(df, meta, col)}",
+                             "Re-run the sweep on a host whose PMU perf can use (bare metal, or a "
+                             "VM with a virtual PMU, e.g. KVM with `-cpu host`) to answer it.")
     agg = _tp_means(df, list(levels.values())).set_index(["impl", "msg_size", "threads"])
     for lvl, col in levels.items():
         for impl in ("a2", "a3"):
@@ -473,9 +481,7 @@ def answer_q2(df: pd.DataFrame, meta: dict) -> dict:
     mean_red = {lvl: float(np.mean(list(v.values()))) for lvl, v in out["reduction_pct"].items() if v}
     out["mean_reduction_pct"] = mean_red
     if len(mean_red) < 2:
-        out["reason"] = "no size/thread point where A1 and A2 or A3 both have L1 and LLC counts"
-        out["text"] = f"Cannot be answered from this sweep: {out['reason']}."
-        return out
+        return _unanswerable(out, "no size/thread point where A1 and A2 or A3 both have L1 and LLC counts")
     best = max(mean_red, key=mean_red.get)
     other = "LLC" if best == "L1" else "L1"
     detail = "; ".join(f"{lvl}: " + ", ".join(f"{impl_name(i)} {fmt_pct(v)}" for i, v in d.items())
@@ -513,9 +519,8 @@ def answer_q3(df: pd.DataFrame, meta: dict) -> dict:
     out: dict = {}
     thread_counts = sorted(tp["threads"].unique())
     if len(thread_counts) < 2:
-        out["reason"] = f"throughput mode was measured at {len(thread_counts)} thread count(s); need 2 or more"
-        out["text"] = f"Cannot be answered from this sweep: {out['reason']}."
-        return out
+        return _unanswerable(out, f"throughput mode was measured at {len(thread_counts)} thread "
+                                  "count(s); need 2 or more")
     cores = meta.get("cores")
     metrics = ["throughput_gbps", "l1_misses_per_byte", "llc_misses_per_byte",
                "context_switches_per_mb", "srv_cpu_ns_per_byte", "cli_cpu_ns_per_byte"]
@@ -545,9 +550,7 @@ def answer_q3(df: pd.DataFrame, meta: dict) -> dict:
             s += " (" + ", ".join(extra) + f", {hi} vs {lo} threads)"
         sentences.append(s)
     if not sentences:
-        out["reason"] = "no implementation measured at both the lowest and the highest thread count"
-        out["text"] = f"Cannot be answered from this sweep: {out['reason']}."
-        return out
+        return _unanswerable(out, "no implementation measured at both the lowest and the highest thread count")
     # every client thread has a server thread: 2 x threads runnable threads share the cores
     if not cores:
         core_txt = "The host's core count is unknown (no meta.json), so oversubscription cannot be located."
@@ -579,9 +582,7 @@ def answer_q1(df: pd.DataFrame, q5: dict) -> dict:
     tp = df[df["mode"] == "throughput"]
     out: dict = {"break_even_bytes": q5.get("crossover_bytes")}
     if "a3" not in set(tp["impl"]):
-        out["reason"] = "A3 was not measured in throughput mode"
-        out["text"] = f"Cannot be answered from this sweep: {out['reason']}."
-        return out
+        return _unanswerable(out, "A3 was not measured in throughput mode")
     by_size = tp.groupby(["msg_size", "impl"])["throughput_gbps"].mean().unstack("impl")
     best = by_size.idxmax(axis=1)
     out["best_impl_by_size"] = {str(int(s)): b for s, b in best.items()}

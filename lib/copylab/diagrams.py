@@ -96,19 +96,23 @@ def _receiver(nodes: dict, edges: list, xs, y: float, copy_no: int) -> None:
     edges.append(Edge("rq", "rbuf", f"COPY {copy_no}: recv() →<br>copy_to_user<br>(kernel, receiver)", "copy"))
 
 
+def _veth_and_receiver(nodes: dict, edges: list, xs, y: float, copy_no: int) -> None:
+    """A1 and A2 after the send copy: the skb travels by pointer to the peer, then recv() copies."""
+    nodes["tcp"] = Node(xs[-3], y, "TCP/IP, then veth:<br>skb handed to the<br>peer namespace", KERNEL)
+    edges += [Edge("skb", "tcp", "no copy", "move"), Edge("tcp", "rq", "no copy (veth)", "move")]
+    _receiver(nodes, edges, xs, y, copy_no)
+
+
 def a1_diagram() -> go.Figure:
     xs = _xs(6)
     nodes = {
         "fields": Node(xs[0], 50, "8 fields,<br>each malloc'd", USER),
         "buf": Node(xs[1], 50, "one contiguous<br>send buffer", USER),
         "skb": Node(xs[2], 50, "socket send buffer<br>(skb data pages)", KERNEL),
-        "tcp": Node(xs[3], 50, "TCP/IP, then veth:<br>skb handed to the<br>peer namespace", KERNEL),
     }
     edges = [Edge("fields", "buf", "COPY 1: memcpy<br>(user space, sender)", "copy"),
-             Edge("buf", "skb", "COPY 2: send() →<br>copy_from_user<br>(kernel, sender)", "copy"),
-             Edge("skb", "tcp", "no copy", "move")]
-    _receiver(nodes, edges, xs, 50, 3)
-    edges.append(Edge("tcp", "rq", "no copy (veth)", "move"))
+             Edge("buf", "skb", "COPY 2: send() →<br>copy_from_user<br>(kernel, sender)", "copy")]
+    _veth_and_receiver(nodes, edges, xs, 50, 3)
     return _draw("A1 two-copy: send()", nodes, edges, 330,
                  "Sender: 2 copies (1 user, 1 kernel); receiver: 1 kernel copy. Over veth there is no NIC DMA.")
 
@@ -118,12 +122,9 @@ def a2_diagram() -> go.Figure:
     nodes = {
         "fields": Node(xs[0], 50, "8 fields +<br>iovec[8] over them<br>(built once)", USER),
         "skb": Node(xs[1], 50, "socket send buffer<br>(skb data pages)", KERNEL),
-        "tcp": Node(xs[2], 50, "TCP/IP, then veth:<br>skb handed to the<br>peer namespace", KERNEL),
     }
-    edges = [Edge("fields", "skb", "COPY 1: sendmsg() →<br>copy_from_user gathers<br>the 8 fields (kernel)", "copy"),
-             Edge("skb", "tcp", "no copy", "move")]
-    _receiver(nodes, edges, xs, 50, 2)
-    edges.append(Edge("tcp", "rq", "no copy (veth)", "move"))
+    edges = [Edge("fields", "skb", "COPY 1: sendmsg() →<br>copy_from_user gathers<br>the 8 fields (kernel)", "copy")]
+    _veth_and_receiver(nodes, edges, xs, 50, 2)
     return _draw("A2 one-copy: sendmsg() with a pre-built iovec", nodes, edges, 330,
                  "Sender: 1 kernel copy (A1's user-space memcpy is gone); receiver: 1 kernel copy.")
 

@@ -18,8 +18,8 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.subplots import make_subplots
 
-from .analysis import (IMPL_LABELS, METRICS, aggregate, fmt_size, measured, system_summary,
-                       unmeasured_reason)
+from .analysis import (IMPL_LABELS, METRICS, aggregate, fmt_size, md_escape, measured,
+                       system_summary, unmeasured_reason)
 
 IMPL_COLORS = {"a1": "#1f77b4", "a2": "#2ca02c", "a3": "#d62728"}
 # static width the PDF images get (height: each figure's own); the HTML/JupyterLab figure is responsive
@@ -68,7 +68,7 @@ class FigureNote:
                 f"Why: {self.why}. How to get it: {self.how}")
 
     def _repr_markdown_(self) -> str:
-        return "> " + self.text()
+        return "> " + md_escape(self.text())
 
     def __repr__(self) -> str:
         return self.text()
@@ -117,7 +117,7 @@ def _grid(df: pd.DataFrame, meta: dict, mode: str, metrics: list[str], x: str, f
             for impl, g in agg[agg[facet] == fv].groupby("impl"):
                 g = g.sort_values(x)
                 fig.add_trace(_impl_trace(g, impl, x, metric, r == 1 and c == 1), row=r, col=c)
-        fig.update_yaxes(title_text=METRICS[metric][0], row=r, col=1)
+        _y_axis(fig, agg[metric], METRICS[metric][0], row=r)
     if x == "msg_size":
         fig.update_xaxes(**_size_ticks(agg["msg_size"]))
         fig.update_xaxes(title_text="message size (bytes, log scale)", row=len(shown))
@@ -131,6 +131,16 @@ def _grid(df: pd.DataFrame, meta: dict, mode: str, metrics: list[str], x: str, f
                            font=dict(size=10, color="#a00"), xanchor="right")
     height = 260 + 230 * len(shown)
     return _style(fig, meta, title, height=height)
+
+
+def _y_axis(fig: go.Figure, values: pd.Series, title: str, row: int) -> None:
+    """Log scale when the values span orders of magnitude (per-byte costs from 64 B to 64 KiB,
+    p99 latencies far above p50), so the small ones stay readable."""
+    v = values.dropna()
+    spread = (v > 0).all() and len(v) and v.max() / v.min() > 30
+    fig.update_yaxes(title_text=title + (" (log scale)" if spread else ""), row=row, col=1)
+    if spread:
+        fig.update_yaxes(type="log", row=row)
 
 
 def _note_for(df, meta, title, metrics, mode) -> FigureNote:
@@ -208,8 +218,9 @@ def latency_vs_threads(df: pd.DataFrame, meta: dict):
             fig.add_trace(_impl_trace(g, impl, "threads", center, i == 0), row=r, col=c)
         fig.update_xaxes(tickvals=sorted(agg["threads"].unique()), row=r, col=c)
     fig.update_xaxes(title_text="client threads (connections)", row=rows)
+    band = pd.concat([agg[m] for m in metrics])
     for r in range(1, rows + 1):
-        fig.update_yaxes(title_text=METRICS[center][0], row=r, col=1)
+        _y_axis(fig, band, METRICS[center][0], row=r)
     label = "p50" if center == "latency_p50_us" else "mean (no percentiles recorded)"
     return _style(fig, meta, f"Round-trip latency vs threads: {label}, shaded up to p99",
                   height=230 + 260 * rows)
@@ -256,7 +267,7 @@ def user_copy_per_message(df: pd.DataFrame, meta: dict):
         if cost:
             fig.add_trace(_impl_trace(g, impl, "msg_size", cost, False), row=1, col=2)
     fig.update_yaxes(title_text="bytes copied in user space ÷ message size", row=1, col=1)
-    fig.update_xaxes(title_text="message size", type="category", row=1, col=1)
+    fig.update_xaxes(title_text="message size (bytes)", type="category", row=1, col=1)
     if cost:
         fig.update_yaxes(title_text=METRICS[cost][0], row=1, col=2)
         fig.update_xaxes(title_text="message size (bytes, log scale)", row=1, col=2,

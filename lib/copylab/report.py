@@ -14,7 +14,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from .analysis import fmt_size, load_results, system_fields
+from .analysis import fmt_size, load_results, md_escape, system_fields
 from .errors import CopylabError
 from .paths import NOTEBOOKS_DIR, PROJECT_ROOT
 
@@ -94,7 +94,7 @@ def system_markdown(meta: dict, df) -> str:
         shown = ", ".join(f"{k}={'on' if offloads[k] in (True, 'on') else 'off'}" for k in key)
         rows.append(("veth offloads", f"{shown} ({len(offloads)} in meta.json)"))
     table = "| setting | value |\n|:---|:---|\n" + "\n".join(
-        f"| {k} | {str(v).replace('|', '/')} |" for k, v in rows)
+        f"| {k} | {md_escape(v).replace('|', '/')} |" for k, v in rows)
     sizes = ", ".join(fmt_size(s) for s in sorted(df["msg_size"].unique()))
     threads = ", ".join(str(t) for t in sorted(df["threads"].unique()))
     reps = df.groupby(["impl", "mode", "msg_size", "threads"])["rep"].nunique()
@@ -150,8 +150,8 @@ def program_output_markdown(run: dict) -> str:
     """Command lines, JSON output and perf stat output of one run, as the programs printed them."""
     row = run.get("row") or {}
     parts = [f"**{str(row.get('impl', '?')).upper()}**: {row.get('mode')} mode, "
-             f"{fmt_size(row.get('msg_size'))} messages, {row.get('threads')} thread(s) "
-             f"(record `{Path(run['path']).name}`)"]
+             f"{fmt_size(row.get('msg_size'))} messages, {row.get('threads')} thread(s); "
+             f"record:\n\n```\n{Path(run['path']).name}\n```"]
     raw = run.get("raw") or {}
     for side, who in (("server", "server (sender)"), ("client", "client (receiver)")):
         r = raw.get(side) or {}

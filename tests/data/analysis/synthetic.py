@@ -79,8 +79,8 @@ def rows(reps: int = 3, counters: bool = True, failed_row: bool = True) -> list[
                                      llc_misses=llc, srv_llc_misses=llc / 2, cli_llc_misses=llc / 2,
                                      cycles_source="pmu")
                         else:
-                            r.update(counters_note="hardware events not supported on this host "
-                                                   "(SYNTHETIC: virtual machine without PMU)")
+                            r.update(counters_note="hardware events read <not supported> on this "
+                                                   "host (SYNTHETIC: virtual machine without PMU)")
                         out.append(r)
     if failed_row:
         out.append({"impl": "a3", "mode": "throughput", "msg_size": 65536, "threads": 8, "rep": 9,

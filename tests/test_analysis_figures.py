@@ -1,0 +1,87 @@
+"""figures.py, diagrams.py and explorer.py on SYNTHETIC results: what every figure must state,
+notes instead of empty charts, and the explorer updating in place."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+import pytest
+
+from copylab import analysis, diagrams, explorer, figures
+from data.analysis import synthetic
+
+
+@pytest.fixture(scope="module")
+def full(tmp_path_factory):
+    return analysis.load_results(synthetic.write_sweep(tmp_path_factory.mktemp("figs-full")))
+
+
+@pytest.fixture(scope="module")
+def bare(tmp_path_factory):
+    folder = synthetic.write_sweep(tmp_path_factory.mktemp("figs-bare"), reps=1, counters=False)
+    return analysis.load_results(folder)
+
+
+@pytest.mark.parametrize("name, make", figures.ALL_FIGURES, ids=[n for n, _ in figures.ALL_FIGURES])
+def test_every_figure_states_units_legend_and_system(full, name, make):
+    df, meta = full
+    fig = make(df, meta)
+    assert isinstance(fig, go.Figure), fig
+    layout = fig.layout
+    assert layout.title.text and analysis.system_summary(meta) == layout.title.subtitle.text
+    assert "SYNTHETIC CPU" in layout.title.subtitle.text and "2 cores" in layout.title.subtitle.text
+    def titles(prefix):
+        return [layout[k].title.text for k in layout if k.startswith(prefix) and layout[k].title.text]
+
+    x_titles, y_titles = titles("xaxis"), titles("yaxis")
+    assert x_titles and y_titles
+    assert all("(" in t for t in x_titles + y_titles if "per byte" not in t and "per message" not in t
+               and "÷" not in t), (x_titles, y_titles)  # a unit in brackets
+    assert sum(1 for t in fig.data if t.showlegend is not False and t.name) >= 2
+
+
+def test_error_bars_only_with_repetitions(full, bare):
+    fig = figures.throughput_vs_size(*full)
+    assert all(t.error_y.visible for t in fig.data)
+    fig = figures.throughput_vs_size(*bare)
+    assert not any(t.error_y.visible for t in fig.data)
+
+
+def test_unmeasured_metrics_become_notes_that_say_why_and_how(bare):
+    df, meta = bare
+    for make in (figures.cache_misses_vs_size, figures.cycles_per_byte_vs_size):
+        note = make(df, meta)
+        assert isinstance(note, figures.FigureNote)
+        md = note._repr_markdown_()
+        assert "virtual machine without PMU" in md and "&lt;not supported&gt;" in md
+        assert "vPMU" in md or "virtual PMU" in md
+    # task-clock still works without a PMU: CPU time per byte is drawn
+    assert isinstance(figures.cpu_time_per_byte_vs_size(df, meta), go.Figure)
+
+
+def test_core_count_is_marked_on_scaling_figure(full):
+    fig = figures.throughput_vs_threads(*full)
+    assert any(s.x0 == 2.0 and s.x1 == 2.0 for s in fig.layout.shapes)
+    assert any(a.text == "2 cores" for a in fig.layout.annotations)
+
+
+def test_diagrams_number_the_copies():
+    texts = {impl: " ".join(a.text for a in make().layout.annotations) for impl, make in diagrams.DIAGRAMS}
+    assert "COPY 3" in texts["a1"] and "memcpy" in texts["a1"]
+    assert "COPY 2" in texts["a2"] and "COPY 3" not in texts["a2"] and "memcpy" not in texts["a2"]
+    assert "DEFERRED" in texts["a3"].upper() and "MSG_ERRQUEUE" in texts["a3"]
+
+
+def test_explorer_updates_its_figure_in_place(full):
+    df, meta = full
+    ex = explorer.Explorer(df, meta)
+    fig = ex.fig
+    assert len(fig.data) == 3 and fig.layout.xaxis.type == "log"
+    ex.x.value = "threads"
+    assert ex.fig is fig and ex.filter.description == "size" and fig.layout.xaxis.type == "linear"
+    assert list(fig.data[0].x) == list(synthetic.THREADS)
+    ex.impls.value = ("a2",)
+    assert [t.name for t in fig.data] == [analysis.IMPL_LABELS["a2"]]
+    ex.metric.value = "llc_misses_per_byte"
+    assert "LLC" in fig.layout.yaxis.title.text
+    ex.impls.value = ()
+    assert len(fig.data) == 0 and "no data" in fig.layout.title.text
