@@ -85,3 +85,14 @@ def test_explorer_updates_its_figure_in_place(full):
     assert "LLC" in fig.layout.yaxis.title.text
     ex.impls.value = ()
     assert len(fig.data) == 0 and "no data" in fig.layout.title.text
+
+
+def test_no_successful_rows_gives_notes_tables_and_an_empty_explorer(tmp_path):
+    folder = synthetic.write_sweep(tmp_path, reps=1)
+    lines = (folder / "results.csv").read_text().splitlines()
+    (folder / "results.csv").write_text(lines[0] + "\n")  # header only: every point failed or none ran
+    df, meta = analysis.load_results(folder)
+    for _, make in figures.ALL_FIGURES:
+        assert isinstance(make(df, meta), figures.FigureNote)
+    assert analysis.markdown_table(analysis.throughput_by_size(df)).startswith("| message size |")
+    assert "nothing to explore" in explorer.explore(df, meta).value

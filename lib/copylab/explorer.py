@@ -88,5 +88,7 @@ class Explorer:
 
 
 def explore(df: pd.DataFrame, meta: dict) -> widgets.Widget:
-    """The explorer as one displayable widget."""
+    """The explorer as one displayable widget (a note when there is nothing to explore)."""
+    if not any(measured(df, m) for m in METRICS):
+        return widgets.HTML("<i>No successful measurements in this sweep: nothing to explore.</i>")
     return Explorer(df, meta).widget()

@@ -12,6 +12,7 @@ import shlex
 import shutil
 import sys
 import textwrap
+import warnings
 from pathlib import Path
 
 from .analysis import fmt_size, load_results, md_escape, system_fields
@@ -260,6 +261,8 @@ def build_report(results_dir, output_dir=None, author=None, roll_no=None, repo_u
     paths = {"notebook": record, "answers": output_dir / "answers.json"}
 
     nb = nbformat.read(record, as_version=4)
+    # LaTeX cannot show the text/html that loads plotly.js; expected, not worth a warning
+    warnings.filterwarnings("ignore", message="Your element with mimetype")
     config = _exporter_config(nb, fields, results_dir.name)
     _say(progress, "[3/4] writing report.html (interactive figures, plotly.js embedded)")
     html, _ = HTMLExporter(config=config, template_name="lab").from_notebook_node(nb)
