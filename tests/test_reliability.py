@@ -191,7 +191,8 @@ def test_cli_sweep_params_path_is_a_folder(tmp_path):
 
 
 # ------------------------------------------------------------------------------------------------
-# bad inputs: `copylab report` on unusable results folders
+# bad inputs: `copylab report` on unusable results folders (a missing folder and a missing
+# --ai-declaration file: tests/test_report.py::test_report_cli_bad_input_is_one_line_and_writes_nothing)
 
 def _results_frame() -> pd.DataFrame:
     """A well-formed two-row results table (values only need to be valid, they are never plotted)."""
@@ -204,7 +205,6 @@ def _results_frame() -> pd.DataFrame:
 
 
 REPORT_BAD = [
-    ("missing folder", None, "does not exist"),
     ("no results.csv", {}, "does not exist"),
     ("empty results.csv", {"results.csv": b""}, "not a readable CSV"),
     ("broken CSV", {"results.csv": b'impl,mode,msg_size\n"a1,throughput\n\x00\xff"",,\n"x'}, "not a readable CSV"),
@@ -220,24 +220,13 @@ REPORT_BAD = [
 @pytest.mark.parametrize("what,files,needle", REPORT_BAD, ids=[w for w, _, _ in REPORT_BAD])
 def test_cli_report_unusable_results_folder(tmp_path, what, files, needle):
     folder = tmp_path / "results"
-    if files is not None:
-        folder.mkdir()
-        for name, content in files.items():
-            _write(folder / name, content)
+    folder.mkdir()
+    for name, content in files.items():
+        _write(folder / name, content)
     before = folder_state(folder)
     proc = run_copylab("report", str(folder), timeout=120)
     assert_one_line_error(proc, needle)
     assert folder_state(folder) == before, "a refused report must not write into the results folder"
-
-
-def test_cli_report_missing_ai_declaration_file(tmp_path):
-    folder = tmp_path / "results"
-    folder.mkdir()
-    _write(folder / "results.csv", _results_frame().to_csv(index=False))
-    before = folder_state(folder)
-    proc = run_copylab("report", str(folder), "--ai-declaration", str(tmp_path / "nope.md"), timeout=120)
-    assert_one_line_error(proc, "--ai-declaration")
-    assert folder_state(folder) == before
 
 
 # ------------------------------------------------------------------------------------------------
