@@ -94,7 +94,6 @@ def test_signal_stops_server_with_json_while_clients_run(native_build, sig, mode
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         wait_for_streams(server, 4)
-        started = time.monotonic()
         rc, s = server.stop(sig, timeout=20)
         out, err = client.communicate(timeout=40)
     finally:
@@ -105,7 +104,6 @@ def test_signal_stops_server_with_json_while_clients_run(native_build, sig, mode
     assert s["role"] == "server" and s["threads"] == 4 and s["bytes"] > 0
     assert s["errors"] == 0, "a requested stop is not an error"
     assert s["zc_completions"] == s["zc_sends"]
-    assert time.monotonic() - started < 20
     # the client lost its server mid-run: one line, no numbers
     assert client.returncode == 1 and out == "" and len(err.splitlines()) == 1, err
 
