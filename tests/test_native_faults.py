@@ -115,3 +115,18 @@ def test_idle_server_stops_with_empty_totals(native_build):
     assert s["threads"] == 0 and s["bytes"] == 0 and s["messages"] == 0
     assert s["throughput_gbps"] is None  # nothing was active: no rate, rather than a made-up one
     assert s["duration_s"] > 0
+
+
+def test_connection_the_server_cannot_set_up_is_refused_not_fatal(native_build):
+    # a3 keeps at least 4 messages in flight: 4 x 64 MiB cannot fit under a 192 MiB address-space limit
+    size = 64 << 20
+    server = start_server("a3", "throughput", size, prefix=["prlimit", f"--as={192 << 20}", "--"])
+    try:
+        run = run_client("127.0.0.1", server.port, "throughput", size)
+        assert server.proc.poll() is None
+    finally:
+        rc, s = server.stop()
+    assert run.returncode == 1 and run.result is None
+    assert run.stderr.count("\n") == 1 and "could not set the connection up" in run.stderr
+    assert rc == 0 and s["errors"] == 1 and s["threads"] == 0
+    assert "cannot allocate" in server.stderr()
