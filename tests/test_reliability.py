@@ -114,11 +114,9 @@ def plan():
     return perfmod.probe()
 
 
-# bad inputs: the native programs' flags are tried by tests/test_native_cli.py (28 cases, one table)
-
-
 # ------------------------------------------------------------------------------------------------
-# bad inputs: `copylab run` (test_point.py::test_cli_run_bad_arguments has six more)
+# bad inputs: the native programs' flags are tried by tests/test_native_cli.py (28 cases, one table);
+# `copylab run` (test_point.py::test_cli_run_bad_arguments has six more)
 
 RUN_BAD = [
     (["--threads", "-3"], "threads"),
@@ -283,14 +281,16 @@ def test_perf_killed_mid_point_gives_failed_row_with_reason(native_build, plan, 
     assert math.isnan(row[f"{'srv' if side == 'server' else 'cli'}_context_switches"])
     assert f"perf stat of the {side} wrote no counters" in row["counters_note"]
     assert math.isnan(row["cycles"]) and math.isnan(row["context_switches"]), "a sum over one side only"
-    assert time.monotonic() - started < 20
-    assert our_namespaces() == []
-    # the program perf was wrapping is orphaned, not our descendant any more: find it by its own
-    # command line (in loopback the port makes it unique; in netns the namespace went with it)
-    program_argv = " ".join(raw[side]["argv"][raw[side]["argv"].index(str(BUILD / program)):])
-    time.sleep(0.2)
-    assert not [cmd for cmd in benchmark_processes() if cmd.strip() == program_argv.strip()
-                and topology == "loopback"], f"{program} left running after its perf was killed"
+    assert our_namespaces() == []  # in netns, whatever ran inside went with the namespace
+    if topology == "loopback":
+        # the program perf was wrapping is orphaned, not our descendant any more: find it by its own
+        # command line, which the port (free_port) makes unique to this point
+        program_argv = " ".join(raw[side]["argv"][raw[side]["argv"].index(str(BUILD / program)):])
+        deadline = time.monotonic() + 10  # a SIGKILLed process can take a moment to go on a loaded host
+        while program_argv in [cmd.strip() for cmd in benchmark_processes()] and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert program_argv not in [cmd.strip() for cmd in benchmark_processes()], \
+            f"{program} left running after its perf was killed"
 
 
 def test_port_already_taken_fails_the_point_cleanly(native_build, plan, monkeypatch):
@@ -308,16 +308,6 @@ def test_port_already_taken_fails_the_point_cleanly(native_build, plan, monkeypa
     assert "server exited" in row["error"] and "Address already in use" in row["error"], row["error"]
     assert raw["client"] is None, "no client may be started against a server that never listened"
     assert own_descendants("/a1_server") == [] and own_descendants("/client") == []
-
-
-def test_loopback_port_is_free_when_handed_out(plan):
-    """The engine's own choice never collides with a port that is in use right now."""
-    with socket.socket() as squatter:
-        squatter.bind(("127.0.0.1", 0))
-        squatter.listen()
-        taken = squatter.getsockname()[1]
-        chosen = {pointmod.free_port() for _ in range(50)}
-    assert taken not in chosen
 
 
 def test_native_programs_not_built_is_one_line(plan, monkeypatch, tmp_path):
