@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import sys
 
-from .sweep import describe, run_sweep
-
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("sweep", help="run a params/*.yaml grid (resumes where it stopped)")
@@ -19,6 +17,8 @@ def register(subparsers) -> None:
 
 
 def sweep_command(args) -> int:
+    from .sweep import describe, run_sweep  # pandas & papermill load only when a sweep runs
+
     def say(text: str) -> None:
         print(f"copylab sweep: {text}", file=sys.stderr)
 
