@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import sys
 
 from . import perf as perfmod
+from .experiment import show
 from .paths import IMPLS, MODES
 from .point import COLUMNS, PointSpec, run_point
 from .topology import choose_topology, open_topology
@@ -43,10 +45,8 @@ def run_command(args) -> int:
             print(f"copylab run: WARNING: {warning}", file=sys.stderr)
         row, raw = run_point(spec, plan, topo)
     if args.show_output:
-        for side in ("server", "client"):
-            if raw.get(side):
-                print(f"--- {side}: {' '.join(raw[side]['argv'])}\n{raw[side]['stdout']}{raw[side]['stderr']}"
-                      f"{raw[side]['perf']}", file=sys.stderr)
+        with contextlib.redirect_stdout(sys.stderr):  # stdout stays the row alone
+            show({"row": row, "raw": raw})
     print_row(row, as_json=args.json)
     if row["status"] != "ok":
         print(f"copylab run: error: {row['error']}", file=sys.stderr)

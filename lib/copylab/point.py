@@ -380,6 +380,16 @@ def _side_counters(side: _Side | None, plan) -> tuple[dict, str]:
     return perfmod.side_counters(perfmod.parse_stat_csv(text), plan), ""
 
 
+def empty_row(spec: PointSpec, topology: str) -> dict:
+    """A row with the point's identity filled in and every measurement empty (NaN)."""
+    row: dict = {col: math.nan for col in COLUMNS}
+    row.update(impl=spec.impl, mode=spec.mode, msg_size=spec.msg_size, threads=spec.threads, rep=spec.rep,
+               point_id=spec.point_id(), topology=topology, pin_server=spec.pin_server or "",
+               pin_client=spec.pin_client or "", warmup_s=spec.warmup_s, verified="", cycles_source="",
+               counters_note="", status="failed", error="")
+    return row
+
+
 def build_row(spec: PointSpec, plan, topo: Topology, server: _Side, client: _Side | None, error: str) -> dict:
     """One results row from both sides' JSON and perf output."""
     srv_json = server.json_output() or {}
@@ -392,10 +402,7 @@ def build_row(spec: PointSpec, plan, topo: Topology, server: _Side, client: _Sid
         error = "client could not verify the received data"
     srv_counters, srv_note = _side_counters(server, plan)
     cli_counters, cli_note = _side_counters(client, plan)
-    row: dict = {col: math.nan for col in COLUMNS}
-    row.update(impl=spec.impl, mode=spec.mode, msg_size=spec.msg_size, threads=spec.threads, rep=spec.rep,
-               point_id=spec.point_id(), topology=topo.kind, pin_server=spec.pin_server or "",
-               pin_client=spec.pin_client or "", warmup_s=spec.warmup_s)
+    row = empty_row(spec, topo.kind)
     for key in ("throughput_gbps", "latency_us", "bytes", "duration_s", "messages", "total_bytes",
                 "latency_p50_us", "latency_p99_us", "latency_min_us", "latency_max_us"):
         row[key] = _nan_if_none(cli_json.get(key))

@@ -33,7 +33,7 @@ from .fsutil import atomic_write_json, atomic_write_text
 from .experiment import load_record
 from .params import Grid, load_grid
 from .paths import NATIVE_DIR, NOTEBOOKS_DIR, OUTPUT_DIR
-from .point import COLUMNS, PointSpec
+from .point import COLUMNS, PointSpec, empty_row
 from .topology import Topology, choose_topology, clean_leftovers, open_topology
 
 SORT_KEYS = ["impl", "mode", "msg_size", "threads", "rep"]
@@ -91,11 +91,8 @@ def _exclusive(out_dir: Path):
 
 def failed_row(spec: PointSpec, error: str) -> dict:
     """A row for a point whose notebook itself failed (no row came back from the engine)."""
-    row = {col: math.nan for col in COLUMNS}
-    row.update(impl=spec.impl, mode=spec.mode, msg_size=spec.msg_size, threads=spec.threads, rep=spec.rep,
-               point_id=spec.point_id(), topology=spec.topology, pin_server=spec.pin_server or "",
-               pin_client=spec.pin_client or "", warmup_s=spec.warmup_s, status="failed", error=error,
-               started_at=_now(), verified="", cycles_source="", counters_note="")
+    row = empty_row(spec, spec.topology)
+    row.update(error=error, started_at=_now())
     return row
 
 
@@ -266,9 +263,8 @@ def _sweep_locked(grid: Grid, topology: str, out: Path, force: bool, progress: b
             with open_topology(topology) as topo:
                 for warning in topo.warnings:
                     say(f"WARNING: {warning}")
-                if "veth_mtu" not in meta or meta.get("topology_checked") != topo.kind:
+                if "tcp_wmem" not in meta:  # the sysctls and link as the server's namespace sees them
                     meta.update(hostmeta.net_meta(topo.server_prefix() or None, topo.server_if))
-                    meta["topology_checked"] = topo.kind
                     atomic_write_json(meta_path, meta)
                 while queue:
                     point_id = queue.pop(0)
