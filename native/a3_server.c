@@ -13,12 +13,28 @@
  *    slot is reused only after all of those completed. At the end every completion is awaited
  *    before the buffers are freed.
  * The ring is sized so that it, rather than the socket buffer, does not limit what is in flight
- * (else small messages would measure our ring depth, not MSG_ZEROCOPY), within a memory cap. */
+ * (else small messages would measure our ring depth, not MSG_ZEROCOPY), within a memory cap.
+ *
+ * Ring memory is also bounded for the whole process: without that, 256 connections at 64 KiB held
+ * 1.5 GiB and 1024 would have asked for 6 GiB. All live rings share A3_RING_BUDGET, an atomic count
+ * of bytes reserved; a connection reserves its ring before allocating it and returns the
+ * reservation when it ends (also when setting up fails). The budget counts what the allocator
+ * really keeps per field (see slot_cost), not the payload. Policy, first come first served:
+ *  - a connection gets the ring it wants if that fits in what is left of the budget, else as many
+ *    slots as fit;
+ *  - it always gets at least A3_SLOTS_MIN slots, even when that overdraws the budget: a client that
+ *    was accepted must be served (refusing it would turn load into errors), and a small ring only
+ *    lowers that connection's depth in flight. Worst case memory is therefore A3_RING_BUDGET plus
+ *    A3_SLOTS_MIN slots per connection beyond it (1024 x 64 KiB: about 0.6 GiB instead of 6 GiB);
+ *  - a ring keeps its size for the life of the connection: growing it later would change what is
+ *    measured mid-run, and shrinking it would have to wait for the slots' completions.
+ * At one or a few connections nothing changes: a whole ring (at most A3_RING_MEMORY) fits. */
 #include <errno.h>
 #include <time.h> /* before linux/errqueue.h, which needs struct timespec */
 #include <linux/errqueue.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -33,6 +49,7 @@
 #define A3_SLOTS_MIN 4
 #define A3_INFLIGHT_BYTES (4u << 20)  /* Linux's default tcp_wmem maximum */
 #define A3_RING_MEMORY (8u << 20)     /* per connection, counting each field's whole pages */
+#define A3_RING_BUDGET ((size_t)256 << 20) /* all connections together, counted by slot_cost() */
 #define A3_DRAIN_EVERY 32
 /* Completions come when the peer has ACKed the data (or the connection died and the queue was
  * purged): this long without any is a fault, not back-pressure. */
@@ -49,6 +66,7 @@ struct a3_slot {
 struct a3_conn {
 	struct a3_slot *slot;
 	unsigned nslots;
+	size_t reserved; /* bytes of A3_RING_BUDGET this ring holds, returned by free_ring() */
 	unsigned next_slot;
 	uint64_t next_id; /* id of the next successful zerocopy send (ids are 64-bit here, 32 on the wire) */
 	unsigned since_drain;
@@ -137,6 +155,9 @@ static int wait_completions(struct conn *c, const struct a3_slot *slot, uint64_t
 	}
 }
 
+/* Bytes of A3_RING_BUDGET reserved by live rings (may exceed it: the minimum is always granted). */
+static atomic_size_t ring_budget_used;
+
 /* Enough slots to keep A3_INFLIGHT_BYTES in flight, at least A3_SLOTS_MIN, within A3_RING_MEMORY. */
 static unsigned ring_slots(size_t msg_size, size_t page)
 {
@@ -150,11 +171,51 @@ static unsigned ring_slots(size_t msg_size, size_t page)
 	return n < A3_SLOTS_MIN ? A3_SLOTS_MIN : (unsigned)n;
 }
 
+/* What one slot costs in resident memory, for the process budget. posix_memalign puts the chunk
+ * header (two words) just before each page-aligned field, so a field of whole pages spills into one
+ * more page, and the gap left before the alignment is not reused by the next field of the same size.
+ * Checked against the server's RSS: 64 KiB messages take 96 KiB per slot, 1 MiB ones 1056 KiB. */
+static size_t slot_cost(size_t msg_size, size_t page)
+{
+	size_t cost = 0;
+
+	for (int k = 0; k < MESSAGE_FIELDS; k++)
+		cost += (message_field_len(msg_size, k) + 2 * sizeof(size_t) + page - 1) / page * page;
+	return cost;
+}
+
+/* Reserve budget for a ring of up to want slots of cost bytes each: as many as fit in what is
+ * left, never fewer than A3_SLOTS_MIN (see the header). Returns the number of slots; the caller
+ * holds nslots * cost bytes until budget_release(). */
+static unsigned budget_reserve(unsigned want, size_t cost)
+{
+	size_t used = atomic_load_explicit(&ring_budget_used, memory_order_relaxed);
+	unsigned n;
+
+	do {
+		size_t left = used < A3_RING_BUDGET ? A3_RING_BUDGET - used : 0;
+		size_t fit = left / cost;
+		n = fit < want ? (unsigned)fit : want;
+		if (n < A3_SLOTS_MIN)
+			n = A3_SLOTS_MIN;
+		/* on failure used is reloaded: another connection reserved or released meanwhile */
+	} while (!atomic_compare_exchange_weak_explicit(&ring_budget_used, &used, used + (size_t)n * cost,
+							memory_order_relaxed, memory_order_relaxed));
+	return n;
+}
+
+static void budget_release(size_t bytes)
+{
+	atomic_fetch_sub_explicit(&ring_budget_used, bytes, memory_order_relaxed);
+}
+
+/* Free the slots allocated so far and give the ring's reservation back to the budget. */
 static void free_ring(struct a3_conn *s)
 {
 	for (unsigned k = 0; k < s->nslots; k++)
 		message_free(&s->slot[k].msg);
 	free(s->slot);
+	budget_release(s->reserved);
 	free(s);
 }
 
@@ -170,16 +231,22 @@ static int a3_conn_init(struct conn *c)
 		return -1;
 	}
 	s = calloc(1, sizeof(*s));
-	unsigned want = ring_slots(c->msg_size, page);
-	if (!s || !(s->slot = calloc(want, sizeof(*s->slot)))) {
+	if (!s) {
 		conn_fail(c, "out of memory");
-		free(s);
 		return -1;
 	}
-	for (; s->nslots < want; s->nslots++) {
+	size_t cost = slot_cost(c->msg_size, page);
+	unsigned granted = budget_reserve(ring_slots(c->msg_size, page), cost);
+	s->reserved = (size_t)granted * cost; /* from here on free_ring() returns it */
+	if (!(s->slot = calloc(granted, sizeof(*s->slot)))) {
+		conn_fail(c, "out of memory");
+		free_ring(s);
+		return -1;
+	}
+	for (; s->nslots < granted; s->nslots++) {
 		struct a3_slot *sl = &s->slot[s->nslots];
 		if (message_alloc(&sl->msg, c->msg_size, page) < 0) {
-			conn_fail(c, "cannot allocate %u page-aligned %zu-byte messages", want, c->msg_size);
+			conn_fail(c, "cannot allocate %u page-aligned %zu-byte messages", granted, c->msg_size);
 			free_ring(s);
 			return -1;
 		}
