@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -102,8 +103,9 @@ def test_empty_counters_say_why_q2_cannot_be_answered(tmp_path):
     doc = analysis.answers(df, meta)
     assert doc["q2_cache_level"] is None
     assert "read <not supported> on this host" in doc["q2_cache_detail"]["reason"]
-    # in the markdown prose the note's <...> is escaped, or the renderer would drop it as a tag
-    assert "read &lt;not supported&gt; on this host" in doc["q2_cache_detail"]["text"]
+    # answers.json is plain text for programs: the note verbatim, no HTML entities anywhere
+    assert "read <not supported> on this host" in doc["q2_cache_detail"]["text"]
+    assert not re.search(r"&(lt|gt|amp);", json.dumps(doc))
     # crossovers do not need counters: still answered (one rep, no noise -> same tables)
     assert doc["q4_one_copy_vs_two_copy"]["per_threads"] == synthetic.EXPECTED_Q4["per_threads"]
     assert "single repetition" in doc["q4_one_copy_vs_two_copy"]["text"]
@@ -187,3 +189,18 @@ def test_formatting_helpers():
     assert analysis.fmt_num(0.000123) == "1.23e-04"
     table = analysis.markdown_table(pd.DataFrame({"a": ["x|y"], "b": [1.23456]}))
     assert table.splitlines()[2] == "| x\\|y | 1.23 |"
+
+
+def test_md_escape_protects_tags_outside_code_spans_only():
+    text = "events read <not supported> here; run `perf stat -e <event>` to see"
+    md = analysis.md_escape(text)
+    assert md == "events read &lt;not supported&gt; here; run `perf stat -e <event>` to see"
+    # what the notebook renders: the unanswered list escapes the plain reason for markdown
+    doc = {"q2_cache_detail": {"reason": "hardware events read <not supported>"}}
+    assert "&lt;not supported&gt;" in analysis.unanswered_markdown(doc)
+
+
+def test_plural():
+    assert analysis.plural(1, "thread") == "1 thread"
+    assert analysis.plural(8, "thread") == "8 threads"
+    assert analysis.plural(None, "thread") == "None threads"

@@ -32,8 +32,16 @@ def test_every_figure_states_units_legend_and_system(full, name, make):
     def titles(prefix):
         return [layout[k].title.text for k in layout if k.startswith(prefix) and layout[k].title.text]
 
-    x_titles, y_titles = titles("xaxis"), titles("yaxis")
+    # a faceted figure carries one shared title per axis (annotation), a small one axis titles
+    x_titles = titles("xaxis") + [a.text for a in layout.annotations if a.name == "x-title"]
+    y_titles = titles("yaxis") + [a.text for a in layout.annotations if a.name == "y-title"]
     assert x_titles and y_titles
+    # titles must not repeat side by side ("client threads (connections)client threads ...")
+    assert len(x_titles) == len(set(x_titles)) and len(y_titles) == len(set(y_titles)), (x_titles, y_titles)
+    # log axes label a few round values, not every minor digit (2 3 4 5 ... 2 3 4 5)
+    for k in layout:
+        if k.startswith("yaxis") and layout[k].type == "log":
+            assert layout[k].tickvals and len(layout[k].tickvals) <= 7, (k, layout[k].tickvals)
     assert all("(" in t for t in x_titles + y_titles if "per byte" not in t and "per message" not in t
                and "÷" not in t), (x_titles, y_titles)  # a unit in brackets
     assert sum(1 for t in fig.data if t.showlegend is not False and t.name) >= 2

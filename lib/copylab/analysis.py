@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -376,14 +377,27 @@ def _reps_note(df: pd.DataFrame) -> str:
 
 
 def md_escape(text: str) -> str:
-    """Data text (perf notes say `<not supported>`) inside markdown: keep <...> from being read as HTML."""
-    return str(text).replace("<", "&lt;").replace(">", "&gt;")
+    """Plain text (perf notes say <not supported>) about to be rendered as markdown: keep <...>
+    from being read as an HTML tag and dropped. Only for display: answers.json holds plain text.
+    Code spans are left alone, since markdown shows an entity inside backticks literally."""
+    parts = re.split(r"(`[^`]*`)", str(text))
+    return "".join(p if p.startswith("`") and p.endswith("`") and len(p) > 1
+                   else p.replace("<", "&lt;").replace(">", "&gt;") for p in parts)
+
+
+def plural(n, word: str) -> str:
+    """plural(1, 'thread') -> '1 thread', plural(8, 'thread') -> '8 threads'."""
+    try:
+        one = float(n) == 1
+    except (TypeError, ValueError):
+        one = False
+    return f"{n} {word}{'' if one else 's'}"
 
 
 def _unanswerable(out: dict, reason: str, advice: str = "") -> dict:
     """Record why a question cannot be answered; the prose says so instead of a number."""
     out["reason"] = reason
-    out["text"] = f"Cannot be answered from this sweep: {md_escape(reason)}." + (f" {advice}" if advice else "")
+    out["text"] = f"Cannot be answered from this sweep: {reason}." + (f" {advice}" if advice else "")
     return out
 
 
@@ -407,11 +421,22 @@ def _crossover_answer(df: pd.DataFrame, impl: str, why_beats: str, why_not: str)
             f"thread counts {', '.join(map(str, threads))}")
     if ans["crossover_bytes"] is not None:
         c = ans["crossover_bytes"]
-        text = (f"Averaged over thread counts, **{name} outperforms A1 from {fmt_size(c)} "
-                f"upward** and stays ahead at every larger size ({grid}). At {fmt_size(c)} "
-                f"{name} reaches {fmt_num(overall.loc[c, 'x'])} Gbit/s against A1's "
-                f"{fmt_num(overall.loc[c, 'base'])}; at {fmt_size(largest)} it is "
-                f"{fmt_num(ratio_top)}× A1. {why_beats}")
+        if c == largest:
+            text = (f"Averaged over thread counts, **{name} outperforms A1 only at the largest size "
+                    f"in this grid, {fmt_size(c)}** ({grid}): {fmt_num(overall.loc[c, 'x'])} Gbit/s "
+                    f"against A1's {fmt_num(overall.loc[c, 'base'])}, {fmt_num(ratio_top)}× A1.")
+        else:
+            text = (f"Averaged over thread counts, **{name} outperforms A1 from {fmt_size(c)} "
+                    f"upward** and stays ahead at every larger size ({grid}). At {fmt_size(c)} "
+                    f"{name} reaches {fmt_num(overall.loc[c, 'x'])} Gbit/s against A1's "
+                    f"{fmt_num(overall.loc[c, 'base'])}; at {fmt_size(largest)} it is "
+                    f"{fmt_num(ratio_top)}× A1.")
+        # a win below the crossover that does not last: say so, the table shows it
+        early = [s for s in sizes if s < c and overall.loc[s, "x"] > overall.loc[s, "base"]]
+        if early:
+            text += (f" It also beats A1 at {', '.join(fmt_size(s) for s in early)}, but not at "
+                     "every size above, so that is not a crossover.")
+        text += f" {why_beats}"
     else:
         text = (f"Averaged over thread counts, **{name} does not outperform A1 for good at any "
                 f"size in this grid** ({grid}): at the largest size, {fmt_size(largest)}, it "
@@ -441,7 +466,7 @@ def answer_q4(df: pd.DataFrame) -> dict:
 def answer_q5(df: pd.DataFrame) -> dict:
     return _crossover_answer(
         df, "a3",
-        why_beats=("Above this size the copy MSG_ZEROCOPY saves on the sending side outweighs "
+        why_beats=("From this size the copy MSG_ZEROCOPY saves on the sending side outweighs "
                    "its fixed costs per call: pinning the user pages, building skb fragments "
                    "that reference them and reading the completion from the error queue."),
         why_not=("MSG_ZEROCOPY pays fixed costs per call (pinning pages, reference-counted skb "
@@ -540,14 +565,14 @@ def answer_q3(df: pd.DataFrame, meta: dict) -> dict:
             if t[m].notna().all() and t.loc[lo, m] > 0:
                 entry[f"{m}_ratio_hi_lo"] = float(t.loc[hi, m] / t.loc[lo, m])
         out["per_impl"][impl] = entry
-        s = (f"{impl_name(impl)}: {fmt_num(entry['throughput_ratio_hi_lo'])}× the throughput at "
-             f"{hi} threads as at {lo}, peak at {peak} thread{'s' if peak != 1 else ''}")
+        s = (f"{impl_name(impl)} moves {fmt_num(entry['throughput_ratio_hi_lo'])}× as much data at "
+             f"{hi} threads as at {lo} and peaks at {plural(peak, 'thread')}")
         extra = [f"{label} ×{fmt_num(entry[f'{m}_ratio_hi_lo'])}" for m, label in (
             ("l1_misses_per_byte", "L1 misses/byte"), ("llc_misses_per_byte", "LLC misses/byte"),
             ("context_switches_per_mb", "context switches/MB"),
             ("srv_cpu_ns_per_byte", "sender CPU ns/byte")) if f"{m}_ratio_hi_lo" in entry]
         if extra:
-            s += " (" + ", ".join(extra) + f", {hi} vs {lo} threads)"
+            s += f" ({hi} vs {lo} threads: " + ", ".join(extra) + ")"
         sentences.append(s)
     if not sentences:
         return _unanswerable(out, "no implementation measured at both the lowest and the highest thread count")
@@ -561,7 +586,7 @@ def answer_q3(df: pd.DataFrame, meta: dict) -> dict:
                     "receiving thread, so "
                     + (f"from {int(over[0])} client threads on ({2 * int(over[0])} busy threads) "
                        if over else "even the largest thread count does not ")
-                    + ("threads time-share cores: each switch brings another connection's buffers "
+                    + ("the threads time-share the cores: each switch brings another connection's buffers "
                        "and socket state into the same private L1/L2, evicting the previous one's, "
                        "and all of them compete for the shared LLC and memory bandwidth."
                        if over else "oversubscribe the cores; contention is then mostly for the "
@@ -593,7 +618,10 @@ def answer_q1(df: pd.DataFrame, q5: dict) -> dict:
         if a3["zc_completions"].sum() > 0 else math.nan
     out["zc_copied_share_pct"] = None if math.isnan(share) else share
     parts = []
-    if not_best:
+    if len(not_best) == len(best):
+        parts.append(f"A3 is the fastest implementation at none of the {len(best)} message sizes "
+                     "(averaged over thread counts).")
+    elif not_best:
         parts.append(f"A3 is not the fastest implementation at {len(not_best)} of {len(best)} "
                      f"message sizes ({', '.join(fmt_size(s) for s in not_best)}; averaged over "
                      "thread counts).")
@@ -688,7 +716,7 @@ def answer_q6(df: pd.DataFrame, meta: dict) -> dict:
     a = found[0]
     pct = fmt_pct(100 * a["magnitude"])
     if a["kind"] == "throughput_falls_with_size":
-        text = (f"{impl_name(a['impl'])} at {a['threads']} thread(s) is {pct} slower at "
+        text = (f"{impl_name(a['impl'])} at {plural(a['threads'], 'thread')} is {pct} slower at "
                 f"{fmt_size(a['to_size'])} ({fmt_num(a['to'])} Gbit/s) than at "
                 f"{fmt_size(a['from_size'])} ({fmt_num(a['from'])} Gbit/s), although larger "
                 "messages need fewer system calls per byte. A likely cause is the cache "
@@ -700,8 +728,8 @@ def answer_q6(df: pd.DataFrame, meta: dict) -> dict:
             text += (" For A3, larger sends also pin more pages and hit the optmem limit for "
                      "outstanding notifications sooner (ENOBUFS back-pressure).")
     elif a["kind"] == "one_copy_slower":
-        text = (f"A2 is {pct} slower than A1 at {fmt_size(a['size'])} with {a['threads']} "
-                f"thread(s) ({fmt_num(a['a2'])} vs {fmt_num(a['a1'])} Gbit/s), although it "
+        text = (f"A2 is {pct} slower than A1 at {fmt_size(a['size'])} with "
+                f"{plural(a['threads'], 'thread')} ({fmt_num(a['a2'])} vs {fmt_num(a['a1'])} Gbit/s), although it "
                 "skips a user-space copy. With an iovec the kernel copies from 8 separately "
                 "allocated fields instead of one contiguous buffer: 8 shorter copies, more "
                 "fragment boundaries in the socket buffers and more TLB/cache lines touched, "
@@ -721,7 +749,8 @@ def answer_q6(df: pd.DataFrame, meta: dict) -> dict:
             text += ("The cores are not oversubscribed at that thread count, so the loss points "
                      "at shared resources: the LLC and memory bandwidth the connections compete "
                      "for, and locks in the network stack.")
-    text += (f" Of {len(found)} expectation violations found ({checked}), this is the largest."
+    text += (f" It is the largest of {len(found)} expectation violations found; the checks: "
+             f"{checked}."
              + _reps_note(df))
     return {"kind": a["kind"], "details": a, "violations_found": len(found), "text": text}
 
@@ -844,7 +873,7 @@ def unanswered_markdown(doc: dict) -> str:
     items = []
     for key, val in doc.items():
         if isinstance(val, dict) and val.get("reason"):
-            items.append(f"- **{key.split('_')[0].upper()}**: {val['reason']}.")
+            items.append(f"- **{key.split('_')[0].upper()}**: {md_escape(val['reason'])}.")
     if not items:
         return "Every question could be answered from this sweep's data."
     return "\n".join(items)

@@ -15,7 +15,7 @@ import textwrap
 import warnings
 from pathlib import Path
 
-from .analysis import fmt_size, load_results, md_escape, system_fields
+from .analysis import fmt_size, load_results, md_escape, plural, system_fields
 from .errors import CopylabError
 from .paths import NOTEBOOKS_DIR, PROJECT_ROOT
 
@@ -101,7 +101,7 @@ def system_markdown(meta: dict, df) -> str:
     reps = df.groupby(["impl", "mode", "msg_size", "threads"])["rep"].nunique()
     grid = (f"\n\n**Grid measured:** implementations {', '.join(sorted(df['impl'].unique()))}; "
             f"modes {', '.join(sorted(df['mode'].unique()))}; message sizes {sizes}; "
-            f"thread counts {threads}; {int(reps.max()) if len(reps) else 0} repetition(s) per point; "
+            f"thread counts {threads}; {plural(int(reps.max()) if len(reps) else 0, 'repetition')} per point; "
             f"{len(df)} measurements used.")
     failed = df.attrs.get("rows_failed", 0)
     if failed:
@@ -151,7 +151,7 @@ def program_output_markdown(run: dict) -> str:
     """Command lines, JSON output and perf stat output of one run, as the programs printed them."""
     row = run.get("row") or {}
     parts = [f"**{str(row.get('impl', '?')).upper()}**: {row.get('mode')} mode, "
-             f"{fmt_size(row.get('msg_size'))} messages, {row.get('threads')} thread(s); "
+             f"{fmt_size(row.get('msg_size'))} messages, {plural(row.get('threads'), 'thread')}; "
              f"record:\n\n```\n{Path(run['path']).name}\n```"]
     raw = run.get("raw") or {}
     for side, who in (("server", "server (sender)"), ("client", "client (receiver)")):
