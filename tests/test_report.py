@@ -147,3 +147,12 @@ def test_report_from_real_quick_sweep(quick_sweep_dir, tmp_path):
     doc = json.loads((out / "answers.json").read_text())
     assert set(doc["q4_one_copy_vs_two_copy"]["per_threads"]) == {"1", "2"}
     assert "[2/4] executing" in proc.stderr  # progress shown
+
+
+def test_declaration_that_names_itself_is_not_labelled_twice():
+    fields = {"author": "", "roll_no": "", "repo_url": "",
+              "ai_declaration": "AI-usage declaration (draft): I used a linter."}
+    md = report.author_markdown(fields)
+    assert md.count("AI-usage declaration") == 1 and "**AI-usage declaration** (draft)" in md
+    fields["ai_declaration"] = "I used a linter."
+    assert "**AI-usage declaration.** I used a linter." in report.author_markdown(fields)

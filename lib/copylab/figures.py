@@ -89,7 +89,8 @@ def _style(fig: go.Figure, meta: dict, title: str, height: int = PDF_HEIGHT,
                     x=0, font=dict(size=FONT["tick"])),
         font=dict(size=FONT["base"]),
     )
-    fig.update_xaxes(tickfont=dict(size=FONT["tick"]), title_font=dict(size=FONT["base"]))
+    fig.for_each_xaxis(lambda ax: ax.update(tickfont=dict(size=ax.tickfont.size or FONT["tick"]),
+                                            title_font=dict(size=FONT["base"])))
     fig.update_yaxes(tickfont=dict(size=FONT["tick"]), title_font=dict(size=FONT["base"]))
     # subplot titles and row titles are annotations too; shared axis titles keep their own size
     for a in fig.layout.annotations:
@@ -102,7 +103,10 @@ def _size_ticks(sizes, compact: bool = False) -> dict:
     """Log x axis with a tick at every grid size; `compact` labels (64, 1K, 64K) fit narrow panels."""
     sizes = sorted(set(int(s) for s in sizes))
     label = _compact_size if compact else fmt_size
-    return dict(type="log", tickvals=sizes, ticktext=[label(s) for s in sizes], tickangle=0)
+    ticks = dict(type="log", tickvals=sizes, ticktext=[label(s) for s in sizes], tickangle=0)
+    if compact:  # several panels side by side: 6 labels in a narrow panel must not touch
+        ticks["tickfont"] = dict(size=FONT["tick"] - 2)
+    return ticks
 
 
 def _compact_size(n: int) -> str:
@@ -201,7 +205,7 @@ def _grid(df: pd.DataFrame, meta: dict, mode: str, metrics: list[str], x: str, f
     cols = 3 if not multi and len(facets) > 4 else len(facets)
     rows = len(shown) if multi else math.ceil(len(facets) / cols)
     fig = make_subplots(rows=rows, cols=cols, shared_xaxes=share_y, shared_yaxes=share_y,
-                        horizontal_spacing=0.025 if share_y else 0.06,
+                        horizontal_spacing=0.04 if share_y else 0.06,
                         vertical_spacing=0.06 if multi else (0.14 if rows > 1 else 0.0),
                         column_titles=labels if multi or rows == 1 else None,
                         subplot_titles=None if multi or rows == 1 else labels,

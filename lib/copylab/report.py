@@ -65,8 +65,13 @@ def author_markdown(fields: dict) -> str:
     lines = [f"- **{k}:** {v if v else '_not given_'}" for k, v in rows]
     decl = fields["ai_declaration"]
     lines.append("")
-    lines.append("**AI-usage declaration.** " + (decl if decl else "_not given (pass "
-                 "`--ai-declaration FILE` or set `ai_declaration` in the params YAML)_"))
+    label = "AI-usage declaration"
+    if decl.lower().startswith(label.lower()):
+        # the text names itself (the template in params/ does): bold its own label, do not repeat it
+        lines.append(f"**{decl[:len(label)]}**{decl[len(label):]}")
+    else:
+        lines.append(f"**{label}.** " + (decl if decl else "_not given (pass "
+                     "`--ai-declaration FILE` or set `ai_declaration` in the params YAML)_"))
     return "\n".join(lines)
 
 
