@@ -42,7 +42,7 @@ def _draw(title: str, nodes: dict[str, Node], edges: list[Edge], height: int,
         fig.add_shape(type="rect", x0=node.x - BOX_W / 2, x1=node.x + BOX_W / 2,
                       y0=node.y - BOX_H / 2, y1=node.y + BOX_H / 2, line=dict(color=BORDER[node.owner]),
                       fillcolor=FILL[node.owner], layer="below")
-        fig.add_annotation(x=node.x, y=node.y, text=node.text, showarrow=False, font=dict(size=13))
+        fig.add_annotation(x=node.x, y=node.y, text=node.text, showarrow=False, font=dict(size=11))
     color = {"copy": COPY_COLOR, "move": MOVE_COLOR, "notify": NOTIFY_COLOR}
     for e in edges:
         a, b = nodes[e.src], nodes[e.dst]
@@ -62,7 +62,7 @@ def _draw(title: str, nodes: dict[str, Node], edges: list[Edge], height: int,
         fig.add_annotation(x=mx, y=my + (BOX_H / 2 + 1 if same_row else 0),
                            yanchor="bottom" if same_row else "middle",
                            xshift=0 if same_row else 8, xanchor="center" if same_row else "left",
-                           text=e.label, showarrow=False, font=dict(size=12, color=color[e.kind]))
+                           text=e.label, showarrow=False, font=dict(size=11, color=color[e.kind]))
     # legend entries for what colours mean (shapes themselves have no legend)
     for name, style in ((("user space (the process)", dict(symbol="square", color=FILL[USER],
                                                            line=dict(color=BORDER[USER], width=1))),
@@ -79,7 +79,7 @@ def _draw(title: str, nodes: dict[str, Node], edges: list[Edge], height: int,
     fig.update_xaxes(visible=False, range=[0, 100])
     fig.update_yaxes(visible=False, range=[min(ys) - BOX_H, max(ys) + BOX_H + 12])
     fig.update_layout(title=dict(text=title, subtitle=dict(text=footnote, font=dict(size=11))),
-                      height=height, margin=dict(t=80, l=10, r=10, b=40), plot_bgcolor="white",
+                      height=height, margin=dict(t=80, l=4, r=4, b=40), plot_bgcolor="white",
                       legend=dict(orientation="h", y=-0.02, x=0), showlegend=True)
     return fig
 
@@ -135,7 +135,7 @@ def a3_diagram() -> go.Figure:
         "fields": Node(xs[0], 70, "8 page-aligned<br>fields (must stay<br>untouched in flight)", USER),
         "skb": Node(xs[1], 70, "skb frags reference<br>the pinned user<br>pages (no data copy)", KERNEL),
         "tcp": Node(xs[2], 70, "TCP/IP, then veth:<br>local delivery", KERNEL),
-        "orphan": Node(xs[3], 70, "skb_orphan_frags_rx:<br>frags copied into<br>kernel pages", KERNEL),
+        "orphan": Node(xs[3], 70, "skb_orphan_frags_rx<br>copies the frags<br>into kernel pages", KERNEL),
         "errq": Node(xs[1], 25, "error queue:<br>completion [lo, hi],<br>flag COPIED", KERNEL),
         "reap": Node(xs[0], 25, "sender reads<br>MSG_ERRQUEUE;<br>buffer reusable", USER),
     }
@@ -148,7 +148,7 @@ def a3_diagram() -> go.Figure:
     edges.append(Edge("orphan", "rq", "no copy", "move"))
     return _draw("A3 zero-copy: sendmsg(MSG_ZEROCOPY) over veth", nodes, edges, 440,
                  "Sender: no copy. Local delivery: the kernel copies the pinned pages (completion flagged "
-                 "COPIED) so the sender can reuse its buffer; a real NIC would DMA them instead.")
+                 "COPIED)<br>so the sender can reuse its buffer; a real NIC would DMA them instead.")
 
 
 DIAGRAMS = (("a1", a1_diagram), ("a2", a2_diagram), ("a3", a3_diagram))
