@@ -204,3 +204,13 @@ def test_plural():
     assert analysis.plural(1, "thread") == "1 thread"
     assert analysis.plural(8, "thread") == "8 threads"
     assert analysis.plural(None, "thread") == "None threads"
+
+
+@pytest.mark.parametrize("copied_fraction,deferred", [(1.0, True), (0.0, False)])
+def test_q5_says_the_copy_was_deferred_only_when_the_kernel_flagged_it(full, copied_fraction, deferred):
+    df, _ = full
+    df = analysis.add_derived(df.copy())
+    df["zc_copied"] = (df["zc_completions"] * copied_fraction).round()
+    text = analysis.answer_q5(df)["text"]
+    assert f"{100 * copied_fraction:.1f}% of A3's completions" in text
+    assert ("deferred to delivery" in text) is deferred

@@ -464,17 +464,44 @@ def answer_q4(df: pd.DataFrame) -> dict:
 
 
 def answer_q5(df: pd.DataFrame) -> dict:
-    return _crossover_answer(
+    ans = _crossover_answer(
         df, "a3",
-        why_beats=("From this size the copy MSG_ZEROCOPY saves on the sending side outweighs "
-                   "its fixed costs per call: pinning the user pages, building skb fragments "
-                   "that reference them and reading the completion from the error queue."),
+        why_beats=("From this size MSG_ZEROCOPY's fixed costs per call (pinning the user pages, "
+                   "building skb fragments that reference them, reading the completion from the "
+                   "error queue) are spread over enough bytes to pay off."),
         why_not=("MSG_ZEROCOPY pays fixed costs per call (pinning pages, reference-counted skb "
                  "fragments, error-queue notifications) and, between two namespaces on one "
                  "host, the kernel still copies on local delivery, so the copy is moved rather "
                  "than removed (the kernel documentation puts the break-even near 10 KB writes "
                  "even where the copy does disappear)."),
     )
+    evidence = _zero_copy_evidence(df, ans.get("crossover_bytes"))
+    if evidence and "reason" not in ans:
+        ans["text"] += " " + evidence
+    return ans
+
+
+def _zero_copy_evidence(df: pd.DataFrame, size) -> str:
+    """What the zero-copy accounting and per-side CPU time say at the crossover size (or the largest):
+    with local delivery the kernel copies anyway, so a win is not a copy avoided."""
+    tp = df[df["mode"] == "throughput"]
+    a3 = tp[tp["impl"] == "a3"]
+    if a3.empty or a3["zc_completions"].sum() <= 0:
+        return ""
+    share = float(a3["zc_copied"].sum() / a3["zc_completions"].sum() * 100)
+    size = size if size is not None else tp["msg_size"].max()
+    at = tp[tp["msg_size"] == size].groupby("impl")[["srv_cpu_ns_per_byte", "cli_cpu_ns_per_byte"]].mean()
+    text = f"{fmt_pct(share)} of A3's completions were flagged SO_EE_CODE_ZEROCOPY_COPIED"
+    if share >= 50:
+        text += (", so on this path the kernel's copy is deferred to delivery rather than avoided: "
+                 "A3 skips A1's user-space serialisation and the copy at send time, and the kernel "
+                 "copies the pinned pages when the receiving socket takes them")
+    if {"a1", "a3"} <= set(at.dropna().index):
+        srv, cli = at["srv_cpu_ns_per_byte"], at["cli_cpu_ns_per_byte"]
+        text += (f". At {fmt_size(size)} the sender spends {fmt_num(srv['a3'])} ns of CPU per byte "
+                 f"with A3 against {fmt_num(srv['a1'])} with A1, the receiver {fmt_num(cli['a3'])} "
+                 f"against {fmt_num(cli['a1'])}")
+    return text + "."
 
 
 def _tp_means(df: pd.DataFrame, metrics) -> pd.DataFrame:
