@@ -214,3 +214,15 @@ def test_q5_says_the_copy_was_deferred_only_when_the_kernel_flagged_it(full, cop
     text = analysis.answer_q5(df)["text"]
     assert f"{100 * copied_fraction:.1f}% of A3's completions" in text
     assert ("deferred to delivery" in text) is deferred
+
+
+def test_relative_results_dir_means_the_projects_from_the_notebooks_folder(tmp_path, monkeypatch):
+    # JupyterLab runs analysis.ipynb in notebooks/; its default results_dir names a project folder
+    synthetic.write_sweep(tmp_path / "project" / "output" / "mine")
+    monkeypatch.setattr(analysis, "PROJECT_ROOT", tmp_path / "project")
+    (tmp_path / "project" / "notebooks").mkdir()
+    monkeypatch.chdir(tmp_path / "project" / "notebooks")
+    df, _ = analysis.load_results("output/mine")
+    assert len(df) > 0
+    with pytest.raises(CopylabError, match="output/none does not exist"):
+        analysis.load_results("output/none")

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import CopylabError
-from .paths import IMPLS, MODES
+from .paths import IMPLS, MODES, PROJECT_ROOT
 
 REQUIRED_COLUMNS = (
     "impl", "mode", "msg_size", "threads", "rep", "throughput_gbps", "latency_us", "cycles",
@@ -80,6 +80,9 @@ def load_results(results_dir) -> tuple[pd.DataFrame, dict]:
     failed points with their errors). Raises CopylabError (one line) on anything unusable.
     """
     results_dir = Path(results_dir)
+    if not results_dir.is_absolute() and not results_dir.is_dir() and (PROJECT_ROOT / results_dir).is_dir():
+        # the notebook opened in JupyterLab runs in notebooks/: "output/default" means the project's
+        results_dir = PROJECT_ROOT / results_dir
     csv_path = results_dir / "results.csv"
     if not results_dir.is_dir():
         raise CopylabError(f"results directory {results_dir} does not exist")
