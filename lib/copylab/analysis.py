@@ -73,16 +73,22 @@ QUESTIONS = {
 # ---------------------------------------------------------------------------------------------
 # loading
 
+def resolve_results_dir(results_dir) -> Path:
+    """A relative folder that is not under the working directory is taken from the project root:
+    the notebook opened in JupyterLab runs in notebooks/, where "output/default" means the project's."""
+    path = Path(results_dir)
+    if not path.is_absolute() and not path.is_dir() and (PROJECT_ROOT / path).is_dir():
+        return PROJECT_ROOT / path
+    return path
+
+
 def load_results(results_dir) -> tuple[pd.DataFrame, dict]:
     """Read results.csv (+ meta.json if present), keep the ok rows, add the derived metrics.
 
     df.attrs carries the bookkeeping the report states: rows_read, rows_failed, failed (the
     failed points with their errors). Raises CopylabError (one line) on anything unusable.
     """
-    results_dir = Path(results_dir)
-    if not results_dir.is_absolute() and not results_dir.is_dir() and (PROJECT_ROOT / results_dir).is_dir():
-        # the notebook opened in JupyterLab runs in notebooks/: "output/default" means the project's
-        results_dir = PROJECT_ROOT / results_dir
+    results_dir = resolve_results_dir(results_dir)
     csv_path = results_dir / "results.csv"
     if not results_dir.is_dir():
         raise CopylabError(f"results directory {results_dir} does not exist")
