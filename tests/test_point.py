@@ -155,22 +155,3 @@ def test_cli_run_interrupted_leaves_nothing(native_build):
     assert "interrupted" in err and "Traceback" not in err
     ns_of_run = [ns for ns in copylab_namespaces() if ns.startswith(f"copylab-{proc.pid}-")]
     assert ns_of_run == [] and benchmark_processes() == []
-
-
-@pytest.mark.parametrize("args,needle", [
-    (["--impl", "a4"], "--impl"),
-    (["--msg-size", "4"], "msg_size"),
-    (["--threads", "0"], "threads"),
-    (["--duration", "-1"], "duration_s"),
-    (["--msg-size", "lots"], "--msg-size"),
-    (["--pin-server", "zero"], "pin_server"),
-])
-def test_cli_run_bad_arguments(args, needle):
-    base = {"--impl": "a1", "--mode": "throughput", "--msg-size": "64"}
-    for flag, value in zip(args[::2], args[1::2]):
-        base[flag] = value
-    argv = [item for pair in base.items() for item in pair]
-    proc = run_copylab("run", *argv, timeout=60)
-    assert proc.returncode == 2
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and needle in lines[0], proc.stderr

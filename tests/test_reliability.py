@@ -116,9 +116,15 @@ def plan():
 
 # ------------------------------------------------------------------------------------------------
 # bad inputs: the native programs' flags are tried by tests/test_native_cli.py (28 cases, one table);
-# `copylab run` (test_point.py::test_cli_run_bad_arguments has six more)
+# `copylab run`
 
 RUN_BAD = [
+    (["--impl", "a4"], "--impl"),
+    (["--msg-size", "4"], "msg_size"),
+    (["--msg-size", "lots"], "--msg-size"),
+    (["--threads", "0"], "threads"),
+    (["--duration", "-1"], "duration_s"),
+    (["--pin-server", "zero"], "pin_server"),
     (["--threads", "-3"], "threads"),
     (["--threads", "99999"], "threads"),
     (["--msg-size", str(2**40)], "msg_size"),
