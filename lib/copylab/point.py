@@ -77,7 +77,7 @@ class PointSpec:
         _check_int("msg_size", self.msg_size, *MSG_SIZE_RANGE)
         _check_int("threads", self.threads, *THREADS_RANGE)
         _check_int("rep", self.rep, 0, 10_000)
-        _check_float("duration_s", self.duration_s, 0.05, 3600, low_open=False)
+        _check_float("duration_s", self.duration_s, 0.05, 3600)
         _check_float("warmup_s", self.warmup_s, 0.0, 600)
         if self.topology not in ("netns", "loopback"):
             raise CopylabError(f"topology: must be 'netns' or 'loopback', got {self.topology!r}")
@@ -105,9 +105,9 @@ def _check_int(name: str, value, low: int, high: int) -> None:
         raise CopylabError(f"{name}: must be an integer from {low} to {high}, got {value!r}")
 
 
-def _check_float(name: str, value, low: float, high: float, low_open: bool = False) -> None:
+def _check_float(name: str, value, low: float, high: float) -> None:
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    if not ok or not low <= value <= high or (low_open and value == low):
+    if not ok or not low <= value <= high:
         raise CopylabError(f"{name}: must be a number from {low:g} to {high:g} seconds, got {value!r}")
 
 
