@@ -14,6 +14,7 @@ import pytest
 
 from copylab import cmd_doctor, perf
 from copylab.paths import IMPLS, client_binary, server_binary
+from copylab.privilege import can_admin_network, effective_capabilities
 
 CHECK_NAMES = {"root", "namespaces", "perf", "msg_zerocopy", "native_binaries", "chromium", "xelatex",
                "pandoc", "pdftoppm"}
@@ -55,8 +56,8 @@ def test_doctor_json_has_every_check(capsys):
 def test_doctor_checks_agree_with_this_host(capsys):
     report = json.loads(run_doctor(["doctor", "--json"], capsys)[1])
     checks = report["checks"]
-    assert checks["root"]["ok"] == (os.geteuid() == 0)
-    if os.geteuid() == 0 and shutil.which("ip"):
+    assert checks["root"]["ok"] == can_admin_network()
+    if can_admin_network() and shutil.which("ip"):
         assert checks["namespaces"]["ok"], checks["namespaces"]["detail"]
         assert checks["namespaces"]["net"]["veth_mtu"] > 0
     else:
@@ -101,3 +102,12 @@ def test_bad_flag_exits_2():
     assert proc.returncode == 2
     assert "--bogus" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     assert proc.stdout == ""
+
+
+def test_capabilities_are_read_from_proc_status(tmp_path):
+    status = tmp_path / "status"
+    status.write_text("Name:\tx\nCapInh:\t0000000000000000\nCapEff:\t000001ffffffffff\n")
+    assert effective_capabilities(status) == 0x1FFFFFFFFFF
+    status.write_text("Name:\tx\nCapEff:\t0000000000001000\n")  # CAP_NET_ADMIN alone
+    assert effective_capabilities(status) == 1 << 12
+    assert effective_capabilities(tmp_path / "missing") is None

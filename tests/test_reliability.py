@@ -34,7 +34,9 @@ from copylab.point import PointSpec, run_point
 from copylab.topology import loopback, netns_pair
 
 BUILD = ROOT / "native" / "build"
-AS_NOBODY = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+# Without privileges, wherever the checkout lives: the same user (so a checkout under a 0700 folder
+# such as /root stays readable) with every capability dropped, as a non-root user has none.
+UNPRIVILEGED = ["setpriv", "--bounding-set=-all", "--inh-caps=-all", "--ambient-caps=-all", "--"]
 TINY_GRID = {"name": "tiny", "impls": ["a1", "a3"], "modes": ["throughput"], "msg_sizes": [4096],
              "threads": [1], "duration_s": 0.2, "warmup_s": 0.1}
 
@@ -418,22 +420,22 @@ def test_sweep_remeasures_a_half_written_record(faulty_sweep):
 
 
 # ------------------------------------------------------------------------------------------------
-# running without root
+# running without root (privileges dropped)
 
-def _as_nobody(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([*AS_NOBODY, sys.executable, "-m", "copylab", *args], capture_output=True, text=True,
+def _unprivileged(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([*UNPRIVILEGED, sys.executable, "-m", "copylab", *args], capture_output=True, text=True,
                           cwd=ROOT, timeout=timeout, env=env_with(HOME="/tmp"))
 
 
 def test_without_root_netns_is_refused_in_one_line():
-    proc = _as_nobody("run", "--impl", "a1", "--mode", "throughput", "--msg-size", "4096", "--topology", "netns")
+    proc = _unprivileged("run", "--impl", "a1", "--mode", "throughput", "--msg-size", "4096", "--topology", "netns")
     assert proc.returncode == 2
     assert_one_line_error(proc, "topology netns")
     assert "root" in proc.stderr
 
 
 def test_without_root_auto_falls_back_to_loopback_loudly(native_build):
-    proc = _as_nobody("run", "--impl", "a2", "--mode", "throughput", "--msg-size", "4096", "--duration", "0.3",
+    proc = _unprivileged("run", "--impl", "a2", "--mode", "throughput", "--msg-size", "4096", "--duration", "0.3",
                       "--warmup", "0.1", "--json")
     assert proc.returncode == 0, proc.stderr
     row = json.loads(proc.stdout)

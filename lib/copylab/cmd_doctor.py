@@ -16,6 +16,7 @@ from typing import Callable
 from . import perf as perfmod
 from .hostmeta import host_meta, net_meta
 from .paths import IMPLS, client_binary, server_binary
+from .privilege import can_admin_network
 from .topology import SERVER_IF, namespace_support, netns_pair
 
 # Linux's value; Python's socket module only has the name when it was built against new headers
@@ -48,8 +49,11 @@ def _check(ok: bool, detail: str, lacks: list[str] | str = ()) -> dict:
 
 def check_root() -> dict:
     uid = os.geteuid()
-    return _check(uid == 0, "running as root" if uid == 0 else f"running as uid {uid}",
-                  "no network namespaces and no kernel-side perf counts without root")
+    privileged = can_admin_network()
+    who = "root" if uid == 0 else f"uid {uid}"
+    detail = (f"running as {who} with CAP_SYS_ADMIN and CAP_NET_ADMIN" if privileged
+              else f"running as {who} without CAP_SYS_ADMIN/CAP_NET_ADMIN")
+    return _check(privileged, detail, "no network namespaces and no kernel-side perf counts without root")
 
 
 def check_namespaces() -> dict:

@@ -22,6 +22,7 @@ from typing import Iterator
 
 from .errors import CopylabError, MeasurementError
 from .paths import BUILD_DIR
+from .privilege import can_admin_network
 
 PREFIX = "copylab"
 SERVER_ADDR = "198.18.0.1"  # 198.18.0.0/15: set aside for network benchmarks (RFC 2544)
@@ -97,8 +98,9 @@ def namespace_support() -> tuple[bool, str]:
     """Can this process create namespaces? (ok, reason when not)."""
     if shutil.which("ip") is None:
         return False, "the 'ip' command (Debian package iproute2) is not installed"
-    if os.geteuid() != 0:
-        return False, "network namespaces need root (run as root, or use topology loopback)"
+    if not can_admin_network():
+        return False, ("network namespaces need root (CAP_SYS_ADMIN and CAP_NET_ADMIN; run as root, "
+                       "or use topology loopback)")
     return True, ""
 
 
