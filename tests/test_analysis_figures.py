@@ -87,12 +87,26 @@ def test_explorer_updates_its_figure_in_place(full):
     ex.x.value = "threads"
     assert ex.fig is fig and ex.filter.description == "size" and fig.layout.xaxis.type == "linear"
     assert list(fig.data[0].x) == list(synthetic.THREADS)
+    traces = list(fig.data)
     ex.impls.value = ("a2",)
-    assert [t.name for t in fig.data] == [analysis.IMPL_LABELS["a2"]]
+    # the same traces throughout (a reloaded page restores them); only a2's is shown
+    assert list(fig.data) == traces
+    assert [t.name for t in fig.data if t.visible] == [analysis.IMPL_LABELS["a2"]]
     ex.metric.value = "llc_misses_per_byte"
     assert "LLC" in fig.layout.yaxis.title.text
     ex.impls.value = ()
-    assert len(fig.data) == 0 and "no data" in fig.layout.title.text
+    assert not any(t.visible for t in fig.data) and "no data" in fig.layout.title.text
+
+
+def test_explorer_offers_round_trips_only_in_latency_mode(full):
+    df, meta = full
+    ex = explorer.Explorer(df, meta)
+    assert ex.mode.value == "throughput"
+    offered = [value for _, value in ex.metric.options]
+    assert "latency_us" not in offered and "latency_p50_us" not in offered  # time per message, not a round trip
+    ex.mode.value = "latency"
+    offered = [value for _, value in ex.metric.options]
+    assert {"latency_us", "latency_p50_us", "latency_p99_us"} <= set(offered)
 
 
 def test_no_successful_rows_gives_notes_tables_and_an_empty_explorer(tmp_path):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import platform
 import shutil
 import subprocess
@@ -12,8 +11,10 @@ import sys
 
 import pytest
 
-from copylab import cmd_doctor, perf
-from copylab.paths import IMPLS, client_binary, server_binary
+from copylab import perf
+from copylab.commands import doctor as cmd_doctor
+from copylab.contract import IMPLS
+from copylab.paths import client_binary, server_binary
 from copylab.privilege import can_admin_network, effective_capabilities
 
 CHECK_NAMES = {"root", "namespaces", "perf", "msg_zerocopy", "native_binaries", "chromium", "xelatex",

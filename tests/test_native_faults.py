@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from copylab.paths import IMPLS
+from copylab.contract import IMPLS
 from native_helpers import (
     client_argv,
     hello,

@@ -13,7 +13,7 @@ import math
 
 import pytest
 
-from copylab.paths import IMPLS, MODES
+from copylab.contract import IMPLS, MODES
 from copylab.topology import netns_pair
 from native_helpers import run_client, sanitizer_findings, start_server
 

@@ -15,7 +15,8 @@ import pytest
 
 from conftest import ROOT, benchmark_processes, copylab_namespaces, run_copylab
 from copylab import perf as perfmod
-from copylab.point import COLUMNS, REQUIRED_COLUMNS, PointSpec, run_point
+from copylab.contract import COLUMNS, REQUIRED_COLUMNS
+from copylab.point import PointSpec, run_point
 from copylab.topology import netns_pair
 
 HW_CACHE_EVENTS = ("L1-dcache-load-misses", "LLC-load-misses")

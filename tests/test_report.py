@@ -13,7 +13,7 @@ import nbformat
 import papermill
 import pytest
 
-from copylab import analysis, report
+from copylab import analysis, report, tools
 from copylab.errors import CopylabError
 from data.analysis import synthetic
 
@@ -93,6 +93,7 @@ def test_report_pdf_and_html_from_synthetic_sweep(tmp_path):
     html = paths["html"].read_text()
     assert "Plotly.newPlot" in html
     assert re.search(r"plotly\.js v\d", html)  # plotly.js itself embedded: works offline
+    assert not re.findall(r'<script[^>]+src="https?://', html), "report.html must not load scripts from a CDN"
     assert "@jupyter-widgets/html-manager" not in html  # no widget state pulling a CDN script
 
 
@@ -100,8 +101,8 @@ def test_required_columns_only_no_meta_and_no_xelatex(tmp_path, monkeypatch):
     """The barest results.csv still gives a full notebook; without xelatex the HTML is still
     written and the error says how to install it."""
     results = synthetic.write_sweep(tmp_path / "sweep", reps=1, meta=False, required_only=True)
-    real_which = report.shutil.which
-    monkeypatch.setattr(report.shutil, "which", lambda name: None if name == "xelatex" else real_which(name))
+    real_which = tools.shutil.which
+    monkeypatch.setattr(tools.shutil, "which", lambda name: None if name == "xelatex" else real_which(name))
     with pytest.raises(CopylabError, match=r"needs xelatex: apt-get install texlive-xetex"):
         report.build_report(results, progress=None)
     assert (results / "report.html").is_file()

@@ -25,7 +25,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
 
 from copylab.errors import CopylabError  # noqa: E402
-from copylab.paths import IMPLS, client_binary, server_binary  # noqa: E402
+from copylab.contract import IMPLS  # noqa: E402
+from copylab.paths import client_binary, server_binary  # noqa: E402
 from copylab.topology import netns_pair  # noqa: E402
 
 CASES = ((65536, 256), (1 << 20, 64))  # (message bytes, client threads), as issue 7 asks

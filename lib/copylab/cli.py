@@ -1,8 +1,6 @@
-"""`python -m copylab <command>`: the command line. Each command lives in its own module.
-
-A module joins the CLI by appearing in COMMANDS and defining
-`register(subparsers)` (adds its subparser and sets `func`). `func(args)` returns the exit status.
-User errors raise CopylabError: printed as one line, no traceback.
+"""`python -m copylab <command>`: the command line. Each command lives in its own module under
+commands/. User errors raise CopylabError, OSErrors name their path: either is printed as one
+line, no traceback.
 """
 
 from __future__ import annotations
@@ -12,10 +10,10 @@ import importlib
 import signal
 import sys
 
+from .commands import COMMANDS
 from .errors import CopylabError
+from .fsutil import describe_os_error
 
-# command module names, in the order `--help` lists them
-COMMANDS = ("run", "doctor", "clean", "sweep", "report")
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -32,7 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_OneLineParser)
     sub.required = True
     for name in COMMANDS:
-        module = importlib.import_module(f".cmd_{name}", __package__)
+        module = importlib.import_module(f".commands.{name}", __package__)
         module.register(sub)
     return parser
 
@@ -51,6 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     except CopylabError as exc:
         print(f"copylab {args.command}: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except OSError as exc:  # disk full, read-only folder, a file where a folder should be...
+        print(f"copylab {args.command}: error: {describe_os_error(exc)}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print(f"copylab {args.command}: interrupted", file=sys.stderr)
         return 130

@@ -14,3 +14,18 @@ class MeasurementError(CopylabError):
     """A grid point that could not be measured (a process died, a namespace vanished)."""
 
     exit_code = 1
+
+
+class ErrorKind:
+    """Why a point failed, as a word the sweep can act on (the results column `error_kind`);
+    the `error` column holds the one-line message for people."""
+
+    NONE = ""
+    SERVER = "server_failed"          # the server exited, did not listen or did not stop
+    CLIENT = "client_failed"          # the client exited with an error
+    NAMESPACE_LOST = "namespace_lost"  # a namespace of the topology vanished: open a fresh pair
+    TIMEOUT = "timeout"               # the point ran past its deadline
+    NO_RESULT = "no_result"           # a program printed no JSON result
+    NOT_VERIFIED = "not_verified"     # the received bytes did not match the pattern
+    NOTEBOOK = "notebook_failed"      # the experiment notebook raised before writing a record
+    KERNEL_DIED = "kernel_died"       # the notebook's kernel died or stopped answering

@@ -8,18 +8,19 @@ why, and how to get it) — a blank chart would look like a result.
 from __future__ import annotations
 
 import math
-import os
-import shutil
+import re
 import warnings
 from dataclasses import dataclass
 
 import pandas as pd
 import plotly.graph_objects as go
 import plotly.io as pio
+from plotly.io._base_renderers import NotebookRenderer as _NotebookRenderer
 from plotly.subplots import make_subplots
 
-from .analysis import (IMPL_LABELS, METRICS, aggregate, fmt_size, md_escape, measured,
-                       system_summary, unmeasured_reason)
+from . import tools
+from .analysis import METRICS, aggregate, measured, unmeasured_reason
+from .fmt import IMPL_LABELS, fmt_size, md_escape, system_summary
 
 IMPL_COLORS = {"a1": "#1f77b4", "a2": "#2ca02c", "a3": "#d62728"}
 # static width the PDF images get (height: each figure's own); the HTML/JupyterLab figure is responsive.
@@ -41,9 +42,10 @@ def setup_rendering() -> None:
     if _rendering_ready:
         return
     pio.templates.default = "plotly_white"
-    if not (os.environ.get("BROWSER_PATH") or shutil.which("chromium") or shutil.which("google-chrome")):
+    pio.renderers["copylab_notebook"] = _OfflineNotebookRenderer(**_renderer_settings(pio.renderers["notebook"]))
+    if tools.find("chromium") is None:
         # no browser for kaleido: interactive figures only; the report command says what to install
-        pio.renderers.default = "plotly_mimetype+notebook"
+        pio.renderers.default = "plotly_mimetype+copylab_notebook"
         _rendering_ready = True
         return
     import kaleido
@@ -53,8 +55,26 @@ def setup_rendering() -> None:
     # plotly passes per-call options the shared server ignores; harmless, so keep it out of the report
     warnings.filterwarnings("ignore", message="The kopts argument is ignored")
     pio.renderers["pdf"].width = PDF_WIDTH
-    pio.renderers.default = "plotly_mimetype+notebook+pdf"
+    pio.renderers.default = "plotly_mimetype+copylab_notebook+pdf"
     _rendering_ready = True
+
+
+class _OfflineNotebookRenderer(_NotebookRenderer):
+    """plotly's notebook renderer (plotly.js embedded once, offline) without the MathJax script it
+    always adds from a CDN: the figures carry no LaTeX, and report.html must not reach the network."""
+
+    def to_mimebundle(self, fig_dict):
+        bundle = super().to_mimebundle(fig_dict)
+        bundle["text/html"] = _CDN_MATHJAX.sub("", bundle["text/html"])
+        return bundle
+
+
+_CDN_MATHJAX = re.compile(r'<script[^>]*src="https://cdnjs\.cloudflare\.com/ajax/libs/mathjax/[^"]*"[^>]*></script>')
+
+
+def _renderer_settings(renderer) -> dict:
+    return {key: getattr(renderer, key) for key in ("connected", "config", "auto_play", "post_script",
+                                                     "animation_opts", "include_plotlyjs")}
 
 
 @dataclass

@@ -1,24 +1,35 @@
-"""Atomic file writes: a reader (or a crash) never sees half a file."""
+"""Files: atomic writes (a reader, or a crash, never sees half a file) and JSON-safe values.
+
+One helper per idea: every file copylab writes goes through atomic_write_*, every value that
+becomes JSON through jsonable().
+"""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import math
 import os
 import tempfile
 from pathlib import Path
 
+# results and records are meant to be read by others (a grader, a second user): not 0600
+FILE_MODE = 0o644
+
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
-    """Write to a temporary file in the same folder, fsync, then rename over path."""
+    """Write to a temporary file in the same folder, fsync, then rename over path.
+
+    The folder must exist: a folder removed under a running sweep is an error, not something to
+    quietly re-create."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
+            os.fchmod(handle.fileno(), FILE_MODE & ~_umask())
             os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
@@ -28,20 +39,38 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
     return path
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write_text(path: str | Path, text: str) -> Path:
-    return atomic_write_bytes(path, text.encode())
+    return atomic_write_bytes(path, text.encode("utf-8"))
 
 
 def jsonable(value):
-    """NaN -> None recursively, so the JSON is standard (no bare NaN tokens)."""
-    if isinstance(value, float) and math.isnan(value):
-        return None
+    """Strict-JSON-safe copy: NaN/inf -> None, numpy scalars -> Python, keys -> str, tuples -> lists."""
     if isinstance(value, dict):
-        return {k: jsonable(v) for k, v in value.items()}
+        return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [jsonable(v) for v in value]
+    if hasattr(value, "item") and type(value).__module__ == "numpy":
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
     return value
 
 
-def atomic_write_json(path: str | Path, data) -> Path:
-    return atomic_write_text(path, json.dumps(jsonable(data), indent=1, sort_keys=False) + "\n")
+def atomic_write_json(path: str | Path, data, indent: int = 1) -> Path:
+    return atomic_write_text(path, json.dumps(jsonable(data), indent=indent, allow_nan=False) + "\n")
+
+
+def describe_os_error(exc: OSError) -> str:
+    """An OSError as one line naming the path and the cause: "output/x: No space left on device (ENOSPC)"."""
+    cause = exc.strerror or str(exc) or type(exc).__name__
+    code = errno.errorcode.get(exc.errno or 0)
+    if code:
+        cause = f"{cause} ({code})"
+    paths = [p for p in (exc.filename, exc.filename2) if p not in (None, "")]
+    return f"{' -> '.join(map(str, paths))}: {cause}" if paths else cause

@@ -9,9 +9,6 @@ NOTEBOOKS_DIR = PROJECT_ROOT / "notebooks"
 PARAMS_DIR = PROJECT_ROOT / "params"
 OUTPUT_DIR = PROJECT_ROOT / "output"
 
-IMPLS = ("a1", "a2", "a3")
-MODES = ("throughput", "latency")
-
 
 def server_binary(impl: str, sanitize: bool = False) -> Path:
     """Path of the server binary for impl (a1, a2 or a3)."""

@@ -1,7 +1,7 @@
 """One grid point, measured: server and client in their namespaces, `perf stat` around each.
 
-run_point() turns a PointSpec into one results row (the results contract in design.md plus
-per-side counters) and the raw program output that backs it. It never raises for a failed
+run_point() turns a PointSpec into one results row (the results contract in docs/contracts.md
+plus per-side counters) and the raw program output that backs it. It never raises for a failed
 measurement: a dead process, a vanished namespace or a timeout give a row with status "failed"
 and the error, and no process is left behind. Only KeyboardInterrupt propagates (after cleanup).
 """
@@ -23,31 +23,15 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from . import contract
 from . import perf as perfmod
-from .errors import CopylabError
-from .paths import IMPLS, MODES, client_binary, server_binary
-from .topology import Topology
+from .contract import COLUMNS, COUNTER_KEYS, SERVER_KEYS, SUMMED_COUNTERS
+from .errors import CopylabError, ErrorKind, MeasurementError
+from .paths import client_binary, server_binary
+from .topology import Topology, pid_alive
 
-# the results contract, in this order; extra columns follow
-REQUIRED_COLUMNS = (
-    "impl", "mode", "msg_size", "threads", "rep", "throughput_gbps", "latency_us", "cycles",
-    "l1_misses", "llc_misses", "context_switches", "bytes", "duration_s",
-)
-COUNTER_KEYS = ("cycles", "instructions", "l1_misses", "llc_misses", "cache_misses",
-                "context_switches", "cpu_migrations", "task_clock_ms")
-SUMMED_COUNTERS = ("cycles", "l1_misses", "llc_misses", "context_switches")  # sender + receiver
-SERVER_KEYS = ("send_calls", "user_copy_bytes", "zc_sends", "zc_completions", "zc_copied", "enobufs")
-EXTRA_COLUMNS = (
-    "point_id", "status", "error", "started_at", "topology", "pin_server", "pin_client", "warmup_s",
-    "latency_p50_us", "latency_p99_us", "latency_min_us", "latency_max_us",
-    "messages", "total_bytes", "server_bytes", "server_messages", *SERVER_KEYS, "verified",
-    "cycles_source", "counters_note",
-    *(f"{side}_{key}" for key in COUNTER_KEYS for side in ("srv", "cli")),
-)
-COLUMNS = REQUIRED_COLUMNS + EXTRA_COLUMNS
-
-MSG_SIZE_RANGE = (8, 64 * 1024 * 1024)
-THREADS_RANGE = (1, 1024)
+WORKDIR_PREFIX = "copylab-point-"
+PROCESS_GROUPS = "process-groups"  # one line per started process group, in the point's workdir
 LISTEN_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 10.0
 
@@ -70,21 +54,17 @@ class PointSpec:
     sanitize: bool = False  # use the ASan/UBSan builds
 
     def validate(self) -> "PointSpec":
-        if self.impl not in IMPLS:
-            raise CopylabError(f"impl: must be one of {', '.join(IMPLS)}, got {self.impl!r}")
-        if self.mode not in MODES:
-            raise CopylabError(f"mode: must be one of {', '.join(MODES)}, got {self.mode!r}")
-        _check_int("msg_size", self.msg_size, *MSG_SIZE_RANGE)
-        _check_int("threads", self.threads, *THREADS_RANGE)
-        _check_int("rep", self.rep, 0, 10_000)
-        _check_float("duration_s", self.duration_s, 0.05, 3600)
-        _check_float("warmup_s", self.warmup_s, 0.0, 600)
-        if self.topology not in ("netns", "loopback"):
-            raise CopylabError(f"topology: must be 'netns' or 'loopback', got {self.topology!r}")
+        contract.check_choice("impl", self.impl, contract.IMPLS)
+        contract.check_choice("mode", self.mode, contract.MODES)
+        contract.check_int("msg_size", self.msg_size, contract.MSG_SIZE_RANGE)
+        contract.check_int("threads", self.threads, contract.THREADS_RANGE)
+        contract.check_int("rep", self.rep, (0, contract.REPETITIONS_RANGE[1] - 1))
+        contract.check_seconds("duration_s", self.duration_s, contract.DURATION_RANGE)
+        contract.check_seconds("warmup_s", self.warmup_s, contract.WARMUP_RANGE)
+        contract.check_choice("topology", self.topology, contract.TOPOLOGIES)
         for name in ("pin_server", "pin_client"):
-            value = getattr(self, name)
-            if value is not None and not _is_cpu_list(value):
-                raise CopylabError(f"{name}: must be a CPU list like '0' or '0-1,3', got {value!r}")
+            if getattr(self, name) is not None:
+                contract.parse_cpu_list(name, getattr(self, name))
         return self
 
     def point_id(self) -> str:
@@ -100,23 +80,6 @@ class PointSpec:
         return "_".join(parts)
 
 
-def _check_int(name: str, value, low: int, high: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise CopylabError(f"{name}: must be an integer from {low} to {high}, got {value!r}")
-
-
-def _check_float(name: str, value, low: float, high: float) -> None:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    if not ok or not low <= value <= high:
-        raise CopylabError(f"{name}: must be a number from {low:g} to {high:g} seconds, got {value!r}")
-
-
-def _is_cpu_list(text: str) -> bool:
-    import re
-
-    return bool(re.fullmatch(r"\d+(-\d+)?(,\d+(-\d+)?)*", str(text)))
-
-
 # stderr lines that are not errors: the server's ready line, perf's -D/--control notices
 _NOT_ERRORS = ("listening on", "Events disabled", "Events enabled")
 
@@ -124,7 +87,7 @@ _NOT_ERRORS = ("listening on", "Events disabled", "Events enabled")
 class _Side:
     """One benchmark process (maybe wrapped in perf stat), its output collected by threads."""
 
-    def __init__(self, name: str, argv: list[str], perf_out: Path | None):
+    def __init__(self, name: str, argv: list[str], perf_out: Path | None, registry: Path | None = None):
         self.name = name
         self.argv = argv
         self.perf_out = perf_out
@@ -136,6 +99,11 @@ class _Side:
             text=True, start_new_session=True,  # own process group: one signal reaches perf and the program
             env=perfmod.c_locale_env(),  # perf's CSV must not use a decimal comma
         )
+        if registry is not None:
+            # the process group, so whoever owns the registry (the sweep driver) can stop it even
+            # when the process that started it (a notebook kernel) died
+            with open(registry, "a") as handle:
+                handle.write(f"{self.proc.pid}\n")
         self._readers = [
             threading.Thread(target=self._pump, args=(self.proc.stdout, self.stdout_lines), daemon=True),
             threading.Thread(target=self._pump, args=(self.proc.stderr, self.stderr_lines), daemon=True),
@@ -240,29 +208,28 @@ def run_point(spec: PointSpec, plan: "perfmod.PerfPlan", topo: Topology, workdir
         if not binary.exists():
             raise CopylabError(f"{binary} is missing: build the native programs first (make -C native)")
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    own_tmp = workdir is None
-    workdir = Path(tempfile.mkdtemp(prefix="copylab-point-")) if own_tmp else workdir
+    # the FIFOs and perf files of this point; named by our pid so `clean` can tell stale ones
+    workdir = workdir or Path(tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-"))
     workdir.mkdir(parents=True, exist_ok=True)
     server = client = None
     raw: dict = {"spec": asdict(spec), "topology": topo.kind}
     try:
-        server, client, error = _run_sides(spec, plan, topo, workdir)
+        server, client, failure = _run_sides(spec, plan, topo, workdir)
         raw["server"], raw["client"] = server.raw(), client.raw() if client else None
-        row = build_row(spec, plan, topo, server, client, error)
+        row = build_row(spec, plan, topo, server, client, failure)
     finally:
         for side in (client, server):
             # the whole group even when its leader has exited: a program whose perf wrapper was
             # killed keeps running, orphaned, in that group
             if side is not None:
                 side.kill()
-        if own_tmp:
-            shutil.rmtree(workdir, ignore_errors=True)
+        shutil.rmtree(workdir, ignore_errors=True)  # what matters is in the record now
     row["started_at"] = started_at
     return row, raw
 
 
 def _run_sides(spec: PointSpec, plan, topo: Topology, workdir: Path):
-    """Start server then client; returns (server, client, error text or "")."""
+    """Start server then client; returns (server, client, (error kind, message) or None)."""
     control = _PerfControl(workdir) if plan.perf_path else None
     port = 5201 if topo.kind == "netns" else free_port()
     server_argv = [str(server_binary(spec.impl, spec.sanitize)), "--bind", topo.server_addr, "--port", str(port),
@@ -271,13 +238,14 @@ def _run_sides(spec: PointSpec, plan, topo: Topology, workdir: Path):
     server_cmd = topo.server_exec(_pinned(spec.pin_server)
                                   + _perf_wrap(plan, server_perf, extra=control.args() if control else [])
                                   + server_argv)
-    server = _Side("server", server_cmd, server_perf if plan.perf_path else None)
+    registry = workdir / PROCESS_GROUPS
+    server = _Side("server", server_cmd, server_perf if plan.perf_path else None, registry)
     client = None
     try:
         if not _wait_listening(server, topo):
             code = server.proc.poll()
             what = f"exited with status {code}" if code is not None else f"did not listen within {LISTEN_TIMEOUT_S:g} s"
-            return server, None, f"server {what}: {server.last_error() or 'no message'}"
+            return server, None, (ErrorKind.SERVER, f"server {what}: {server.last_error() or 'no message'}")
         client_argv = [str(client_binary(spec.sanitize)), "--connect", topo.server_addr, "--port", str(port),
                        "--msg-size", str(spec.msg_size), "--mode", spec.mode, "--threads", str(spec.threads),
                        "--duration", f"{spec.duration_s:g}", "--warmup", f"{spec.warmup_s:g}", "--json"]
@@ -288,9 +256,8 @@ def _run_sides(spec: PointSpec, plan, topo: Topology, workdir: Path):
         client_cmd = topo.client_exec(_pinned(spec.pin_client)
                                       + _perf_wrap(plan, client_perf, delay_ms=int(spec.warmup_s * 1000))
                                       + client_argv)
-        client = _Side("client", client_cmd, client_perf if plan.perf_path else None)
-        error = _supervise(spec, topo, server, client, control)
-        return server, client, error
+        client = _Side("client", client_cmd, client_perf if plan.perf_path else None, registry)
+        return server, client, _supervise(spec, topo, server, client, control)
     except BaseException:
         for side in (client, server):
             if side is not None:
@@ -317,14 +284,16 @@ def _wait_listening(server: _Side, topo: Topology) -> bool:
     return False
 
 
-def _supervise(spec: PointSpec, topo: Topology, server: _Side, client: _Side, control: _PerfControl | None) -> str:
-    """Wait for the client while watching the server and the namespaces; stop the server; return an error or ""."""
+def _supervise(spec: PointSpec, topo: Topology, server: _Side, client: _Side,
+               control: _PerfControl | None) -> tuple[str, str] | None:
+    """Wait for the client while watching the server and the namespaces; stop the server.
+    Returns (error kind, message), or None when both sides ended well."""
     client_start = time.monotonic()
     window_open_at = client_start + spec.warmup_s
     window_opened = control is None
     # generous: connection set-up for many threads, the drain after STOP, a slow sanitizer build
     deadline = client_start + spec.warmup_s + spec.duration_s + 15.0 + 0.02 * spec.threads
-    error = ""
+    failure = None
     while True:
         if not window_opened and time.monotonic() >= window_open_at:
             window_opened = True
@@ -334,23 +303,24 @@ def _supervise(spec: PointSpec, topo: Topology, server: _Side, client: _Side, co
             if control is not None:
                 control.send("disable")
             if code != 0:
-                error = f"client exited with status {code}: {client.last_error() or 'no message'}"
+                failure = (ErrorKind.CLIENT, f"client exited with status {code}: {client.last_error() or 'no message'}")
                 if server.finish(timeout=0.5) is not None:  # the client failed because the server died first
-                    error = (f"server exited with status {server.proc.returncode} during the run: "
-                             f"{server.last_error() or 'no message'}; {error}")
+                    failure = (ErrorKind.SERVER, f"server exited with status {server.proc.returncode} during "
+                               f"the run: {server.last_error() or 'no message'}; {failure[1]}")
             break
         if server.proc.poll() is not None:
-            error = f"server exited with status {server.proc.returncode} during the run: {server.last_error() or 'no message'}"
+            failure = (ErrorKind.SERVER, f"server exited with status {server.proc.returncode} during the run: "
+                       f"{server.last_error() or 'no message'}")
             client.kill()
             break
         try:
             topo.check_alive()
-        except CopylabError as exc:
-            error = str(exc)
+        except MeasurementError as exc:
+            failure = (ErrorKind.NAMESPACE_LOST, str(exc))
             client.kill()
             break
         if time.monotonic() > deadline:
-            error = f"client did not finish within {deadline - client_start:.0f} s"
+            failure = (ErrorKind.TIMEOUT, f"client did not finish within {deadline - client_start:.0f} s")
             client.kill()
             break
     # SIGINT to the server's group: the server prints its JSON, perf stat writes the counters
@@ -358,11 +328,12 @@ def _supervise(spec: PointSpec, topo: Topology, server: _Side, client: _Side, co
         server.signal_group(signal.SIGINT)
     if server.finish(timeout=STOP_TIMEOUT_S) is None:
         server.kill()
-        error = error or f"server did not stop within {STOP_TIMEOUT_S:g} s of SIGINT"
-    elif server.proc.returncode not in (0, -signal.SIGINT) and not error:
+        failure = failure or (ErrorKind.SERVER, f"server did not stop within {STOP_TIMEOUT_S:g} s of SIGINT")
+    elif server.proc.returncode not in (0, -signal.SIGINT) and not failure:
         # perf stat re-raises the SIGINT it got after writing its counters: -SIGINT is a normal stop
-        error = f"server exited with status {server.proc.returncode}: {server.last_error() or 'no message'}"
-    return error
+        failure = (ErrorKind.SERVER, f"server exited with status {server.proc.returncode}: "
+                   f"{server.last_error() or 'no message'}")
+    return failure
 
 
 def _nan_if_none(value):
@@ -386,20 +357,21 @@ def empty_row(spec: PointSpec, topology: str) -> dict:
     row.update(impl=spec.impl, mode=spec.mode, msg_size=spec.msg_size, threads=spec.threads, rep=spec.rep,
                point_id=spec.point_id(), topology=topology, pin_server=spec.pin_server or "",
                pin_client=spec.pin_client or "", warmup_s=spec.warmup_s, verified="", cycles_source="",
-               counters_note="", status="failed", error="")
+               counters_note="", status="failed", error="", error_kind="")
     return row
 
 
-def build_row(spec: PointSpec, plan, topo: Topology, server: _Side, client: _Side | None, error: str) -> dict:
+def build_row(spec: PointSpec, plan, topo: Topology, server: _Side, client: _Side | None,
+              failure: tuple[str, str] | None) -> dict:
     """One results row from both sides' JSON and perf output."""
     srv_json = server.json_output() or {}
     cli_json = (client.json_output() if client else None) or {}
-    if not error and not cli_json:
-        error = "client printed no JSON result"
-    if not error and not srv_json:
-        error = "server printed no JSON result"
-    if not error and cli_json.get("verified") is False:
-        error = "client could not verify the received data"
+    if not failure and not cli_json:
+        failure = (ErrorKind.NO_RESULT, "client printed no JSON result")
+    if not failure and not srv_json:
+        failure = (ErrorKind.NO_RESULT, "server printed no JSON result")
+    if not failure and cli_json.get("verified") is False:
+        failure = (ErrorKind.NOT_VERIFIED, "client could not verify the received data")
     srv_counters, srv_note = _side_counters(server, plan)
     cli_counters, cli_note = _side_counters(client, plan)
     row = empty_row(spec, topo.kind)
@@ -423,6 +395,28 @@ def build_row(spec: PointSpec, plan, topo: Topology, server: _Side, client: _Sid
     if missing_hw and not notes and plan.note:
         notes.append(plan.note)
     row["counters_note"] = "; ".join(dict.fromkeys(notes))
-    row["status"] = "failed" if error else "ok"
-    row["error"] = error
+    row["status"] = "failed" if failure else "ok"
+    row["error_kind"], row["error"] = failure or (ErrorKind.NONE, "")
     return row
+
+
+def kill_registered(workdir: Path) -> list[int]:
+    """SIGKILL every process group a point in workdir started (after its driver died); their ids."""
+    killed = []
+    for path in Path(workdir).rglob(PROCESS_GROUPS):
+        for line in path.read_text().split():
+            with contextlib.suppress(ValueError, ProcessLookupError, PermissionError):
+                os.killpg(int(line), signal.SIGKILL)
+                killed.append(int(line))
+    return killed
+
+
+def remove_stale_workdirs(tmp: Path | None = None) -> list[Path]:
+    """Remove the temporary folders of `copylab run`s whose process died (killed before its clean-up)."""
+    removed = []
+    for path in Path(tmp or tempfile.gettempdir()).glob(f"{WORKDIR_PREFIX}*"):
+        owner = path.name[len(WORKDIR_PREFIX):].split("-", 1)[0]
+        if owner.isdigit() and not pid_alive(int(owner)):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed

@@ -7,26 +7,23 @@ output of real runs), so the notebook stays narrative + calls.
 from __future__ import annotations
 
 import json
-import os
 import shlex
-import shutil
 import sys
 import textwrap
 import warnings
 from pathlib import Path
 
-from .analysis import fmt_size, load_results, md_escape, plural, system_fields
+from . import tools
+from .analysis import load_results
+from .fmt import fmt_size, md_escape, plural, system_fields
+from .fsutil import atomic_write_bytes, atomic_write_text
 from .errors import CopylabError
 from .paths import NOTEBOOKS_DIR, PROJECT_ROOT
 
 NOTEBOOK = NOTEBOOKS_DIR / "analysis.ipynb"
+TEMPLATES_DIR = Path(__file__).parent / "templates"  # copylab_offline: lab without CDN scripts
 WIDGET_TAG = "widget"  # cells that need a live kernel: left out of PDF and HTML
 AUTHOR_FIELDS = ("author", "roll_no", "repo_url", "ai_declaration")
-INSTALL_HINT = {
-    "xelatex": "apt-get install texlive-xetex texlive-fonts-recommended texlive-plain-generic pandoc",
-    "chromium": "apt-get install chromium (or set BROWSER_PATH to a Chrome/Chromium binary)",
-    "pandoc": "apt-get install pandoc",
-}
 KEY_OFFLOADS = ("scatter-gather", "tcp-segmentation-offload", "generic-segmentation-offload",
                 "generic-receive-offload", "tx-checksumming", "rx-checksumming")
 WRAP = 78  # characters per line of program output; longer lines would run off the PDF page
@@ -184,15 +181,6 @@ def _say(progress, msg: str) -> None:
         progress(msg)
 
 
-def _atomic_write(path: Path, data) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    if isinstance(data, bytes):
-        tmp.write_bytes(data)
-    else:
-        tmp.write_text(data, encoding="utf-8")
-    tmp.replace(path)
-
-
 def _exporter_config(nb, fields: dict, sweep: str):
     """Export settings shared by HTML and PDF: no code, no widget cells, a title and author."""
     from traitlets.config import Config
@@ -213,10 +201,7 @@ def _exporter_config(nb, fields: dict, sweep: str):
 
 
 def _missing_tools() -> list[str]:
-    missing = [t for t in ("xelatex", "pandoc") if shutil.which(t) is None]
-    if not (os.environ.get("BROWSER_PATH") or shutil.which("chromium") or shutil.which("google-chrome")):
-        missing.append("chromium")
-    return missing
+    return [t for t in ("xelatex", "pandoc", "chromium") if tools.find(t) is None]
 
 
 def build_report(results_dir, output_dir=None, author=None, roll_no=None, repo_url=None,
@@ -270,13 +255,15 @@ def build_report(results_dir, output_dir=None, author=None, roll_no=None, repo_u
     warnings.filterwarnings("ignore", message="Your element with mimetype")
     config = _exporter_config(nb, fields, results_dir.name)
     _say(progress, "[3/4] writing report.html (interactive figures, plotly.js embedded)")
-    html, _ = HTMLExporter(config=config, template_name="lab").from_notebook_node(nb)
-    _atomic_write(output_dir / "report.html", html)
+    exporter = HTMLExporter(config=config, template_name="copylab_offline",
+                            extra_template_basedirs=[str(TEMPLATES_DIR)])
+    html, _ = exporter.from_notebook_node(nb)
+    atomic_write_text(output_dir / "report.html", html)
     paths["html"] = output_dir / "report.html"
 
     if missing:
         raise CopylabError(f"report.html written, but report.pdf needs {', '.join(missing)}: "
-                           + "; ".join(INSTALL_HINT[m] for m in missing))
+                           + "; ".join(tools.install_hint(m) for m in missing))
     _say(progress, "[4/4] writing report.pdf (nbconvert via xelatex)")
     try:
         pdf, _ = PDFExporter(config=config).from_notebook_node(nb)
@@ -284,7 +271,7 @@ def build_report(results_dir, output_dir=None, author=None, roll_no=None, repo_u
         log = output_dir / "report.latex.log"
         log.write_text(exc.output or "")
         raise CopylabError(f"xelatex failed to build report.pdf (log: {log})") from exc
-    _atomic_write(output_dir / "report.pdf", pdf)
+    atomic_write_bytes(output_dir / "report.pdf", pdf)
     paths["pdf"] = output_dir / "report.pdf"
     return paths
 

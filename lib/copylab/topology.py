@@ -91,7 +91,8 @@ def list_namespaces() -> list[str]:
 
 
 def our_namespaces() -> list[str]:
-    return [ns for ns in list_namespaces() if _NS_NAME.match(ns)]
+    # once each: a namespace whose mount point is half gone can be listed twice
+    return list(dict.fromkeys(ns for ns in list_namespaces() if _NS_NAME.match(ns)))
 
 
 def namespace_support() -> tuple[bool, str]:
@@ -205,12 +206,17 @@ def namespace_pids(ns: str) -> list[int]:
     return [int(tok) for tok in proc.stdout.split() if tok.isdigit()]
 
 
-def remove_namespace(ns: str) -> None:
-    """Kill what still runs in ns, then delete it (the veth end inside goes with it)."""
+def remove_namespace(ns: str) -> str:
+    """Kill what still runs in ns, then delete it (the veth end inside goes with it).
+    Returns "" when it is gone, else ip's complaint."""
     for pid in namespace_pids(ns):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
-    subprocess.run(["ip", "netns", "del", ns], capture_output=True, text=True)
+    proc = subprocess.run(["ip", "netns", "del", ns], capture_output=True, text=True)
+    if proc.returncode == 0 or not (NETNS_RUN_DIR / ns).exists():
+        return ""
+    lines = (proc.stderr or proc.stdout).strip().splitlines()
+    return lines[-1] if lines else f"exit status {proc.returncode}"
 
 
 @contextlib.contextmanager
@@ -234,7 +240,7 @@ def _signals_deferred() -> Iterator[None]:
             os.kill(os.getpid(), s)
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -266,12 +272,15 @@ def clean_leftovers(include_live: bool = False) -> dict[str, list]:
 
     include_live also removes those of running copylab processes. Nothing without our prefix is touched.
     """
-    removed_ns, kept_ns = [], []
+    removed_ns, kept_ns, failed_ns = [], [], []
     for ns in our_namespaces():
         owner = int(_NS_NAME.match(ns).group(1))
-        if include_live or not _pid_alive(owner) or owner == os.getpid():
-            remove_namespace(ns)
-            removed_ns.append(ns)
+        if include_live or not pid_alive(owner) or owner == os.getpid():
+            complaint = remove_namespace(ns)
+            if complaint:
+                failed_ns.append(f"{ns} ({complaint})")
+            else:
+                removed_ns.append(ns)
         else:
             kept_ns.append(ns)
     killed = []
@@ -279,7 +288,8 @@ def clean_leftovers(include_live: bool = False) -> dict[str, list]:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
             killed.append(pid)
-    return {"removed_namespaces": removed_ns, "kept_live_namespaces": kept_ns, "killed_processes": killed}
+    return {"removed_namespaces": removed_ns, "kept_live_namespaces": kept_ns,
+            "unremovable_namespaces": failed_ns, "killed_processes": killed}
 
 
 if __name__ == "__main__":  # pragma: no cover - manual check

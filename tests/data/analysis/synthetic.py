@@ -10,6 +10,8 @@ import csv
 import json
 from pathlib import Path
 
+from copylab import contract
+
 SIZES = (64, 1024, 4096, 16384, 65536)
 THREADS = (1, 2, 4, 8)
 # sign pattern of (X - A1) throughput per thread count over SIZES, in Gbit/s
@@ -17,7 +19,7 @@ A2_DELTA = {1: (+1, -1, +1, +1, +1), 2: (-1, -1, +1, +1, +1),
             4: (-1, -1, -1, +1, +1), 8: (+1, +1, +1, +1, -1)}
 A3_DELTA = {1: (-1, -1, -1, -1, +1), 2: (-1, -1, -1, +1, +1),
             4: (-1, -1, -1, -1.5, -1), 8: (-1, -1, -1, +1, +1)}
-# what the design.md rule gives for those tables (overall = on the mean over thread counts)
+# what the docs/contracts.md rule gives for those tables (overall = on the mean over thread counts)
 EXPECTED_Q4 = {"crossover_bytes": 4096,
                "per_threads": {"1": 4096, "2": 4096, "4": 16384, "8": None}}
 EXPECTED_Q5 = {"crossover_bytes": 65536,
@@ -28,14 +30,9 @@ LLC_PER_BYTE = {"a1": 0.0020, "a2": 0.0019, "a3": 0.0019}
 CYCLES_PER_BYTE = {"a1": 3.0, "a2": 2.4, "a3": 2.6}
 NOISE = (-0.05, 0.0, 0.05)  # symmetric, so the mean over 3 reps is the table value
 
-FIELDS = ("impl", "mode", "msg_size", "threads", "rep", "throughput_gbps", "latency_us",
-          "cycles", "l1_misses", "llc_misses", "context_switches", "bytes", "duration_s",
-          "status", "error", "point_id", "cycles_source", "counters_note", "topology",
-          "latency_p50_us", "latency_p99_us", "messages", "server_messages", "server_bytes",
-          "user_copy_bytes", "send_calls", "zc_sends", "zc_completions", "zc_copied", "enobufs",
-          "srv_cycles", "cli_cycles", "srv_task_clock_ms", "cli_task_clock_ms",
-          "srv_l1_misses", "cli_l1_misses", "srv_llc_misses", "cli_llc_misses")
-REQUIRED = FIELDS[:13]
+# the contract's columns (copylab.contract), the ones this generator does not fill left empty
+FIELDS = contract.COLUMNS
+REQUIRED = contract.REQUIRED_COLUMNS
 
 
 def _a1_gbps(size: int, threads: int) -> float:
@@ -101,7 +98,7 @@ def write_sweep(folder, reps: int = 3, counters: bool = True, meta: bool = True,
     folder.mkdir(parents=True, exist_ok=True)
     fields = REQUIRED if required_only else FIELDS
     with open(folder / "results.csv", "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=fields, extrasaction="ignore")
+        w = csv.DictWriter(fh, fieldnames=fields, extrasaction="ignore", restval="")
         w.writeheader()
         for r in rows(reps, counters, failed_row and not required_only):
             w.writerow(r)

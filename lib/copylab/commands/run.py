@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import sys
 
-from . import perf as perfmod
-from .experiment import show
-from .paths import IMPLS, MODES
-from .point import COLUMNS, PointSpec, run_point
-from .topology import choose_topology, open_topology
+from .. import perf as perfmod
+from ..experiment import show
+from ..fsutil import jsonable
+from ..contract import COLUMNS, IMPLS, MODES
+from ..point import PointSpec, run_point
+from ..topology import choose_topology, open_topology
 
 
 def register(subparsers) -> None:
@@ -54,15 +54,11 @@ def run_command(args) -> int:
     return 0
 
 
-def _clean(value):
-    return None if isinstance(value, float) and math.isnan(value) else value
-
-
 def print_row(row: dict, as_json: bool) -> None:
     """JSON, or neper-style key=value lines echoing every column (empty = not measured)."""
+    values = jsonable({k: row.get(k) for k in COLUMNS})
     if as_json:
-        print(json.dumps({k: _clean(row.get(k)) for k in COLUMNS}))
+        print(json.dumps(values))
         return
-    for key in COLUMNS:
-        value = _clean(row.get(key))
+    for key, value in values.items():
         print(f"{key}={'' if value is None else value}")

@@ -13,17 +13,17 @@ import shutil
 import socket
 from typing import Callable
 
-from . import perf as perfmod
-from .hostmeta import host_meta, net_meta
-from .paths import IMPLS, client_binary, server_binary
-from .privilege import can_admin_network
-from .topology import SERVER_IF, namespace_support, netns_pair
+from .. import perf as perfmod
+from .. import tools
+from ..hostmeta import host_meta, net_meta
+from ..contract import IMPLS
+from ..paths import client_binary, server_binary
+from ..privilege import can_admin_network
+from ..topology import SERVER_IF, namespace_support, netns_pair
 
 # Linux's value; Python's socket module only has the name when it was built against new headers
 SO_ZEROCOPY = getattr(socket, "SO_ZEROCOPY", 60)
 
-# Debian names first; kaleido (static plot images) also honours BROWSER_PATH
-_CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
 
 def register(subparsers) -> None:
@@ -122,17 +122,9 @@ def check_native() -> dict:
                   "no measurements until the C programs are built (`make -C native`; the sweep does it first)")
 
 
-def _which_tool(names: tuple[str, ...], what: str, lack: str, env_var: str | None = None) -> dict:
-    if env_var and os.environ.get(env_var):
-        path = os.environ[env_var]
-        if os.access(path, os.X_OK):
-            return _check(True, f"{path} (from {env_var})")
-        return _check(False, f"{env_var}={path} is not an executable file", lack)
-    for name in names:
-        path = shutil.which(name)
-        if path:
-            return _check(True, path)
-    return _check(False, f"{what} not found on PATH ({', '.join(names)})", lack)
+def _tool_check(key: str, lack: str) -> dict:
+    path = tools.find(key)
+    return _check(True, path) if path else _check(False, tools.describe_missing(key), lack)
 
 
 CHECKS: dict[str, Callable[[], dict]] = {
@@ -141,11 +133,10 @@ CHECKS: dict[str, Callable[[], dict]] = {
     "perf": check_perf,
     "msg_zerocopy": check_zerocopy,
     "native_binaries": check_native,
-    "chromium": lambda: _which_tool(_CHROMIUM_NAMES, "chromium", "no static plot images: the PDF has no figures",
-                                    env_var="BROWSER_PATH"),
-    "xelatex": lambda: _which_tool(("xelatex",), "xelatex", "no PDF report (HTML only)"),
-    "pandoc": lambda: _which_tool(("pandoc",), "pandoc", "no PDF report (HTML only)"),
-    "pdftoppm": lambda: _which_tool(("pdftoppm",), "pdftoppm", "PDF pages cannot be rendered for checking"),
+    "chromium": lambda: _tool_check("chromium", "no static plot images: the PDF has no figures"),
+    "xelatex": lambda: _tool_check("xelatex", "no PDF report (HTML only)"),
+    "pandoc": lambda: _tool_check("pandoc", "no PDF report (HTML only)"),
+    "pdftoppm": lambda: _tool_check("pdftoppm", "PDF pages cannot be rendered for checking"),
 }
 
 

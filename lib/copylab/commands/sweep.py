@@ -10,6 +10,10 @@ def register(subparsers) -> None:
     p.add_argument("params", help="grid file, e.g. params/default.yaml")
     p.add_argument("--out", metavar="DIR", help="output folder (default output/<name from the grid>)")
     p.add_argument("--force", action="store_true", help="re-measure points that are already done")
+    p.add_argument("--restart", action="store_true",
+                   help="the output folder holds another grid's sweep: move it aside and start over")
+    p.add_argument("--allow-large", action="store_true",
+                   help="run a grid estimated at more than 24 h or more memory than the host has")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--report", action="store_true",
                    help="then write report.pdf/report.html into the output folder (what `make report` does)")
@@ -17,12 +21,13 @@ def register(subparsers) -> None:
 
 
 def sweep_command(args) -> int:
-    from .sweep import describe, run_sweep  # pandas & papermill load only when a sweep runs
+    from ..sweep import describe, run_sweep  # pandas & papermill load only when a sweep runs
 
     def say(text: str) -> None:
         print(f"copylab sweep: {text}", file=sys.stderr)
 
-    summary = run_sweep(args.params, out_dir=args.out, force=args.force, progress=not args.no_progress, say=say)
+    summary = run_sweep(args.params, out_dir=args.out, force=args.force, restart=args.restart,
+                        allow_large=args.allow_large, progress=not args.no_progress, say=say)
     print(describe(summary))
     if not args.report:
         # the exit status tells how many points failed (0: all measured)
@@ -30,7 +35,7 @@ def sweep_command(args) -> int:
     if summary.failed:
         say(f"WARNING: {summary.failed} point(s) failed; the report uses the {summary.total - summary.failed} "
             f"that were measured (errors in {summary.out_dir / 'sweep.log'})")
-    from .report import build_report  # imports nbconvert & co only when a report is asked for
+    from ..report import build_report  # imports nbconvert & co only when a report is asked for
 
     paths = build_report(summary.out_dir)
     print(paths["pdf"])  # last line: where the report is

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .topology import clean_leftovers, namespace_support
+from ..point import remove_stale_workdirs
+from ..topology import clean_leftovers, namespace_support
 
 
 def register(subparsers) -> None:
@@ -15,14 +16,19 @@ def register(subparsers) -> None:
 def clean_command(args) -> int:
     ok, reason = namespace_support()
     if not ok:
-        print(f"copylab clean: note: {reason}; only processes were checked")
+        print(f"copylab clean: note: {reason}; namespaces cannot be removed")
     result = clean_leftovers(include_live=args.all)
+    stale = remove_stale_workdirs()
     for ns in result["removed_namespaces"]:
         print(f"removed namespace {ns}")
+    for ns in result["unremovable_namespaces"]:
+        print(f"could not remove namespace {ns}")
     for pid in result["killed_processes"]:
         print(f"killed leftover benchmark process {pid}")
+    for path in stale:
+        print(f"removed {path} left by a run that died")
     for ns in result["kept_live_namespaces"]:
         print(f"kept {ns}: its copylab run is still alive (use --all to remove it)")
-    if not any(result.values()):
+    if not (any(result.values()) or stale):
         print("nothing to clean")
-    return 0
+    return 1 if result["unremovable_namespaces"] else 0

@@ -18,7 +18,7 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .report import build_report, main_progress
+    from ..report import build_report, main_progress
 
     paths = build_report(args.results_dir, output_dir=args.output_dir, author=args.author,
                          roll_no=args.roll_no, repo_url=args.repo_url,

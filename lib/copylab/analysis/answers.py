@@ -1,0 +1,103 @@
+"""answers.json: each Part E question's numbers (findings.py) with its text (prose.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from ..fsutil import atomic_write_json, jsonable
+from . import findings as fnd
+from . import prose
+from .stats import measured, throughput_rows
+
+QUESTIONS = {
+    "q1": "Why does zero-copy not always give the best throughput?",
+    "q2": "Which cache level shows the most reduction in misses and why?",
+    "q3": "How does thread count interact with cache contention?",
+    "q4": "At what message size does one-copy outperform two-copy on your system?",
+    "q5": "At what message size does zero-copy outperform two-copy on your system?",
+    "q6": "Identify one unexpected result and explain it using OS or hardware concepts.",
+}
+
+
+def _with_text(numbers: dict, text: str) -> dict:
+    return {**numbers, "text": text}
+
+
+def _unanswered(numbers: dict, reason: str, advice: str = "") -> dict:
+    return {**numbers, "reason": reason, "text": prose.unanswerable(reason, advice)}
+
+
+def crossover_answer(df: pd.DataFrame, impl: str, reps) -> dict:
+    finding = fnd.crossover_finding(df, impl)
+    if not finding.answerable:
+        return _unanswered(finding.public, prose.no_pair_reason(finding))
+    text = prose.crossover_text(finding, reps)
+    if impl == "a3":
+        zc = fnd.zero_copy_finding(df, finding.public.get("crossover_bytes"))
+        if zc.copied_share_pct == zc.copied_share_pct:  # not NaN: completions were recorded
+            text += " " + prose.zero_copy_evidence_text(zc)
+    return _with_text(finding.public, text)
+
+
+def q1_answer(df: pd.DataFrame, q5: dict) -> dict:
+    """Q1 states Q5's break-even, so it takes Q5's answer explicitly."""
+    numbers, best = fnd.q1_finding(df, q5.get("crossover_bytes"))
+    if best is None:
+        return _with_text(numbers, prose.unanswerable(numbers["reason"]))
+    return _with_text(numbers, prose.q1_text(numbers, best))
+
+
+def q2_answer(df: pd.DataFrame, meta: dict) -> dict:
+    numbers, outcome = fnd.q2_finding(df, meta)
+    if outcome == "no_reduction":
+        numbers["reason"] = prose.q2_no_reduction_reason(numbers)
+    return _with_text(numbers, prose.q2_text(numbers, outcome))
+
+
+def q3_answer(df: pd.DataFrame, meta: dict) -> dict:
+    numbers = fnd.q3_finding(df, meta)
+    if "reason" in numbers:
+        return _with_text(numbers, prose.unanswerable(numbers["reason"]))
+    cache = measured(throughput_rows(df), "l1_misses_per_byte")
+    return _with_text(numbers, prose.q3_text(numbers, cache))
+
+
+def q6_answer(df: pd.DataFrame, meta: dict, reps) -> dict:
+    found = fnd.anomalies(df)
+    if not found:
+        return {"reason": prose.q6_no_violation_reason(), "text": prose.q6_no_violation_text()}
+    top = found[0]
+    return {"kind": top["kind"], "details": top, "violations_found": len(found),
+            "text": prose.q6_text(top, len(found), meta.get("cores"), reps)}
+
+
+def answers(df: pd.DataFrame, meta: dict) -> dict:
+    """The answers.json document (docs/contracts.md, "Analysis contract")."""
+    reps = fnd.reps_range(df)
+    q4 = crossover_answer(df, "a2", reps)
+    q5 = crossover_answer(df, "a3", reps)
+    q2 = q2_answer(df, meta)
+    doc = {
+        "q1_zero_copy_not_always_best": q1_answer(df, q5),
+        "q2_cache_level": q2.pop("answer"),
+        "q2_cache_detail": q2,
+        "q3_threads_cache_contention": q3_answer(df, meta),
+        "q4_one_copy_vs_two_copy": q4,
+        "q5_zero_copy_vs_two_copy": q5,
+        "q6_unexpected_result": q6_answer(df, meta, reps),
+        "rows_used": int(len(df)),
+        "rows_failed": int(df.attrs.get("rows_failed", 0)),
+    }
+    return jsonable(doc)
+
+
+def write_answers(doc: dict, output_dir) -> Path:
+    """answers.json in output_dir, written atomically."""
+    return atomic_write_json(Path(output_dir) / "answers.json", doc, indent=2)
+
+
+def read_answers(path) -> dict:
+    return json.loads(Path(path).read_text())

@@ -1,0 +1,151 @@
+"""Reading a sweep: results.csv against the contract, meta.json, and the derived per-byte metrics."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .. import contract
+from ..errors import CopylabError
+from ..paths import PROJECT_ROOT
+
+# Derived metric -> (label with unit, description). Figures and the explorer read labels from here.
+METRICS = {
+    "throughput_gbps": ("throughput (Gbit/s)", "application payload rate over the measured window"),
+    "latency_us": ("latency, mean (µs)", "round trip (latency mode)"),
+    "latency_p50_us": ("latency p50 (µs)", "median round trip (latency mode)"),
+    "latency_p99_us": ("latency p99 (µs)", "99th percentile round trip (latency mode)"),
+    "cycles_per_byte": ("CPU cycles per byte, sender + receiver", "cycles / bytes"),
+    "srv_cycles_per_byte": ("sender CPU cycles per byte", "server (sender) cycles / bytes"),
+    "cli_cycles_per_byte": ("receiver CPU cycles per byte", "client (receiver) cycles / bytes"),
+    "srv_cpu_ns_per_byte": ("sender CPU time per byte (ns/B)", "server task-clock / bytes"),
+    "cli_cpu_ns_per_byte": ("receiver CPU time per byte (ns/B)", "client task-clock / bytes"),
+    "l1_misses_per_byte": ("L1-dcache load misses per byte", "sender + receiver"),
+    "llc_misses_per_byte": ("LLC load misses per byte", "sender + receiver"),
+    "context_switches_per_mb": ("context switches per MB", "sender + receiver, per 10^6 bytes"),
+    "user_copy_bytes_per_message": ("bytes copied in user space per message (B)",
+                                    "server user_copy_bytes / server_messages"),
+    "zc_completions_per_message": ("zero-copy completions per message",
+                                   "A3 error-queue notifications / messages sent"),
+    "zc_copied_share": ("share of completions the kernel copied (%)",
+                        "completions flagged SO_EE_CODE_ZEROCOPY_COPIED / all completions"),
+}
+# metrics that mean a round trip only in latency mode (in throughput mode latency_us is the time per
+# message per connection, and the percentiles are empty)
+ROUND_TRIP_METRICS = ("latency_us", "latency_p50_us", "latency_p99_us")
+
+
+def resolve_results_dir(results_dir) -> Path:
+    """A relative folder that is not under the working directory is taken from the project root:
+    the notebook opened in JupyterLab runs in notebooks/, where "output/default" means the project's."""
+    path = Path(results_dir)
+    if not path.is_absolute() and not path.is_dir() and (PROJECT_ROOT / path).is_dir():
+        return PROJECT_ROOT / path
+    return path
+
+
+def load_results(results_dir) -> tuple[pd.DataFrame, dict]:
+    """Read results.csv (+ meta.json if present), keep the ok rows, add the derived metrics.
+
+    df.attrs carries the bookkeeping the report states: rows_read, rows_failed, failed (the
+    failed points with their errors). Raises CopylabError (one line) on anything unusable.
+    """
+    results_dir = resolve_results_dir(results_dir)
+    csv_path = results_dir / "results.csv"
+    if not results_dir.is_dir():
+        raise CopylabError(f"results directory {results_dir} does not exist")
+    if not csv_path.is_file():
+        raise CopylabError(f"{csv_path} does not exist (run a sweep first)")
+    try:
+        df = pd.read_csv(csv_path)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError) as exc:
+        raise CopylabError(f"{csv_path} is not a readable CSV: {str(exc).splitlines()[0]}") from exc
+    missing = [c for c in contract.REQUIRED_COLUMNS if c not in df.columns]
+    if missing:
+        raise CopylabError(f"{csv_path} lacks required columns: {', '.join(missing)}")
+    meta = load_meta(results_dir)
+
+    # a CSV from elsewhere may lack the engine's extra columns: they are added empty, so every
+    # consumer can use them without checking
+    for col in contract.TEXT_COLUMNS:
+        if col not in df.columns:
+            df[col] = pd.Series([None] * len(df), dtype="object")
+    for col in contract.NUMERIC_COLUMNS:
+        if col not in df.columns:
+            df[col] = np.nan
+    rows_read = len(df)
+    status = df["status"].astype("string").str.strip().str.lower()
+    failed_mask = status.notna() & (status != "ok") & (status != "")
+    failed = df[failed_mask]
+    df = df[~failed_mask].copy()
+
+    df["impl"] = df["impl"].astype(str).str.strip().str.lower()
+    df["mode"] = df["mode"].astype(str).str.strip().str.lower()
+    _check_values(df, csv_path)
+    for col in contract.NUMERIC_COLUMNS:
+        df[col] = pd.to_numeric(df[col], errors="coerce").astype(float)
+    for col in ("msg_size", "threads", "rep"):
+        bad = df[df[col].isna()]
+        if len(bad):
+            raise CopylabError(f"{csv_path}: column {col} is empty or not a number "
+                               f"in row {int(bad.index[0]) + 2}")
+        df[col] = df[col].astype(int)
+    df = add_derived(df.reset_index(drop=True))
+    df.attrs = {
+        "results_dir": str(results_dir), "rows_read": rows_read, "rows_failed": len(failed),
+        "failed": [
+            {k: (None if pd.isna(v) else v) for k, v in row.items()}
+            for row in failed[["impl", "mode", "msg_size", "threads", "rep", "error"]]
+            .to_dict("records")
+        ],
+    }
+    return df, meta
+
+
+def load_meta(results_dir) -> dict:
+    """meta.json beside results.csv, or {} when there is none (a CSV from elsewhere)."""
+    path = Path(results_dir) / "meta.json"
+    if not path.is_file():
+        return {}
+    try:
+        meta = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise CopylabError(f"{path} is not valid JSON: {exc}") from exc
+    if not isinstance(meta, dict):
+        raise CopylabError(f"{path} must hold a JSON object, not {type(meta).__name__}")
+    return meta
+
+
+def _check_values(df: pd.DataFrame, csv_path: Path) -> None:
+    for col, allowed in (("impl", contract.IMPLS), ("mode", contract.MODES)):
+        bad = df[~df[col].isin(allowed)]
+        if len(bad):
+            raise CopylabError(f"{csv_path}: row {int(bad.index[0]) + 2} has {col} "
+                               f"{bad[col].iloc[0]!r}, expected one of {', '.join(allowed)}")
+
+
+def _ratio(num: pd.Series, den: pd.Series, scale: float = 1.0) -> pd.Series:
+    """num/den with 0 or missing denominators giving NaN instead of inf."""
+    den = den.where(den > 0)
+    return num * scale / den
+
+
+def add_derived(df: pd.DataFrame) -> pd.DataFrame:
+    """Per-byte and per-message figures. The counters and `bytes` cover the same window."""
+    df["cycles_per_byte"] = _ratio(df["cycles"], df["bytes"])
+    df["srv_cycles_per_byte"] = _ratio(df["srv_cycles"], df["bytes"])
+    df["cli_cycles_per_byte"] = _ratio(df["cli_cycles"], df["bytes"])
+    # task-clock works where the PMU does not (VMs): CPU time per byte is the fallback cost
+    df["srv_cpu_ns_per_byte"] = _ratio(df["srv_task_clock_ms"], df["bytes"], 1e6)
+    df["cli_cpu_ns_per_byte"] = _ratio(df["cli_task_clock_ms"], df["bytes"], 1e6)
+    df["l1_misses_per_byte"] = _ratio(df["l1_misses"], df["bytes"])
+    df["llc_misses_per_byte"] = _ratio(df["llc_misses"], df["bytes"])
+    df["context_switches_per_mb"] = _ratio(df["context_switches"], df["bytes"], 1e6)
+    # server totals cover the whole run incl. warm-up: normalise by the server's own counts
+    df["user_copy_bytes_per_message"] = _ratio(df["user_copy_bytes"], df["server_messages"])
+    df["zc_completions_per_message"] = _ratio(df["zc_completions"], df["server_messages"])
+    df["zc_copied_share"] = _ratio(df["zc_copied"], df["zc_completions"], 100.0)
+    return df

@@ -1,0 +1,109 @@
+"""Statistics over repetitions: means with Student-t intervals, and the canonical averages
+(per point, then over thread counts) that every answer, table and figure uses."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+
+from ..contract import GROUP_KEYS
+
+
+def t_critical_95(dof: int) -> float:
+    """Two-sided 95% Student t quantile for dof degrees of freedom (NaN below 1)."""
+    if dof < 1:
+        return math.nan
+    return float(sps.t.ppf(0.975, dof))
+
+
+def aggregate(df: pd.DataFrame, metrics, by=GROUP_KEYS) -> pd.DataFrame:
+    """Mean, 95% CI half-width (t-distribution) and n per group, for each metric.
+
+    Columns: the keys in `by`, then <metric>, <metric>_ci, <metric>_n. A group with one
+    non-missing value has a mean and no CI (NaN); an all-missing group has NaN mean.
+    """
+    if isinstance(metrics, str):
+        metrics = [metrics]
+    by = list(by)
+    if df.empty:
+        return pd.DataFrame(columns=by + [f"{m}{s}" for m in metrics for s in ("", "_ci", "_n")])
+    grouped = df.groupby(by, sort=True)
+    out = grouped.size().rename("_rows").reset_index()[by]
+    for m in metrics:
+        stats = grouped[m].agg(["mean", "std", "count"]).reset_index(drop=True)
+        n = stats["count"].astype(int)
+        tcrit = n.map(lambda k: t_critical_95(k - 1))
+        out[m] = stats["mean"].to_numpy()
+        out[f"{m}_ci"] = (tcrit * stats["std"] / np.sqrt(n.where(n > 0))).to_numpy()
+        out[f"{m}_n"] = n.to_numpy()
+    return out
+
+
+def measured(df: pd.DataFrame, column: str) -> bool:
+    """Whether any row has a value for column (a VM without PMU leaves cache misses empty)."""
+    return column in df.columns and df[column].notna().any()
+
+
+def unmeasured_reason(df: pd.DataFrame, meta: dict, column: str) -> str:
+    """Why `column` has no values: the sweep's own note if it left one, else what we can see."""
+    notes = df["counters_note"].dropna().astype(str).str.strip() if "counters_note" in df else []
+    notes = [n for n in notes if n]
+    if notes:
+        return notes[0].rstrip(".")
+    if meta.get("perf_note"):
+        return str(meta["perf_note"]).rstrip(".")
+    events = meta.get("perf_events") or {}
+    if events and not any(events.values()):
+        return "perf could count none of the requested events on this host"
+    return f"the {column} column of results.csv is empty (perf counters were not recorded)"
+
+
+def throughput_rows(df: pd.DataFrame) -> pd.DataFrame:
+    return df[df["mode"] == "throughput"]
+
+
+def point_means(df: pd.DataFrame, metric: str = "throughput_gbps") -> pd.Series:
+    """Mean over repetitions per (impl, threads, msg_size), throughput mode, measured values only."""
+    tp = throughput_rows(df)
+    tp = tp[tp[metric].notna()]
+    return tp.groupby(["impl", "threads", "msg_size"])[metric].mean()
+
+
+def paired_means(df: pd.DataFrame, impl: str, base: str) -> pd.DataFrame:
+    """Mean throughput of impl ("x") and base at every (threads, msg_size) both were measured at."""
+    means = point_means(df)
+    levels = means.index.get_level_values("impl")
+    if impl not in levels or base not in levels:
+        return pd.DataFrame(columns=["threads", "msg_size", "x", "base"])
+    pair = pd.concat([means.loc[impl].rename("x"), means.loc[base].rename("base")],
+                     axis=1, join="inner")
+    return pair.reset_index()
+
+
+def over_threads(pair: pd.DataFrame) -> pd.DataFrame:
+    """A paired table averaged over thread counts: one row per message size (sorted)."""
+    return pair.groupby("msg_size")[["x", "base"]].mean().sort_index()
+
+
+def size_means(df: pd.DataFrame, metrics, size=None) -> pd.DataFrame:
+    """Throughput-mode mean of each metric per implementation (rows) at one size, over its rows."""
+    tp = throughput_rows(df)
+    if size is not None:
+        tp = tp[tp["msg_size"] == size]
+    return tp.groupby("impl")[list(metrics)].mean()
+
+
+def zc_copied_share(df: pd.DataFrame) -> float:
+    """Share (%) of A3's zero-copy completions, throughput mode, the kernel flagged COPIED; NaN if none."""
+    a3 = throughput_rows(df)
+    a3 = a3[a3["impl"] == "a3"]
+    total = a3["zc_completions"].sum()
+    return float(a3["zc_copied"].sum() / total * 100) if total > 0 else math.nan
+
+
+def reps_per_point(df: pd.DataFrame) -> pd.Series:
+    """Number of repetitions measured per point."""
+    return df.groupby(list(GROUP_KEYS))["rep"].nunique()

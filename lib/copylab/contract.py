@@ -1,0 +1,156 @@
+"""The results contract in one place: names, columns, limits and CPU lists (docs/contracts.md).
+
+Everything that writes or reads results.csv, validates a grid or a `copylab run` flag, or parses a
+CPU list imports it from here, so the contract is spelled out once.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .errors import CopylabError
+
+IMPLS = ("a1", "a2", "a3")          # the study's implementations; Part E compares only these
+MODES = ("throughput", "latency")
+TOPOLOGIES = ("netns", "loopback")  # what a measurement runs on; grids also accept "auto"
+
+# Limits shared by `copylab run`, the grid schema and the native programs' own flags
+MSG_SIZE_RANGE = (8, 64 * 1024 * 1024)   # bytes; 8: one byte per field
+THREADS_RANGE = (1, 1024)
+DURATION_RANGE = (0.1, 3600.0)           # measured seconds
+WARMUP_RANGE = (0.0, 600.0)              # seconds discarded before the window
+REPETITIONS_RANGE = (1, 100)
+SEED_RANGE = (0, 2**32 - 1)
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    numeric: bool
+    meaning: str
+
+
+def _numeric(name: str, meaning: str) -> Column:
+    return Column(name, True, meaning)
+
+
+def _text(name: str, meaning: str) -> Column:
+    return Column(name, False, meaning)
+
+
+# perf stat counters recorded per side (srv_* = server = sender, cli_* = client = receiver)
+COUNTER_KEYS = ("cycles", "instructions", "l1_misses", "llc_misses", "cache_misses",
+                "context_switches", "cpu_migrations", "task_clock_ms")
+SUMMED_COUNTERS = ("cycles", "l1_misses", "llc_misses", "context_switches")  # sender + receiver
+# what the servers count themselves (their JSON), per run
+SERVER_KEYS = ("send_calls", "user_copy_bytes", "zc_sends", "zc_completions", "zc_copied", "enobufs")
+
+REQUIRED = (
+    _text("impl", "implementation: a1, a2 or a3"),
+    _text("mode", "throughput or latency"),
+    _numeric("msg_size", "bytes per message"),
+    _numeric("threads", "client threads = connections"),
+    _numeric("rep", "repetition index, from 0"),
+    _numeric("throughput_gbps", "application payload, Gbit/s (10^9), over the measured window"),
+    _numeric("latency_us", "latency mode: mean round trip; throughput mode: mean time per message per connection"),
+    _numeric("cycles", "sender + receiver CPU cycles over the window (see cycles_source); empty if unmeasurable"),
+    _numeric("l1_misses", "sender + receiver L1-dcache-load-misses; empty if unsupported"),
+    _numeric("llc_misses", "sender + receiver LLC-load-misses; empty if unsupported"),
+    _numeric("context_switches", "sender + receiver context switches over the window"),
+    _numeric("bytes", "payload bytes the counters' window covers"),
+    _numeric("duration_s", "measured seconds"),
+)
+
+EXTRA = (
+    _text("point_id", "file-name-safe name encoding every parameter of the point"),
+    _text("status", "ok or failed"),
+    _text("error", "why the point failed, one line"),
+    _text("error_kind", "why the point failed, as a word: server_failed, client_failed, namespace_lost, "
+                        "timeout, no_result, not_verified, notebook_failed, kernel_died"),
+    _text("started_at", "UTC time the point started"),
+    _text("topology", "netns or loopback"),
+    _text("pin_server", "taskset CPU list of the server (sender), empty if not pinned"),
+    _text("pin_client", "taskset CPU list of the client (receiver), empty if not pinned"),
+    _numeric("warmup_s", "seconds discarded before the window"),
+    _numeric("latency_p50_us", "median round trip (latency mode)"),
+    _numeric("latency_p99_us", "99th percentile round trip (latency mode)"),
+    _numeric("latency_min_us", "fastest round trip (latency mode)"),
+    _numeric("latency_max_us", "slowest round trip (latency mode)"),
+    _numeric("messages", "whole messages received in the window"),
+    _numeric("total_bytes", "bytes the client received in all (warm-up, window, drain)"),
+    _numeric("server_bytes", "bytes the server sent in all"),
+    _numeric("server_messages", "messages the server sent in all"),
+    _numeric("send_calls", "send/sendmsg calls of the server that returned > 0"),
+    _numeric("user_copy_bytes", "bytes the server copied in user space (A1's serialisation)"),
+    _numeric("zc_sends", "A3: sendmsg(MSG_ZEROCOPY) calls"),
+    _numeric("zc_completions", "A3: send calls whose completion arrived"),
+    _numeric("zc_copied", "A3: of those, completions flagged SO_EE_CODE_ZEROCOPY_COPIED"),
+    _numeric("enobufs", "A3: sendmsg calls refused with ENOBUFS (back-pressure)"),
+    _text("verified", "the client found every checked byte as sent"),
+    _text("cycles_source", "pmu (core cycles) or tsc (TSC reference cycles, no PMU); empty if none"),
+    _text("counters_note", "why a counter is empty"),
+    *(_numeric(f"{side}_{key}", f"{'server (sender)' if side == 'srv' else 'client (receiver)'} {key}")
+      for key in COUNTER_KEYS for side in ("srv", "cli")),
+)
+
+ALL = REQUIRED + EXTRA
+REQUIRED_COLUMNS = tuple(c.name for c in REQUIRED)
+COLUMNS = tuple(c.name for c in ALL)
+NUMERIC_COLUMNS = tuple(c.name for c in ALL if c.numeric)
+TEXT_COLUMNS = tuple(c.name for c in ALL if not c.numeric)
+GROUP_KEYS = ("impl", "mode", "msg_size", "threads")  # a point, over its repetitions
+
+
+# ------------------------------------------------------------------------------------------------
+# CPU lists (taskset syntax: "0", "0-3", "0,2-3")
+
+_CPU_LIST = re.compile(r"\d+(-\d+)?(,\d+(-\d+)?)*")
+
+
+def parse_cpu_list(key: str, text) -> tuple[int, ...]:
+    """'0-1,3' -> (0, 1, 3); a CopylabError naming key when text is not such a list."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        text = str(text)
+    if not isinstance(text, str) or not _CPU_LIST.fullmatch(text):
+        raise CopylabError(f"{key}: must be a CPU list like '0' or '0-1,3', got {text!r}")
+    cpus: list[int] = []
+    for part in text.split(","):
+        low, _, high = part.partition("-")
+        if high and int(high) < int(low):
+            raise CopylabError(f"{key}: range {part} runs backwards in {text!r}")
+        cpus.extend(range(int(low), int(high or low) + 1))
+    return tuple(sorted(set(cpus)))
+
+
+def check_cpus_available(key: str, text: str | None, usable: set[int]) -> None:
+    """Refuse a CPU list naming a CPU this process may not run on."""
+    if text is None:
+        return
+    for cpu in parse_cpu_list(key, text):
+        if cpu not in usable:
+            raise CopylabError(f"{key}: CPU {cpu} is not available on this host "
+                               f"(usable CPUs: {','.join(map(str, sorted(usable)))})")
+
+
+def check_int(key: str, value, bounds: tuple[int, int]) -> int:
+    low, high = bounds
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise CopylabError(f"{key}: must be an integer from {low} to {high}, got {value!r}")
+    return value
+
+
+def check_seconds(key: str, value, bounds: tuple[float, float]) -> float:
+    import math
+
+    low, high = bounds
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not ok or not low <= value <= high:
+        raise CopylabError(f"{key}: must be a number of seconds from {low:g} to {high:g}, got {value!r}")
+    return float(value)
+
+
+def check_choice(key: str, value, options) -> str:
+    if value not in options:
+        raise CopylabError(f"{key}: must be one of {', '.join(options)}, got {value!r}")
+    return value

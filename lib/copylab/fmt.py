@@ -1,0 +1,108 @@
+"""How numbers, sizes and the host are written in prose, tables and figure subtitles.
+
+Shared by the analysis, the figures, the explorer and the report, so a size reads "4 KiB" and a
+host reads the same everywhere.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pandas as pd
+
+IMPL_LABELS = {"a1": "A1 two-copy (send)", "a2": "A2 one-copy (sendmsg iovec)",
+               "a3": "A3 zero-copy (MSG_ZEROCOPY)"}
+
+
+def impl_name(impl: str) -> str:
+    return impl.upper()
+
+
+def fmt_size(nbytes) -> str:
+    """4096 -> '4 KiB', 1048576 -> '1 MiB', 1500 -> '1500 B'."""
+    if nbytes is None or (isinstance(nbytes, float) and math.isnan(nbytes)):
+        return "n/a"
+    n = int(nbytes)
+    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale} {unit}"
+    return f"{n} B"
+
+
+def fmt_num(x, digits: int = 3) -> str:
+    """Significant digits, no scientific notation for everyday magnitudes; NaN -> 'n/a'."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "n/a"
+    x = float(x)
+    if x == 0:
+        return "0"
+    mag = math.floor(math.log10(abs(x)))
+    if mag >= 6 or mag <= -4:
+        return f"{x:.{digits - 1}e}"
+    decimals = max(digits - 1 - mag, 0)
+    return f"{x:,.{decimals}f}"
+
+
+def fmt_pct(x) -> str:
+    return "n/a" if x is None or math.isnan(x) else f"{x:.1f}%"
+
+
+def plural(n, word: str) -> str:
+    """plural(1, 'thread') -> '1 thread', plural(8, 'thread') -> '8 threads'."""
+    try:
+        one = float(n) == 1
+    except (TypeError, ValueError):
+        one = False
+    return f"{n} {word}{'' if one else 's'}"
+
+
+def md_escape(text: str) -> str:
+    """Plain text (perf notes say <not supported>) about to be rendered as markdown: keep <...>
+    from being read as an HTML tag and dropped. Only for display: answers.json holds plain text.
+    Code spans are left alone, since markdown shows an entity inside backticks literally."""
+    parts = re.split(r"(`[^`]*`)", str(text))
+    return "".join(p if p.startswith("`") and p.endswith("`") and len(p) > 1
+                   else p.replace("<", "&lt;").replace(">", "&gt;") for p in parts)
+
+
+def markdown_table(frame: pd.DataFrame) -> str:
+    """A pipe table (pandoc turns it into a LaTeX longtable; HTML renders it). Floats formatted."""
+    cols = list(frame.columns)
+    lines = ["| " + " | ".join(str(c) for c in cols) + " |",
+             "|" + "|".join("---:" if pd.api.types.is_numeric_dtype(frame[c]) else ":---"
+                            for c in cols) + "|"]
+    for _, row in frame.iterrows():
+        cells = []
+        for c in cols:
+            v = row[c]
+            if isinstance(v, float):
+                cells.append(fmt_num(v))
+            elif v is None:
+                cells.append("n/a")
+            else:
+                cells.append(str(v).replace("|", "\\|"))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def system_fields(meta: dict) -> dict:
+    """The system configuration every figure states; 'unknown' where meta.json has nothing."""
+    def get(key, fmt=str):
+        v = meta.get(key)
+        return "unknown" if v in (None, "") else fmt(v)
+    return {
+        "kernel": get("kernel"),
+        "CPU": get("cpu_model"),
+        "cores": get("cores"),
+        "memory": get("memory_gib", lambda v: f"{float(v):.1f} GiB"),
+        "topology": get("topology"),
+        "cycles": get("cycles_source", lambda v: {"pmu": "PMU cycles",
+                                                  "tsc": "TSC reference cycles"}.get(v, v)),
+    }
+
+
+def system_summary(meta: dict) -> str:
+    f = system_fields(meta)
+    return (f"Linux {f['kernel']} · {f['CPU']} · {f['cores']} cores · {f['memory']} · "
+            f"topology {f['topology']} · cycles: {f['cycles']}")

@@ -1,0 +1,34 @@
+"""The repository carries the contracts it implements: every document the code cites exists, and
+docs/contracts.md names every results column contract.py defines."""
+
+from __future__ import annotations
+
+import re
+
+from conftest import ROOT
+from copylab import contract
+
+CITING = [p for folder in ("lib", "tests", "notebooks", "tools") for p in (ROOT / folder).rglob("*")
+          if p.suffix in (".py", ".ipynb", ".md") and "__pycache__" not in p.parts and p.name != "test_docs.py"]
+
+
+def test_every_cited_document_is_in_the_repository():
+    cited = set()
+    for path in CITING + [ROOT / "README.md"]:
+        cited |= set(re.findall(r"\b((?:docs/)?[a-z_]+\.md)\b", path.read_text(errors="replace")))
+    assert "design.md" not in cited, "design.md lives outside the repository: cite docs/contracts.md"
+    docs = {c for c in cited if c.startswith("docs/")}
+    assert "docs/contracts.md" in docs
+    for doc in docs:
+        assert (ROOT / doc).is_file(), f"{doc} is cited but not in the repository"
+
+
+def test_contracts_md_names_every_results_column():
+    text = (ROOT / "docs" / "contracts.md").read_text()
+    named = set(re.findall(r"[a-z][a-z0-9_]*", text))
+    for column in contract.COLUMNS:
+        side = re.match(r"(srv|cli)_(.*)", column)
+        if side:  # per-side columns are documented once as srv_* / cli_* with their suffixes
+            assert side.group(2) in named, column
+        else:
+            assert column in named, f"results column {column} is not documented in docs/contracts.md"
