@@ -1,21 +1,87 @@
-"""YAML sweep grids: schema, validation (one line naming the key), expansion into points."""
+"""YAML sweep grids: the schema (pydantic), validation (one line naming the key), expansion into points.
+
+A grid file is read by yamlsafe (no duplicate keys, no alias bombs, bounded nesting) and checked
+against GridSchema; the first problem becomes one CopylabError naming the key. Limits come from
+contract.py, the same ones `copylab run` and the native programs enforce.
+"""
 
 from __future__ import annotations
 
-import itertools
 import random
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated, Literal, Optional
 
-import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from . import contract, yamlsafe
 from .errors import CopylabError
-from .paths import IMPLS, MODES, PROJECT_ROOT
-from .point import MSG_SIZE_RANGE, THREADS_RANGE, PointSpec
+from .paths import PROJECT_ROOT
+from .point import PointSpec
 
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-_CPU_LIST = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
+_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+
+MsgSize = Annotated[int, Field(ge=contract.MSG_SIZE_RANGE[0], le=contract.MSG_SIZE_RANGE[1])]
+Threads = Annotated[int, Field(ge=contract.THREADS_RANGE[0], le=contract.THREADS_RANGE[1])]
+
+
+def _seconds(bounds: tuple[float, float]):
+    return Annotated[float, Field(ge=bounds[0], le=bounds[1], allow_inf_nan=False)]
+
+
+class GridSchema(BaseModel):
+    """What a params/*.yaml file may say. Strict: "64" is not 64, true is not 1."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    name: Annotated[str, Field(pattern=_NAME_PATTERN)]
+    impls: Annotated[list[Literal[contract.IMPLS]], Field(min_length=1)]  # type: ignore[valid-type]
+    modes: Annotated[list[Literal[contract.MODES]], Field(min_length=1)]  # type: ignore[valid-type]
+    msg_sizes: Annotated[list[MsgSize], Field(min_length=1)]
+    threads: Annotated[list[Threads], Field(min_length=1)]
+    repetitions: Annotated[int, Field(ge=contract.REPETITIONS_RANGE[0], le=contract.REPETITIONS_RANGE[1])] = 1
+    duration_s: _seconds(contract.DURATION_RANGE) = 2.0
+    warmup_s: _seconds(contract.WARMUP_RANGE) = 0.5
+    topology: Literal["auto", *contract.TOPOLOGIES] = "auto"  # type: ignore[valid-type]
+    pin_server: Optional[str] = None
+    pin_client: Optional[str] = None
+    shuffle: bool = False
+    seed: Annotated[int, Field(ge=contract.SEED_RANGE[0], le=contract.SEED_RANGE[1])] = 0
+    verify: bool = False
+    description: Optional[str] = ""
+    author: Optional[str] = None
+    roll_no: Optional[str] = None
+    repo_url: Optional[str] = None
+    ai_declaration: Optional[str] = None  # a text file, relative to the params file or the project
+
+    @field_validator("impls", "modes", "msg_sizes", "threads")
+    @classmethod
+    def _no_repeats(cls, value: list) -> list:
+        seen = set()
+        for item in value:
+            if item in seen:
+                raise ValueError(f"{item!r} is listed twice")
+            seen.add(item)
+        return value
+
+    @field_validator("pin_server", "pin_client", mode="before")
+    @classmethod
+    def _cpu_list(cls, value, info):
+        if value is None:
+            return None
+        contract.parse_cpu_list(info.field_name, value)
+        return str(value)
+
+    @field_validator("description", "author", "roll_no", "repo_url", "ai_declaration", mode="before")
+    @classmethod
+    def _text(cls, value):
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return str(value)  # a roll number written without quotes
+        return value
+
+
+REQUIRED_KEYS = tuple(k for k, f in GridSchema.model_fields.items() if f.is_required())
+_FIELDS = tuple(GridSchema.model_fields)
 
 
 @dataclass(frozen=True)
@@ -40,20 +106,24 @@ class Grid:
     author: str | None = None
     roll_no: str | None = None
     repo_url: str | None = None
-    ai_declaration: str | None = None  # path of a text file, resolved against the params file's folder
+    ai_declaration: str | None = None  # resolved path of the declaration file
     source: str = field(default="", compare=False)  # the file it came from
 
     def points(self, topology: str) -> list[PointSpec]:
-        """Every (impl, mode, size, threads, rep), in grid order or shuffled with the seed (flent's default)."""
-        specs = [
-            PointSpec(impl=impl, mode=mode, msg_size=size, threads=thr, rep=rep, duration_s=self.duration_s,
-                      warmup_s=self.warmup_s, topology=topology, pin_server=self.pin_server,
-                      pin_client=self.pin_client, verify=self.verify)
-            for rep, impl, mode, size, thr in itertools.product(
-                range(self.repetitions), self.impls, self.modes, self.msg_sizes, self.threads)
-        ]
-        if self.shuffle:
-            random.Random(self.seed).shuffle(specs)
+        """Every (impl, mode, size, threads, rep), repetition by repetition. With shuffle each
+        repetition is a freshly shuffled full pass (flent's default), so a slow drift of the host
+        cannot line up with one implementation, and every repetition completes before the next."""
+        rng = random.Random(self.seed)
+        specs = []
+        for rep in range(self.repetitions):
+            one_pass = [PointSpec(impl=impl, mode=mode, msg_size=size, threads=thr, rep=rep,
+                                  duration_s=self.duration_s, warmup_s=self.warmup_s, topology=topology,
+                                  pin_server=self.pin_server, pin_client=self.pin_client, verify=self.verify)
+                        for impl in self.impls for mode in self.modes
+                        for size in self.msg_sizes for thr in self.threads]
+            if self.shuffle:
+                rng.shuffle(one_pass)
+            specs.extend(one_pass)
         return specs
 
     def to_dict(self) -> dict:
@@ -63,125 +133,51 @@ class Grid:
         return out
 
 
-# key -> (type check description, validator returning the normalised value)
-def _list_of(kind, check, what):
-    def validate(key, value):
-        if not isinstance(value, list) or not value:
-            raise CopylabError(f"{key}: must be a non-empty list of {what}, got {value!r}")
-        out = []
-        for item in value:
-            if not isinstance(item, kind) or isinstance(item, bool) or not check(item):
-                raise CopylabError(f"{key}: every entry must be {what}, got {item!r}")
-            if item in out:
-                raise CopylabError(f"{key}: {item!r} is listed twice")
-            out.append(item)
-        return tuple(out)
-    return validate
-
-
-def _int_in(low, high):
-    def validate(key, value):
-        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-            raise CopylabError(f"{key}: must be an integer from {low} to {high}, got {value!r}")
-        return value
-    return validate
-
-
-def _seconds(low, high):
-    def validate(key, value):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
-            raise CopylabError(f"{key}: must be a number of seconds from {low:g} to {high:g}, got {value!r}")
-        return float(value)
-    return validate
-
-
-def _choice(*options):
-    def validate(key, value):
-        if value not in options:
-            raise CopylabError(f"{key}: must be one of {', '.join(options)}, got {value!r}")
-        return value
-    return validate
-
-
-def _bool(key, value):
-    if not isinstance(value, bool):
-        raise CopylabError(f"{key}: must be true or false, got {value!r}")
-    return value
-
-
-def _text(key, value):
-    if value is None:
-        return None
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        value = str(value)  # a roll number written without quotes
-    if not isinstance(value, str):
-        raise CopylabError(f"{key}: must be text, got {value!r}")
-    return value
-
-
-def _cpus(key, value):
-    if value is None:
-        return None
-    value = str(value) if isinstance(value, int) and not isinstance(value, bool) else value
-    if not isinstance(value, str) or not _CPU_LIST.match(value):
-        raise CopylabError(f"{key}: must be a CPU list like '0' or '0-1,3', got {value!r}")
-    return value
-
-
-def _name(key, value):
-    if not isinstance(value, str) or not _NAME.match(value):
-        raise CopylabError(f"{key}: must be 1-64 letters, digits, '.', '_' or '-' (it names the output folder), got {value!r}")
-    return value
-
-
-_VALIDATORS = {
-    "name": _name,
-    "description": _text,
-    "impls": _list_of(str, lambda v: v in IMPLS, f"one of {', '.join(IMPLS)}"),
-    "modes": _list_of(str, lambda v: v in MODES, f"one of {', '.join(MODES)}"),
-    "msg_sizes": _list_of(int, lambda v: MSG_SIZE_RANGE[0] <= v <= MSG_SIZE_RANGE[1],
-                          f"an integer number of bytes from {MSG_SIZE_RANGE[0]} to {MSG_SIZE_RANGE[1]}"),
-    "threads": _list_of(int, lambda v: THREADS_RANGE[0] <= v <= THREADS_RANGE[1],
-                        f"an integer from {THREADS_RANGE[0]} to {THREADS_RANGE[1]}"),
-    "repetitions": _int_in(1, 100),
-    "duration_s": _seconds(0.1, 3600),
-    "warmup_s": _seconds(0, 600),
-    "topology": _choice("auto", "netns", "loopback"),
-    "pin_server": _cpus,
-    "pin_client": _cpus,
-    "shuffle": _bool,
-    "seed": _int_in(0, 2**32 - 1),
-    "verify": _bool,
-    "author": _text,
-    "roll_no": _text,
-    "repo_url": _text,
-    "ai_declaration": _text,
-}
-_FIELDS = tuple(_VALIDATORS)
-REQUIRED_KEYS = ("name", "impls", "modes", "msg_sizes", "threads")
+def _first_error(exc: ValidationError, source: str) -> str:
+    """pydantic's first error as one line naming the key."""
+    err = exc.errors(include_url=False)[0]
+    key = str(err["loc"][0]) if err["loc"] else source
+    if err["type"] == "extra_forbidden":
+        return f"{key}: unknown key in {source} (known keys: {', '.join(_FIELDS)})"
+    if err["type"] == "missing":
+        return f"{key}: required key missing from {source}"
+    where = f" (entry {err['loc'][1] + 1})" if len(err["loc"]) > 1 and isinstance(err["loc"][1], int) else ""
+    message = err["msg"].removeprefix("Value error, ")
+    shown = repr(err.get("input"))
+    if len(shown) > 80:
+        shown = shown[:77] + "..."
+    return f"{key}{where}: {message}, got {shown}"
 
 
 def parse_grid(data, source: str = "<params>") -> Grid:
     """Validate a loaded YAML mapping; every problem is a CopylabError naming the key."""
     if not isinstance(data, dict):
         raise CopylabError(f"{source}: must be a YAML mapping of keys (name, impls, modes, msg_sizes, threads, ...)")
-    unknown = sorted(str(k) for k in data if k not in _VALIDATORS)
-    if unknown:
-        raise CopylabError(f"{unknown[0]}: unknown key in {source} (known keys: {', '.join(_FIELDS)})")
-    missing = [k for k in REQUIRED_KEYS if k not in data]
-    if missing:
-        raise CopylabError(f"{missing[0]}: required key missing from {source}")
-    values = {key: _VALIDATORS[key](key, value) for key, value in data.items()}
+    bad_keys = [k for k in data if not isinstance(k, str)]
+    if bad_keys:
+        raise CopylabError(f"{bad_keys[0]!r}: unknown key in {source} (keys are names: {', '.join(_FIELDS)})")
+    try:
+        schema = GridSchema.model_validate(data)
+    except ValidationError as exc:
+        raise CopylabError(_first_error(exc, source)) from None
+    values = schema.model_dump()
+    for key in ("impls", "modes", "msg_sizes", "threads"):
+        values[key] = tuple(values[key])
+    values["description"] = values["description"] or ""
     if values.get("ai_declaration"):
-        path = Path(values["ai_declaration"])
-        base = Path(source).parent if source != "<params>" else PROJECT_ROOT
-        resolved = path if path.is_absolute() else (base / path)
-        if not resolved.is_file():
-            resolved = PROJECT_ROOT / path  # also accept paths relative to the project root
-        if not resolved.is_file():
-            raise CopylabError(f"ai_declaration: file not found: {path}")
-        values["ai_declaration"] = str(resolved.resolve())
+        values["ai_declaration"] = _declaration_file(values["ai_declaration"], source)
     return Grid(**values, source=source)
+
+
+def _declaration_file(text: str, source: str) -> str:
+    path = Path(text)
+    base = Path(source).parent if source != "<params>" else PROJECT_ROOT
+    resolved = path if path.is_absolute() else (base / path)
+    if not resolved.is_file():
+        resolved = PROJECT_ROOT / path  # also accept paths relative to the project root
+    if not resolved.is_file():
+        raise CopylabError(f"ai_declaration: file not found: {path}")
+    return str(resolved.resolve())
 
 
 def load_grid(path: str | Path) -> Grid:
@@ -189,12 +185,4 @@ def load_grid(path: str | Path) -> Grid:
     path = Path(path)
     if not path.is_file():
         raise CopylabError(f"params file not found: {path}")
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise CopylabError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', None) or exc}") from None
-    except UnicodeDecodeError:
-        raise CopylabError(f"{path}: not a text file") from None
-    return parse_grid(data, source=str(path))
+    return parse_grid(yamlsafe.load(path), source=str(path))
