@@ -202,7 +202,7 @@ def test_cli_sweep_params_path_is_a_folder(tmp_path):
 
 def _results_frame() -> pd.DataFrame:
     """A well-formed two-row results table (values only need to be valid, they are never plotted)."""
-    from copylab.point import REQUIRED_COLUMNS
+    from copylab.contract import REQUIRED_COLUMNS
 
     row = dict(impl="a1", mode="throughput", msg_size=4096, threads=1, rep=0, throughput_gbps=1.0,
                latency_us=30.0, cycles=float("nan"), l1_misses=float("nan"), llc_misses=float("nan"),

@@ -17,12 +17,12 @@ import yaml
 
 from conftest import ROOT, benchmark_processes, copylab_namespaces, run_copylab
 from copylab.params import load_grid
-from copylab.point import REQUIRED_COLUMNS
+from copylab.contract import REQUIRED_COLUMNS
 
 QUICK = ROOT / "params" / "quick.yaml"
 
 
-def test_quick_sweep_has_one_row_and_one_notebook_per_point(quick_sweep_dir: Path):
+def test_quick_sweep_has_one_row_per_point_and_a_notebook_per_group(quick_sweep_dir: Path):
     grid = load_grid(QUICK)
     specs = grid.points("netns" if os.geteuid() == 0 else "loopback")
     results = pd.read_csv(quick_sweep_dir / "results.csv")
@@ -31,17 +31,26 @@ def test_quick_sweep_has_one_row_and_one_notebook_per_point(quick_sweep_dir: Pat
     assert (results["status"] == "ok").all(), results.loc[results["status"] != "ok", "error"].tolist()
     assert set(results["point_id"]) == {s.point_id() for s in specs}
     assert (results["bytes"] > 0).all() and (results["throughput_gbps"] > 0).all()
+    notebooks = set()
     for spec in specs:
-        notebook = quick_sweep_dir / "runs" / f"{spec.point_id()}.ipynb"
-        assert notebook.exists(), notebook
-        # the file name encodes every parameter, and so does the notebook's injected-parameters cell
+        # the record's file name encodes every parameter; the record names the notebook that measured it
+        record = json.loads((quick_sweep_dir / "runs" / f"{spec.point_id()}.json").read_text())
         for part in (spec.impl, spec.mode, f"{spec.msg_size}B", f"{spec.threads}thr", f"rep{spec.rep}"):
-            assert part in notebook.name
-    executed = nbformat.read(quick_sweep_dir / "runs" / f"{specs[0].point_id()}.ipynb", as_version=4)
-    injected = [c for c in executed.cells if "injected-parameters" in c.metadata.get("tags", [])]
-    assert injected and f"impl = \"{specs[0].impl}\"" in injected[0].source
-    outputs = "".join(o.get("text", "") for c in executed.cells if c.cell_type == "code" for o in c.get("outputs", []))
-    assert "[server] $ " in outputs and "[client] $ " in outputs, "the program output must be in the record"
+            assert part in spec.point_id()
+        assert record["row"]["point_id"] == spec.point_id()
+        notebook = quick_sweep_dir / record["notebook"]
+        assert notebook.is_file(), notebook
+        notebooks.add(notebook)
+    assert 1 < len(notebooks) < len(specs), "points are measured in groups, one notebook per group"
+    for notebook in notebooks:
+        executed = nbformat.read(notebook, as_version=4)
+        injected = [c for c in executed.cells if "injected-parameters" in c.metadata.get("tags", [])]
+        assert injected and "points = [" in injected[0].source
+        outputs = "".join(o.get("text", "") for c in executed.cells if c.cell_type == "code"
+                          for o in c.get("outputs", []))
+        assert "[server] $ " in outputs and "[client] $ " in outputs, "the program output must be in the record"
+        measured_here = [s for s in specs if s.point_id() in outputs]
+        assert measured_here and f'"impl": "{measured_here[0].impl}"' in injected[0].source
     meta = json.loads((quick_sweep_dir / "meta.json").read_text())
     for key in ("kernel", "cpu_model", "cores", "perf_events", "cycles_source", "params", "started_at",
                 "finished_at", "git_revision", "compiler", "tcp_wmem", "optmem_max"):

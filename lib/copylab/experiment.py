@@ -1,4 +1,9 @@
-"""What notebooks/experiment.ipynb calls: measure one point, write its record, show the evidence."""
+"""What notebooks/experiment.ipynb calls: measure grid points, write their records, show the evidence.
+
+The sweep executes the notebook once per group of points (papermill's cost is paid once per group,
+not per point); opened by hand, the notebook measures one point. Each point's record is renamed
+into place the moment that point is done, so a run stopped mid-group keeps every finished point.
+"""
 
 from __future__ import annotations
 
@@ -8,35 +13,80 @@ import math
 from pathlib import Path
 
 from . import perf as perfmod
+from .errors import ErrorKind, MeasurementError
 from .fsutil import atomic_write_json, jsonable
 from .point import PointSpec, run_point
 from .topology import attach, choose_topology, open_topology
 
+SPEC_FIELDS = ("impl", "mode", "msg_size", "threads", "rep", "duration_s", "warmup_s", "pin_server",
+               "pin_client", "verify")
 
-def measure(*, impl: str, mode: str, msg_size: int, threads: int, rep: int = 0, duration_s: float = 2.0,
-            warmup_s: float = 0.5, topology: str = "auto", pin_server: str | None = None,
-            pin_client: str | None = None, verify: bool = False, server_ns: str | None = None,
-            client_ns: str | None = None, perf_plan: dict | None = None, record_path: str | None = None) -> dict:
-    """Run one point and return its record {"row": ..., "raw": ...}; also written to record_path.
 
-    With server_ns/client_ns the namespaces of the sweep driver are used; without them (the
-    notebook opened by hand) the point opens and removes its own topology.
+def spec_from_params(params: dict, topology: str) -> PointSpec:
+    """A validated PointSpec from a notebook's parameters (numbers may arrive as floats)."""
+    return PointSpec(impl=params["impl"], mode=params["mode"], msg_size=int(params["msg_size"]),
+                     threads=int(params["threads"]), rep=int(params.get("rep", 0)),
+                     duration_s=float(params.get("duration_s", 2.0)), warmup_s=float(params.get("warmup_s", 0.5)),
+                     topology=topology, pin_server=params.get("pin_server"),
+                     pin_client=params.get("pin_client"), verify=bool(params.get("verify", False))).validate()
+
+
+def spec_params(spec: PointSpec) -> dict:
+    """The inverse of spec_from_params: what the sweep passes to the notebook for one point."""
+    return {key: getattr(spec, key) for key in SPEC_FIELDS}
+
+
+def measure_points(points: list[dict], *, topology: str = "auto", server_ns: str | None = None,
+                   client_ns: str | None = None, perf_plan: dict | None = None, record_dir: str | None = None,
+                   work_dir: str | None = None, notebook: str | None = None, say=print) -> list[dict]:
+    """Measure each point in turn; write each record to record_dir/<point_id>.json when it is done.
+
+    With server_ns/client_ns the sweep driver's namespaces are used; without them (the notebook
+    opened by hand) the points open and remove their own topology.
     """
     topology = choose_topology(topology)
-    spec = PointSpec(impl=impl, mode=mode, msg_size=int(msg_size), threads=int(threads), rep=int(rep),
-                     duration_s=float(duration_s), warmup_s=float(warmup_s), topology=topology,
-                     pin_server=pin_server, pin_client=pin_client, verify=bool(verify)).validate()
+    specs = [spec_from_params(p, topology) for p in points]
     plan = perfmod.PerfPlan.from_dict(perf_plan) if perf_plan else perfmod.probe()
     if server_ns or topology == "loopback":
         scope = contextlib.nullcontext(attach(topology, server_ns, client_ns))
     else:
         scope = open_topology(topology)
+    records = []
     with scope as topo:
-        row, raw = run_point(spec, plan, topo)
-    record = jsonable({"row": row, "raw": raw})
+        for k, spec in enumerate(specs, start=1):
+            try:
+                topo.check_alive()
+            except MeasurementError as exc:  # the driver opens a fresh pair for the rest
+                say(f"stopping before {spec.point_id()}: {exc}")
+                break
+            workdir = Path(work_dir) / spec.point_id() if work_dir else None
+            row, raw = run_point(spec, plan, topo, workdir=workdir)
+            record = jsonable({"row": row, "raw": raw, "notebook": notebook})
+            if record_dir:
+                atomic_write_json(Path(record_dir) / f"{spec.point_id()}.json", record)
+            say(f"[{k}/{len(specs)}] {summary_line(row)}")
+            records.append(record)
+            if row.get("error_kind") == ErrorKind.NAMESPACE_LOST:
+                break
+    return records
+
+
+def measure(*, record_path: str | None = None, **params) -> dict:
+    """One point (the notebook opened by hand); its record is also written to record_path."""
+    topology = params.pop("topology", "auto")
+    ns = {key: params.pop(key, None) for key in ("server_ns", "client_ns", "perf_plan")}
+    record = measure_points([params], topology=topology, say=lambda _text: None, **ns)[0]
     if record_path:
         atomic_write_json(record_path, record)
     return record
+
+
+def summary_line(row: dict) -> str:
+    what = (f"{row['throughput_gbps']:.3f} Gbit/s" if row.get("mode") == "throughput"
+            else f"p50 {row.get('latency_p50_us')} us")
+    if row["status"] != "ok":
+        what = f"FAILED: {row.get('error')}"
+    return f"{row['point_id']}: {what}"
 
 
 def load_record(path: str | Path) -> dict:

@@ -1,0 +1,333 @@
+"""The sweep driver: a YAML grid -> papermill executions -> records -> results.csv + meta.json.
+
+Layout of output/<name>/ (flent-style: every result carries its metadata, runs are resumable):
+  build.ipynb                  the executed build notebook (compiler, flags)
+  runs/<point_id>.json         one record per point: the row and both programs' raw output
+  runs/group-<s>-<k>.ipynb     the executed experiment notebook of a group of points (each record
+                               names its notebook)
+  results.csv                  rebuilt from the records after every point
+  meta.json                    host, kernel, perf, network settings, the grid, sessions
+  sweep.log                    one line per point
+A point is finished when its record is in runs/ with status ok; a re-run skips those (unless
+--force) and re-measures failed or missing ones. Records are renamed into place only when complete.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import hostmeta
+from .. import perf as perfmod
+from ..contract import check_cpus_available
+from ..errors import CopylabError, ErrorKind
+from ..experiment import spec_params
+from ..fsutil import atomic_write_json
+from ..params import Grid, load_grid
+from ..paths import NATIVE_DIR, NOTEBOOKS_DIR, OUTPUT_DIR
+from ..point import PointSpec, kill_registered, remove_stale_workdirs
+from ..topology import Topology, choose_topology, clean_leftovers, open_topology
+from . import estimate as est
+from . import folder
+from .kernel import Outcome, WarmKernel, execute
+from .meta import SweepMeta
+from .records import failed_row, load_rows, now, read_row, record_path, write_results
+
+GROUP_POINTS = 16          # points per notebook execution
+GROUP_SECONDS = 30.0       # and at most this much measuring per execution (so a failure costs little)
+POINT_GRACE_S = 45.0       # beyond warm-up + duration: start, connection set-up, drain, perf, stop
+KERNEL_START_GRACE_S = 60.0  # the first point of an execution also waits for the notebook's imports
+MAX_ATTEMPTS = 2           # a point that its notebook never reached is tried again once per session
+
+
+@dataclass
+class SweepSummary:
+    out_dir: Path
+    total: int
+    measured: int
+    skipped: int
+    failed: int
+    wall_s: float
+    point_seconds: float  # sum of warm-up + duration over the points measured now
+
+    @property
+    def overhead(self) -> float | None:
+        return self.wall_s / self.point_seconds if self.point_seconds else None
+
+
+def run_sweep(params_path: str | Path, out_dir: str | Path | None = None, force: bool = False,
+              restart: bool = False, allow_large: bool = False, progress: bool = True,
+              say=print) -> SweepSummary:
+    grid = load_grid(params_path)
+    usable = os.sched_getaffinity(0)
+    for key in ("pin_server", "pin_client"):
+        check_cpus_available(key, getattr(grid, key), usable)
+    topology = choose_topology(grid.topology)
+    estimate = est.estimate(grid)
+    est.check(estimate, allow_large)
+    out = Path(out_dir) if out_dir else OUTPUT_DIR / grid.name
+    folder.prepare(out)
+    with folder.exclusive(out):
+        folder.claim(out, grid, restart, say)
+        say(f"grid {grid.name}: {estimate.describe()}")
+        return Sweep(grid, topology, out, force, progress, say).run()
+
+
+class Sweep:
+    """One session of a sweep into one folder (the caller holds its lock)."""
+
+    def __init__(self, grid: Grid, topology: str, out: Path, force: bool, progress: bool, say):
+        self.grid, self.topology, self.out, self.say = grid, topology, out, say
+        self.runs, self.pending, self.work = out / "runs", out / ".pending", out / ".work"
+        self.specs = {spec.point_id(): spec for spec in grid.points(topology)}
+        self.rows: dict[str, dict] = {}
+        self.force, self.progress = force, progress
+        self.kernel = WarmKernel(cwd=NOTEBOOKS_DIR, log_path=out / "kernel.log")
+        self.measured = self.failed = self.groups = 0
+        self.point_seconds = 0.0
+        self.attempts: dict[str, int] = {}
+        self.meta: SweepMeta | None = None
+        self.bar = None
+
+    # -- the session ------------------------------------------------------------------------------
+
+    def run(self) -> SweepSummary:
+        started = time.monotonic()
+        status = "failed"
+        try:
+            queue = self._plan()
+            self._build_and_probe(len(queue))
+            self._measure(queue)
+            status = "finished"
+        except KeyboardInterrupt:
+            status = "interrupted"
+            raise
+        finally:
+            with _signals_ignored():
+                self._clean_up(status, time.monotonic() - started)
+        return self.summary
+
+    def _plan(self) -> list[str]:
+        for stale in (self.pending, self.work, self.runs / ".pending"):
+            shutil.rmtree(stale, ignore_errors=True)  # debris of an interrupted run
+        self.runs.mkdir(exist_ok=True)
+        self.work.mkdir()
+        for ns in clean_leftovers()["removed_namespaces"]:
+            self.say(f"removed namespace {ns} left by an earlier crashed run")
+        remove_stale_workdirs()
+        self.rows = load_rows(self.runs, self.specs)
+        done = set() if self.force else {pid for pid, row in self.rows.items() if row.get("status") == "ok"}
+        self.skipped = len(done)
+        queue = [pid for pid in self.specs if pid not in done]
+        self.say(f"sweep {self.grid.name}: {len(self.specs)} points, {len(done)} already measured, "
+                 f"{len(queue)} to measure -> {self.out}")
+        return queue
+
+    def _build_and_probe(self, to_measure: int) -> None:
+        self.say("building native programs (notebooks/build.ipynb)")
+        tmp = self.out / ".build.tmp.ipynb"
+        outcome = execute(NOTEBOOKS_DIR / "build.ipynb", tmp,
+                          {"native_dir": str(NATIVE_DIR), "extra_cflags": "", "sanitize": False},
+                          self.kernel, timeout_s=600, cwd=NOTEBOOKS_DIR)
+        if tmp.exists():
+            os.replace(tmp, self.out / "build.ipynb")
+        if not outcome.ok:
+            raise CopylabError(f"building native/ failed ({outcome.error}); see {self.out / 'build.ipynb'}")
+        self.plan = perfmod.probe()
+        if self.plan.note:
+            self.say(f"perf: {self.plan.note}")
+        atomic_write_json(self.out / "perf_plan.json", self.plan.to_dict())
+        previous = folder.previous_meta(self.out)
+        self.meta = SweepMeta(self.out / "meta.json", previous, {
+            **hostmeta.host_meta(), "perf_events": self.plan.supported, "cycles_source": self.plan.cycles_source,
+            "perf_note": self.plan.note, "params_file": self.grid.source, "params": self.grid.to_dict(),
+            "grid_fingerprint": folder.fingerprint(self.grid), "topology": self.topology})
+        self.meta.open_session(to_measure=to_measure)
+
+    # -- measuring --------------------------------------------------------------------------------
+
+    def _measure(self, queue: list[str]) -> None:
+        from tqdm.auto import tqdm
+
+        self.bar = tqdm(total=len(self.specs), initial=self.skipped, unit="point", disable=not self.progress,
+                        file=sys.stderr, dynamic_ncols=True,
+                        bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} points [{elapsed}<{remaining}]{postfix}")
+        while queue:
+            with open_topology(self.topology) as topo:
+                for warning in topo.warnings:
+                    self.say(f"WARNING: {warning}")
+                if "tcp_wmem" not in self.meta.data:  # the sysctls and link as the server's namespace sees them
+                    self.meta.update(**hostmeta.net_meta(topo.server_prefix() or None, topo.server_if))
+                while queue:
+                    group = self._take_group(queue)
+                    if not self._run_group(group, topo, queue):
+                        break  # the namespaces are gone: open a fresh pair for the rest
+
+    def _take_group(self, queue: list[str]) -> list[PointSpec]:
+        """The next points for one notebook execution, from the front of the queue."""
+        group: list[PointSpec] = []
+        seconds = 0.0
+        while queue and len(group) < GROUP_POINTS:
+            spec = self.specs[queue[0]]
+            length = spec.warmup_s + spec.duration_s
+            if group and seconds + length > GROUP_SECONDS:
+                break
+            group.append(spec)
+            seconds += length
+            queue.pop(0)
+        return group
+
+    def _run_group(self, group: list[PointSpec], topo: Topology, queue: list[str]) -> bool:
+        """Measure a group in one notebook execution. Points it did not reach go back to the front of
+        the queue. Returns False when the topology must be re-created."""
+        self.groups += 1
+        session = len(self.meta.data["sessions"])
+        name = f"group-s{session}-{self.groups:04d}"
+        notebook_tmp = self.pending / f"{name}.ipynb"
+        self.pending.mkdir(exist_ok=True)
+        watch = _GroupWatch(self, group)
+        params = {"points": [spec_params(s) for s in group], "topology": topo.kind,
+                  "server_ns": topo.server_ns, "client_ns": topo.client_ns, "perf_plan": self.plan.to_dict(),
+                  "record_dir": str(self.runs), "work_dir": str(self.work), "notebook": f"runs/{name}.ipynb"}
+        budget = sum(_point_limit(s) for s in group) + KERNEL_START_GRACE_S
+        outcome = execute(NOTEBOOKS_DIR / "experiment.ipynb", notebook_tmp, params, self.kernel,
+                          timeout_s=budget, cwd=NOTEBOOKS_DIR, watch=watch)
+        if notebook_tmp.exists() and self.runs.is_dir():
+            os.replace(notebook_tmp, self.runs / f"{name}.ipynb")
+        if outcome.kind == _FOLDER_LOST:
+            raise CopylabError(f"{self.out}: the output folder (or its runs/) was removed during the sweep; "
+                               "stopped without measuring further")
+        kill_registered(self.work)  # whatever a failed or abandoned point left running
+        missing = [s for s in group if s.point_id() not in watch.done]
+        if missing and not outcome.ok:
+            # the point in progress takes the blame; the ones after it were never started
+            self._record_failure(missing[0], outcome.kind, outcome.error)
+            missing = missing[1:]
+        lost = any(self.rows[s.point_id()].get("error_kind") == ErrorKind.NAMESPACE_LOST
+                   for s in group if s.point_id() in watch.done)
+        for spec in reversed(missing):
+            pid = spec.point_id()
+            self.attempts[pid] = self.attempts.get(pid, 0) + 1
+            if self.attempts[pid] >= MAX_ATTEMPTS and not lost:
+                self._record_failure(spec, ErrorKind.NOTEBOOK, "its notebook ended without measuring it, twice")
+            else:
+                queue.insert(0, pid)
+        return not lost and outcome.kind != ErrorKind.KERNEL_DIED
+
+    def _record_failure(self, spec: PointSpec, kind: str, error: str) -> None:
+        row = failed_row(spec, kind, error)
+        atomic_write_json(record_path(self.runs, spec.point_id()), {"row": row, "raw": {}, "notebook": None})
+        self.point_done(spec, row)
+
+    def point_done(self, spec: PointSpec, row: dict) -> None:
+        pid = spec.point_id()
+        self.rows[pid] = row
+        self.measured += 1
+        self.point_seconds += spec.warmup_s + spec.duration_s
+        ok = row.get("status") == "ok"
+        self.failed += not ok
+        write_results(self.out, self.runs, self.rows)
+        with open(self.out / "sweep.log", "a") as log:
+            log.write(f"{now()} {pid} {row.get('status')} throughput_gbps={row.get('throughput_gbps')} "
+                      f"latency_us={row.get('latency_us')} {row.get('error') or ''}".rstrip() + "\n")
+        self.bar.set_postfix_str(f"{pid}{'' if ok else ' FAILED'}, {self.failed} failed", refresh=False)
+        self.bar.update(1)
+
+    # -- the end, however it comes ------------------------------------------------------------------
+
+    def _clean_up(self, status: str, wall: float) -> None:
+        kill_registered(self.work)
+        self.kernel.stop()
+        if self.bar is not None:
+            self.bar.close()
+        for debris in (self.pending, self.work):
+            shutil.rmtree(debris, ignore_errors=True)
+        if folder.still_there(self.out, self.runs):
+            write_results(self.out, self.runs, self.rows)
+        self.summary = SweepSummary(self.out, len(self.specs), self.measured, getattr(self, "skipped", 0),
+                                    self.failed, wall, self.point_seconds)
+        if self.meta is not None and self.out.is_dir():
+            overhead = self.summary.overhead
+            self.meta.close(status, measured=self.measured, failed=self.failed, wall_s=round(wall, 2),
+                            point_seconds=self.point_seconds, overhead=round(overhead, 3) if overhead else None)
+
+
+_FOLDER_LOST = "folder_lost"
+
+
+class _GroupWatch:
+    """Called by kernel.execute every 0.2 s: picks up each point's record as it lands, updates the
+    progress, and stops the execution when a point overruns its deadline or the folder vanishes."""
+
+    def __init__(self, sweep: Sweep, group: list[PointSpec]):
+        self.sweep, self.group = sweep, group
+        self.before = {s.point_id(): _stat(record_path(sweep.runs, s.point_id())) for s in group}
+        self.done: set[str] = set()
+        self.last_progress = time.monotonic()
+
+    def __call__(self) -> Outcome | None:
+        if not folder.still_there(self.sweep.out, self.sweep.runs):
+            return Outcome(_FOLDER_LOST, "the output folder was removed")
+        for spec in self.group:
+            pid = spec.point_id()
+            path = record_path(self.sweep.runs, pid)
+            if pid in self.done or _stat(path) == self.before[pid]:
+                continue
+            row = read_row(path)
+            if row is None:
+                continue
+            self.done.add(pid)
+            self.last_progress = time.monotonic()
+            self.sweep.point_done(spec, row)
+        current = next((s for s in self.group if s.point_id() not in self.done), None)
+        if current is None:
+            return None
+        limit = _point_limit(current) + (KERNEL_START_GRACE_S if not self.done else 0.0)
+        if time.monotonic() - self.last_progress > limit:
+            return Outcome(ErrorKind.TIMEOUT, f"the point did not finish within {limit:.0f} s")
+        return None
+
+
+def _point_limit(spec: PointSpec) -> float:
+    return spec.warmup_s + spec.duration_s + POINT_GRACE_S + 0.02 * spec.threads
+
+
+def _stat(path: Path):
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+@contextlib.contextmanager
+def _signals_ignored():
+    """While the bookkeeping is finished: further Ctrl-C / SIGTERM are noted, not obeyed, so the
+    clean-up runs exactly once and to the end (no second traceback, no half-closed meta.json)."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    for s in old:
+        signal.signal(s, lambda *_: None)
+    try:
+        yield
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+
+
+def describe(summary: SweepSummary) -> str:
+    parts = [f"{summary.measured} measured", f"{summary.skipped} already done", f"{summary.failed} failed"]
+    text = f"sweep finished: {summary.total} points ({', '.join(parts)}) in {summary.wall_s:.0f} s"
+    if summary.overhead:
+        text += f"; overhead {summary.overhead:.2f}x the measured seconds"
+    return text + f"\nresults: {summary.out_dir / 'results.csv'}"

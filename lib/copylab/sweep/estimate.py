@@ -1,0 +1,109 @@
+"""What a grid will cost before it runs: wall time and peak memory, from arithmetic on the grid
+(never by expanding a million points), refused beyond sane limits unless the user insists."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import CopylabError
+from ..fmt import fmt_num
+from ..params import Grid
+
+PER_POINT_OVERHEAD_S = 0.15   # measured: process start, connection set-up, drain and stop, record
+PER_GROUP_OVERHEAD_S = 0.5    # papermill on a warm kernel, once per group of points
+BUILD_S = 10.0
+MAX_WALL_S = 24 * 3600
+# memory the native programs hold (native/a3_server.c, native/client.c): A3's rings share a budget
+# but every connection keeps at least A3_SLOTS_MIN whole messages
+A3_SLOTS_MIN = 4
+A3_RING_BUDGET = 256 << 20
+A3_RING_MEMORY = 8 << 20
+PAGE = 4096
+# kernel socket memory per connection, as a typical (not worst) case: default send + receive buffers
+SOCKET_BYTES = (16 << 10) + (128 << 10)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    points: int
+    wall_s: float
+    peak_bytes: int
+    peak_where: str
+
+    def describe(self) -> str:
+        return (f"{self.points} points, about {_duration(self.wall_s)} of wall time, peak memory "
+                f"about {_bytes(self.peak_bytes)} ({self.peak_where})")
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def _bytes(n: float) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{fmt_num(n / scale)} {unit}"
+    return f"{n:.0f} B"
+
+
+def _paged(size: int) -> int:
+    """What an 8-field message holds in page-aligned fields (A3)."""
+    field = math.ceil(size / 8)
+    return 8 * math.ceil(field / PAGE) * PAGE
+
+
+def point_memory(impl: str, msg_size: int, threads: int) -> int:
+    """Bytes the server and client of one point hold at most (the programs' own allocations plus
+    typical socket buffers)."""
+    if impl == "a1":
+        server = threads * 2 * msg_size              # the 8 fields + the serialised copy
+    elif impl == "a3":
+        slot = _paged(msg_size)
+        wanted = max(A3_SLOTS_MIN, math.ceil((4 << 20) / msg_size)) * slot
+        ring = min(wanted, max(A3_SLOTS_MIN * slot, A3_RING_MEMORY))
+        server = max(min(threads * ring, A3_RING_BUDGET), threads * A3_SLOTS_MIN * slot)
+    else:
+        server = threads * msg_size
+    client = msg_size + threads * (max(msg_size, 256 << 10))  # the pattern + one receive buffer each
+    return server + client + threads * SOCKET_BYTES
+
+
+def estimate(grid: Grid) -> Estimate:
+    per_rep = len(grid.impls) * len(grid.modes) * len(grid.msg_sizes) * len(grid.threads)
+    points = per_rep * grid.repetitions
+    groups = math.ceil(points / 16)
+    wall = BUILD_S + groups * PER_GROUP_OVERHEAD_S + points * (grid.warmup_s + grid.duration_s + PER_POINT_OVERHEAD_S)
+    # memory grows with size and threads: the largest of each is the peak for every implementation
+    size, threads = max(grid.msg_sizes), max(grid.threads)
+    impl = max(grid.impls, key=lambda i: point_memory(i, size, threads))
+    peak = point_memory(impl, size, threads)
+    return Estimate(points, wall, peak, f"{impl}, {threads} threads x {size} B messages")
+
+
+def available_memory(meminfo: Path = Path("/proc/meminfo")) -> int | None:
+    try:
+        for line in meminfo.read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def check(est: Estimate, allow_large: bool) -> None:
+    """Refuse a grid beyond a day of wall time or the memory this host has, unless allow_large."""
+    if allow_large:
+        return
+    if est.wall_s > MAX_WALL_S:
+        raise CopylabError(f"grid too large: {est.describe()}; more than {MAX_WALL_S // 3600} h. Shrink it, "
+                           "or pass --allow-large if you really mean it")
+    memory = available_memory()
+    if memory is not None and est.peak_bytes > memory:
+        raise CopylabError(f"grid too large: {est.describe()}, more than the {_bytes(memory)} this host has "
+                           "available. Shrink it, or pass --allow-large if you really mean it")

@@ -1,0 +1,123 @@
+"""The output folder of a sweep: created once, locked while a sweep writes it, owned by one grid.
+
+A folder belongs to the grid whose fingerprint its meta.json records: resuming with the same grid
+continues it; a different grid is refused unless the user asks to start over, and then the old
+folder is renamed aside, never deleted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+
+from ..errors import CopylabError
+from ..fsutil import describe_os_error
+from ..params import Grid
+
+# the grid keys that decide what is measured; the report's author fields and the description do not
+MEASURED_KEYS = ("impls", "modes", "msg_sizes", "threads", "repetitions", "duration_s", "warmup_s",
+                 "topology", "pin_server", "pin_client", "shuffle", "seed", "verify")
+
+
+def fingerprint(grid: Grid) -> str:
+    data = {key: getattr(grid, key) for key in MEASURED_KEYS}
+    text = json.dumps(data, sort_keys=True, default=list)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def prepare(out: Path) -> None:
+    """Create the folder (and its parents); one line naming --out when that is impossible."""
+    if out.exists() and not out.is_dir():
+        raise CopylabError(f"--out {out}: exists and is not a folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".copylab-write-test"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise CopylabError(f"--out {out}: cannot write there: {describe_os_error(exc)}") from None
+
+
+@contextlib.contextmanager
+def exclusive(out: Path):
+    """One sweep at a time per output folder."""
+    lock_path = out / ".lock"
+    try:
+        handle = open(lock_path, "w")
+    except OSError as exc:
+        raise CopylabError(f"--out {out}: cannot create its lock file: {describe_os_error(exc)}") from None
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        raise CopylabError(f"another sweep is writing to {out} (lock {lock_path})") from None
+    try:
+        yield
+    finally:
+        handle.close()
+
+
+def previous_meta(out: Path) -> dict:
+    """meta.json of an earlier sweep into out, {} when there is none; one line if it is unusable."""
+    path = out / "meta.json"
+    if not path.exists():
+        return {}
+    try:
+        meta = json.loads(path.read_text())
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        raise CopylabError(f"{path} is unreadable or not JSON ({str(exc).splitlines()[0]}): this folder's "
+                           "sweep cannot be resumed; use --restart to set it aside and start over") from None
+    if not isinstance(meta, dict):
+        raise CopylabError(f"{path} does not hold a JSON object: use --restart to set it aside and start over")
+    return meta
+
+
+def claim(out: Path, grid: Grid, restart: bool, say) -> Path:
+    """Make sure out holds nothing but this grid's sweep. Returns the folder to use (out)."""
+    if not any((out / name).exists() for name in ("meta.json", "results.csv", "runs")):
+        return out
+    if restart:
+        # everything but the lock we hold moves to a sibling folder: nothing measured is deleted
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        aside = out.with_name(f"{out.name}.superseded-{stamp}")
+        aside.mkdir()
+        for entry in out.iterdir():
+            if entry.name != ".lock":
+                os.rename(entry, aside / entry.name)
+        say(f"the earlier sweep in {out} was moved to {aside}")
+        return out
+    # without meta.json nothing says whose points these are; the records carry every parameter in
+    # their names, so this grid resumes its own points and ignores the rest
+    if not (out / "meta.json").exists():
+        return out
+    meta = previous_meta(out)
+    theirs = meta.get("grid_fingerprint")
+    if theirs is None and meta.get("params"):
+        # a folder written before fingerprints: compare the grid it recorded
+        theirs = _fingerprint_of(meta["params"])
+    if theirs != fingerprint(grid):
+        raise CopylabError(f"{out} holds a sweep of a different grid ({meta.get('params_file') or 'unknown'}); "
+                           "measuring another grid there would mix two studies: use --out for a new folder, "
+                           "or --restart to set the old one aside")
+    return out
+
+
+def _fingerprint_of(params: dict) -> str | None:
+    try:
+        fields = {key: params[key] for key in MEASURED_KEYS}
+    except KeyError:
+        return None
+    for key in ("impls", "modes", "msg_sizes", "threads"):
+        fields[key] = tuple(fields[key])
+    text = json.dumps(fields, sort_keys=True, default=list)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def still_there(out: Path, runs: Path) -> bool:
+    """False when the folder (or its runs/) was removed under a running sweep."""
+    return out.is_dir() and runs.is_dir()
