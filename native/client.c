@@ -9,6 +9,13 @@
  * the warm-up and ended before the deadline.
  * Every received byte goes through the pattern check (all of them with --verify, a sample of each
  * message otherwise).
+ * --receive says how much each recv() asks for: the rest of the current message (message, the
+ * default: an application reading whole messages, as iperf3 reads one block per call) or up to
+ * RECV_BULK_BYTES (bulk). At small messages this choice moves the sender's throughput a lot: a
+ * receiver that drains everything sleeps until the next segment wakes it.
+ * With --announce-window the main thread prints "window open" and "window closed" on stderr when
+ * the measured window starts and ends, so a harness can align its counters (perf) with the bytes
+ * counted here.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -20,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "json.h"
@@ -30,8 +38,9 @@
 #include "timing.h"
 
 #define PROG "client"
-#define RECV_CHUNK (256 * 1024)
 #define RECV_TIMEOUT_S 30.0 /* a server silent this long is broken, not slow */
+#define CONNECT_TIMEOUT_S 5.0
+#define HANDSHAKE_TIMEOUT_S 5.0 /* a copylab server answers the hello at once; anything else is not one */
 #define RTT_INITIAL 4096
 
 struct worker {
@@ -42,6 +51,8 @@ struct worker {
 	struct stream_check check;
 	int impl;
 	uint64_t bytes, messages;     /* measured window */
+	uint64_t recv_calls;          /* recv() calls that returned data in the window */
+	size_t buf_len;
 	uint64_t total_bytes;         /* everything received: warm-up, window, drain */
 	int64_t window_start_ns;      /* -1: nothing measured */
 	int64_t window_end_ns;
@@ -60,6 +71,10 @@ static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
 static unsigned arrived;
 static int gate_open;
 static int start_failed;
+/* workers that have ended, so the main thread stops announcing a window nobody measures */
+static pthread_mutex_t done_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t done_cv; /* CLOCK_MONOTONIC, set up in main */
+static unsigned finished_workers, started_workers;
 static int64_t t_start, t_warm_end, t_end;
 
 static void worker_fail(struct worker *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -92,12 +107,12 @@ static int connect_and_handshake(struct worker *w)
 	struct reply r;
 	ssize_t n;
 
-	w->fd = connect_to(&opts.ep);
+	w->fd = connect_to(&opts.ep, CONNECT_TIMEOUT_S);
 	if (w->fd < 0) {
 		worker_fail(w, "connect to %s port %u: %s", opts.connect, opts.port, strerror(errno));
 		return -1;
 	}
-	set_recv_timeout(w->fd, RECV_TIMEOUT_S);
+	set_recv_timeout(w->fd, HANDSHAKE_TIMEOUT_S);
 	if (opts.mode == MODE_LATENCY)
 		set_nodelay(w->fd); /* requests go out at once, not after the previous ACK (Nagle) */
 	hello_encode(&h, hbuf);
@@ -106,6 +121,11 @@ static int connect_and_handshake(struct worker *w)
 		return -1;
 	}
 	n = recv_all(w->fd, rbuf, REPLY_SIZE);
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+		worker_fail(w, "handshake: the peer at %s port %u did not answer within %.0f s (not a copylab server?)",
+			    opts.connect, opts.port, HANDSHAKE_TIMEOUT_S);
+		return -1;
+	}
 	if (n != REPLY_SIZE) {
 		fail_io(w, "handshake", n < 0 ? -1 : 0);
 		return -1;
@@ -122,7 +142,17 @@ static int connect_and_handshake(struct worker *w)
 		return -1;
 	}
 	w->impl = r.impl;
+	set_recv_timeout(w->fd, RECV_TIMEOUT_S);
 	return 0;
+}
+
+/* How many bytes the next recv() asks for, given pos bytes of the current message already read. */
+static size_t recv_request(const struct worker *w, size_t pos)
+{
+	size_t rest = opts.msg_size - pos;
+	if (opts.receive == RECEIVE_MESSAGE)
+		return rest;
+	return w->buf_len;
 }
 
 static void throughput_run(struct worker *w)
@@ -132,7 +162,7 @@ static void throughput_run(struct worker *w)
 	ssize_t r;
 
 	for (;;) {
-		r = recv(w->fd, w->buf, RECV_CHUNK, 0);
+		r = recv(w->fd, w->buf, recv_request(w, w->check.pos), 0);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0) {
@@ -151,6 +181,7 @@ static void throughput_run(struct worker *w)
 			w->window_end_ns = t;
 			w->bytes += (uint64_t)r;
 			w->messages += completed;
+			w->recv_calls++;
 		} else {
 			break;
 		}
@@ -160,7 +191,7 @@ static void throughput_run(struct worker *w)
 		return;
 	}
 	/* the server finishes its message in progress and closes: count and check all of it */
-	while ((r = recv(w->fd, w->buf, RECV_CHUNK, 0)) != 0) {
+	while ((r = recv(w->fd, w->buf, recv_request(w, w->check.pos), 0)) != 0) {
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
@@ -204,8 +235,11 @@ static void latency_run(struct worker *w)
 			worker_fail(w, "sending request %" PRIu64 ": %s", seq, strerror(errno));
 			return;
 		}
+		size_t calls = 0;
 		for (size_t left = opts.msg_size; left > 0; left -= (size_t)r) {
-			r = recv(w->fd, w->buf, left < RECV_CHUNK ? left : RECV_CHUNK, 0);
+			size_t want = recv_request(w, opts.msg_size - left);
+			r = recv(w->fd, w->buf, want < left ? want : left, 0);
+			calls++;
 			if (r < 0 && errno == EINTR) {
 				r = 0;
 				continue;
@@ -228,6 +262,7 @@ static void latency_run(struct worker *w)
 			w->window_end_ns = t2;
 			w->bytes += opts.msg_size;
 			w->messages++;
+			w->recv_calls += calls;
 		}
 	}
 	put_be64(req, STOP_REQUEST);
@@ -235,7 +270,7 @@ static void latency_run(struct worker *w)
 		worker_fail(w, "sending STOP: %s", strerror(errno));
 		return;
 	}
-	while ((r = recv(w->fd, w->buf, RECV_CHUNK, 0)) != 0) {
+	while ((r = recv(w->fd, w->buf, w->buf_len, 0)) != 0) {
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0) {
@@ -254,7 +289,9 @@ static void *worker_main(void *arg)
 
 	w->fd = -1;
 	w->window_start_ns = -1;
-	w->buf = malloc(RECV_CHUNK);
+	/* message: one whole message fits; bulk: the large reads */
+	w->buf_len = opts.receive == RECEIVE_MESSAGE ? opts.msg_size : RECV_BULK_BYTES;
+	w->buf = malloc(w->buf_len);
 	if (!w->buf)
 		worker_fail(w, "out of memory");
 	else if (opts.mode == MODE_LATENCY && !(w->rtt_ns = malloc(RTT_INITIAL * sizeof(uint64_t))))
@@ -285,6 +322,10 @@ static void *worker_main(void *arg)
 		close(w->fd);
 	free(w->buf);
 	w->buf = NULL;
+	pthread_mutex_lock(&done_lock);
+	finished_workers++;
+	pthread_cond_broadcast(&done_cv);
+	pthread_mutex_unlock(&done_lock);
 	return NULL;
 }
 
@@ -305,7 +346,7 @@ static double percentile_us(const uint64_t *sorted, size_t n, double p)
 
 struct summary {
 	int impl;
-	uint64_t bytes, messages, total_bytes;
+	uint64_t bytes, messages, total_bytes, recv_calls;
 	double duration_s, throughput_gbps;
 	double lat_mean_us, lat_p50_us, lat_p99_us, lat_min_us, lat_max_us;
 	int verified;
@@ -326,6 +367,7 @@ static int summarise(struct worker *ws, unsigned n, struct summary *s)
 		s->bytes += w->bytes;
 		s->messages += w->messages;
 		s->total_bytes += w->total_bytes;
+		s->recv_calls += w->recv_calls;
 		s->verified &= !w->check.failed;
 		s->connections += w->fd >= 0;
 		nsamples += w->nrtt;
@@ -379,7 +421,8 @@ static void print_summary(const struct summary *s)
 		if (opts.mode == MODE_LATENCY && isfinite(s->lat_mean_us))
 			printf("; round trip mean %.1f us, p50 %.1f, p99 %.1f, min %.1f, max %.1f",
 			       s->lat_mean_us, s->lat_p50_us, s->lat_p99_us, s->lat_min_us, s->lat_max_us);
-		printf("; data %s (%s check)\n", s->verified ? "verified" : "CORRUPT", opts.verify ? "full" : "sampled");
+		printf("; %s reads, %" PRIu64 " recv calls; data %s (%s check)\n", receive_name(opts.receive),
+		       s->recv_calls, s->verified ? "verified" : "CORRUPT", opts.verify ? "full" : "sampled");
 		fflush(stdout);
 		return;
 	}
@@ -403,8 +446,40 @@ static void print_summary(const struct summary *s)
 	json_num(&j, "latency_max_us", s->lat_max_us);
 	json_bool(&j, "verified", s->verified);
 	json_str(&j, "verify", opts.verify ? "full" : "sampled");
+	json_str(&j, "receive", receive_name(opts.receive));
+	json_u64(&j, "recv_calls", s->recv_calls);
 	json_u64(&j, "connections", s->connections);
 	json_end(&j);
+}
+
+/* Sleep until t, or until every worker has ended (a lost server ends the run early); 1 if t came. */
+static int wait_until(int64_t t)
+{
+	int reached = 1;
+
+	pthread_mutex_lock(&done_lock);
+	while (finished_workers < started_workers) {
+		int64_t now = now_ns();
+		if (now >= t)
+			break;
+		struct timespec ts = {.tv_sec = t / 1000000000, .tv_nsec = t % 1000000000};
+		pthread_cond_timedwait(&done_cv, &done_lock, &ts);
+	}
+	if (finished_workers >= started_workers)
+		reached = now_ns() >= t;
+	pthread_mutex_unlock(&done_lock);
+	return reached;
+}
+
+/* The measured window as the workers see it, announced on stderr for a harness (perf's window). */
+static void announce_window(void)
+{
+	if (!wait_until(t_warm_end))
+		return;
+	fprintf(stderr, "window open\n");
+	if (!wait_until(t_end))
+		return;
+	fprintf(stderr, "window closed\n");
 }
 
 int main(int argc, char **argv)
@@ -415,6 +490,11 @@ int main(int argc, char **argv)
 
 	parse_client_options(argc, argv, PROG, &opts);
 	signal(SIGPIPE, SIG_IGN);
+	pthread_condattr_t cattr;
+	pthread_condattr_init(&cattr);
+	pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC); /* now_ns() is CLOCK_MONOTONIC */
+	pthread_cond_init(&done_cv, &cattr);
+	pthread_condattr_destroy(&cattr);
 
 	expected = malloc(opts.msg_size);
 	ws = calloc(opts.threads, sizeof(*ws));
@@ -445,6 +525,11 @@ int main(int argc, char **argv)
 	gate_open = 1;
 	pthread_cond_broadcast(&gate_cv);
 	pthread_mutex_unlock(&gate_lock);
+	pthread_mutex_lock(&done_lock);
+	started_workers = created;
+	pthread_mutex_unlock(&done_lock);
+	if (!start_failed && opts.announce)
+		announce_window();
 
 	for (unsigned k = 0; k < created; k++)
 		pthread_join(ws[k].tid, NULL);
@@ -484,6 +569,11 @@ int main(int argc, char **argv)
 					break;
 				}
 			}
+			status = 1;
+		} else if (s.bytes == 0) {
+			/* nothing to report is not a measurement of zero: say so and fail */
+			fprintf(stderr, "%s: no %s completed within the %g s window; lengthen --duration\n", PROG,
+				opts.mode == MODE_LATENCY ? "round trip" : "data", opts.duration_s);
 			status = 1;
 		}
 		print_summary(&s);

@@ -10,7 +10,8 @@
 #include "message.h"
 #include "protocol.h"
 
-enum opt_kind { OPT_ADDR, OPT_PORT, OPT_PORT_OR_ZERO, OPT_MSG_SIZE, OPT_MODE, OPT_THREADS, OPT_SECONDS, OPT_SECONDS_OR_ZERO, OPT_SWITCH };
+enum opt_kind { OPT_ADDR, OPT_PORT, OPT_PORT_OR_ZERO, OPT_MSG_SIZE, OPT_MODE, OPT_RECEIVE, OPT_THREADS, OPT_DURATION,
+		OPT_SECONDS_OR_ZERO, OPT_SWITCH };
 
 struct opt_spec {
 	const char *name;
@@ -46,8 +47,8 @@ static int parse_uint(const char *text, unsigned long long lo, unsigned long lon
 	return 0;
 }
 
-/* Decimal seconds (e.g. "0.5"), finite, within [0, SECONDS_MAX], > 0 unless zero_ok. */
-static int parse_seconds(const char *text, int zero_ok, double *out)
+/* Decimal seconds (e.g. "0.5"), finite, within [min, SECONDS_MAX]. */
+static int parse_seconds(const char *text, double min, double *out)
 {
 	char *end;
 
@@ -55,7 +56,7 @@ static int parse_seconds(const char *text, int zero_ok, double *out)
 		return -1;
 	errno = 0;
 	double v = strtod(text, &end);
-	if (errno != 0 || *end != '\0' || !isfinite(v) || v < 0 || v > SECONDS_MAX || (!zero_ok && v == 0))
+	if (errno != 0 || *end != '\0' || !isfinite(v) || v < min || v > SECONDS_MAX)
 		return -1;
 	*out = v;
 	return 0;
@@ -96,17 +97,26 @@ static void take_value(const char *prog, struct opt_spec *s, const char *value)
 		else
 			fail(prog, "%s: must be 'throughput' or 'latency', got '%s'", s->name, value);
 		break;
+	case OPT_RECEIVE:
+		if (strcmp(value, "message") == 0)
+			*(int *)s->dst = RECEIVE_MESSAGE;
+		else if (strcmp(value, "bulk") == 0)
+			*(int *)s->dst = RECEIVE_BULK;
+		else
+			fail(prog, "%s: must be 'message' or 'bulk', got '%s'", s->name, value);
+		break;
 	case OPT_THREADS:
 		if (parse_uint(value, 1, THREADS_MAX, &u) < 0)
 			fail(prog, "%s: must be an integer from 1 to %u, got '%s'", s->name, THREADS_MAX, value);
 		*(unsigned *)s->dst = (unsigned)u;
 		break;
-	case OPT_SECONDS:
-		if (parse_seconds(value, 0, (double *)s->dst) < 0)
-			fail(prog, "%s: must be a number of seconds > 0 and <= %g, got '%s'", s->name, SECONDS_MAX, value);
+	case OPT_DURATION:
+		if (parse_seconds(value, DURATION_MIN_S, (double *)s->dst) < 0)
+			fail(prog, "%s: must be a number of seconds from %g to %g, got '%s'", s->name, DURATION_MIN_S,
+			     SECONDS_MAX, value);
 		break;
 	case OPT_SECONDS_OR_ZERO:
-		if (parse_seconds(value, 1, (double *)s->dst) < 0)
+		if (parse_seconds(value, 0, (double *)s->dst) < 0)
 			fail(prog, "%s: must be a number of seconds from 0 to %g, got '%s'", s->name, SECONDS_MAX, value);
 		break;
 	case OPT_SWITCH:
@@ -124,8 +134,9 @@ static void usage_line(FILE *f, const char *prog, const struct opt_spec *specs, 
 		case OPT_PORT: case OPT_PORT_OR_ZERO: meta = " PORT"; break;
 		case OPT_MSG_SIZE: meta = " BYTES"; break;
 		case OPT_MODE: meta = " throughput|latency"; break;
+		case OPT_RECEIVE: meta = " message|bulk"; break;
 		case OPT_THREADS: meta = " N"; break;
-		case OPT_SECONDS: case OPT_SECONDS_OR_ZERO: meta = " SECONDS"; break;
+		case OPT_DURATION: case OPT_SECONDS_OR_ZERO: meta = " SECONDS"; break;
 		case OPT_SWITCH: break;
 		}
 		fprintf(f, specs[k].required ? " %s%s" : " [%s%s]", specs[k].name, meta);
@@ -191,17 +202,29 @@ void parse_server_options(int argc, char **argv, const char *prog, struct server
 void parse_client_options(int argc, char **argv, const char *prog, struct client_options *o)
 {
 	memset(o, 0, sizeof(*o));
+	o->receive = RECEIVE_MESSAGE;
 	struct opt_spec specs[] = {
 		{"--connect", OPT_ADDR, &o->connect, 1, 0},
 		{"--port", OPT_PORT, &o->port, 1, 0},
 		{"--msg-size", OPT_MSG_SIZE, &o->msg_size, 1, 0},
 		{"--mode", OPT_MODE, &o->mode, 1, 0},
 		{"--threads", OPT_THREADS, &o->threads, 1, 0},
-		{"--duration", OPT_SECONDS, &o->duration_s, 1, 0},
+		{"--duration", OPT_DURATION, &o->duration_s, 1, 0},
 		{"--warmup", OPT_SECONDS_OR_ZERO, &o->warmup_s, 1, 0},
+		{"--receive", OPT_RECEIVE, &o->receive, 0, 0},
 		{"--verify", OPT_SWITCH, &o->verify, 0, 0},
+		{"--announce-window", OPT_SWITCH, &o->announce, 0, 0},
 		{"--json", OPT_SWITCH, &o->json, 0, 0},
 	};
 	parse(argc, argv, prog, specs, (int)(sizeof(specs) / sizeof(specs[0])));
 	endpoint_parse(&o->ep, o->connect, o->port);
+}
+
+const char *receive_name(int receive)
+{
+	switch (receive) {
+	case RECEIVE_MESSAGE: return "message";
+	case RECEIVE_BULK: return "bulk";
+	default: return "?";
+	}
 }

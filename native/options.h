@@ -23,6 +23,12 @@ struct server_options {
 	struct endpoint ep;
 };
 
+/* How the client asks for data: one message's (remaining) bytes per recv(), as an application that
+ * reads whole messages does (and iperf3 does), or up to RECV_BULK_BYTES per recv(). */
+enum receive_strategy { RECEIVE_MESSAGE = 1, RECEIVE_BULK = 2 };
+#define RECV_BULK_BYTES (256 * 1024)
+#define DURATION_MIN_S 0.01 /* shorter windows hold no meaningful measurement */
+
 struct client_options {
 	const char *connect;
 	unsigned port;
@@ -31,10 +37,15 @@ struct client_options {
 	unsigned threads;
 	double duration_s;
 	double warmup_s;
+	int receive;   /* enum receive_strategy */
 	int verify;
+	int announce;  /* print "window open"/"window closed" on stderr for a harness */
 	int json;
 	struct endpoint ep;
 };
+
+/* "message", "bulk" or "?" */
+const char *receive_name(int receive);
 
 void parse_server_options(int argc, char **argv, const char *prog, struct server_options *o);
 void parse_client_options(int argc, char **argv, const char *prog, struct client_options *o);

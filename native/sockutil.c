@@ -2,12 +2,16 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/time.h>
 #include <unistd.h>
+
+#include "timing.h"
 
 int endpoint_parse(struct endpoint *ep, const char *text, unsigned port)
 {
@@ -64,21 +68,50 @@ int listen_on(const struct endpoint *ep, int backlog)
 	return fd;
 }
 
-int connect_to(const struct endpoint *ep)
+int connect_to(const struct endpoint *ep, double timeout_s)
 {
-	int fd = socket(ep->addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int fd = socket(ep->addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	int err = 0;
+	socklen_t len = sizeof(err);
 
 	if (fd < 0)
 		return -1;
-	while (connect(fd, (const struct sockaddr *)&ep->addr, ep->len) < 0) {
-		if (errno == EINTR)
-			continue;
-		int saved = errno;
-		close(fd);
-		errno = saved;
-		return -1;
+	/* non-blocking, so an address that never answers costs timeout_s, not the kernel's minutes */
+	if (connect(fd, (const struct sockaddr *)&ep->addr, ep->len) < 0) {
+		if (errno != EINPROGRESS)
+			goto fail;
+		int64_t deadline = now_ns() + s_to_ns(timeout_s);
+		for (;;) {
+			struct pollfd p = {.fd = fd, .events = POLLOUT};
+			int64_t left_ms = (deadline - now_ns()) / 1000000;
+			if (left_ms <= 0) {
+				errno = ETIMEDOUT;
+				goto fail;
+			}
+			int n = poll(&p, 1, (int)left_ms);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0)
+				goto fail;
+			if (n > 0)
+				break;
+		}
+		if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+			goto fail;
+		if (err != 0) {
+			errno = err;
+			goto fail;
+		}
 	}
+	int flags = fcntl(fd, F_GETFL);
+	if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0)
+		goto fail;
 	return fd;
+fail:
+	err = errno;
+	close(fd);
+	errno = err;
+	return -1;
 }
 
 unsigned local_port(int fd)

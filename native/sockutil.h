@@ -20,8 +20,8 @@ void endpoint_format(const struct sockaddr *sa, char *buf, size_t len);
 
 /* Bound, listening TCP socket (SO_REUSEADDR, close-on-exec); -1 with errno on failure. */
 int listen_on(const struct endpoint *ep, int backlog);
-/* Connected TCP socket; -1 with errno on failure. */
-int connect_to(const struct endpoint *ep);
+/* Connected TCP socket, giving up after timeout_s (errno ETIMEDOUT); -1 with errno on failure. */
+int connect_to(const struct endpoint *ep, double timeout_s);
 /* The port a socket is bound to. */
 unsigned local_port(int fd);
 int set_nodelay(int fd);
