@@ -27,8 +27,8 @@ def test_contracts_md_names_every_results_column():
     text = (ROOT / "docs" / "contracts.md").read_text()
     named = set(re.findall(r"[a-z][a-z0-9_]*", text))
     for column in contract.COLUMNS:
-        side = re.match(r"(srv|cli)_(.*)", column)
-        if side:  # per-side columns are documented once as srv_* / cli_* with their suffixes
-            assert side.group(2) in named, column
+        side = re.match(r"(srv|cli)_(?:(prof|cai)_)?(.*)", column)
+        if side:  # per-side columns are documented once for both sides, or by their suffix
+            assert column in named or side.group(3) in named, column
         else:
             assert column in named, f"results column {column} is not documented in docs/contracts.md"

@@ -25,7 +25,7 @@ def test_points_encode_every_parameter_and_shuffle_is_reproducible():
     assert len(set(ids)) == len(ids) == 2 * 2 * 2 * 3
     assert ids == [p.point_id() for p in grid.points("netns")]  # same seed, same order
     assert ids != sorted(ids)
-    assert "a1_throughput_4096B_2thr_rep1_d2s_w0.5s_netns" in ids
+    assert "a1_throughput_4096B_2thr_rmessage_rep1_d2s_w0.5s_netns" in ids
 
 
 BAD_GRIDS = [

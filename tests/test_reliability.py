@@ -385,7 +385,7 @@ def faulty_sweep(tmp_path_factory, native_build):
     runs = out / "runs"
     (runs / ".pending").mkdir(parents=True)
     (runs / ".pending" / "a1_half.ipynb").write_text('{"cells": [')  # what a crash mid-point leaves
-    half_record = runs / "a1_throughput_4096B_1thr_rep0_d0.2s_w0.1s_netns.json"
+    half_record = runs / "a1_throughput_4096B_1thr_rmessage_rep0_d0.2s_w0.1s_netns.json"
     half_record.write_text('{"row": {"status": "ok", "impl": "a1"')  # truncated: must be re-measured
     leftover = f"copylab-{dead_pid()}-abc123-srv"
     _make_namespace(leftover)

@@ -12,7 +12,14 @@ from dataclasses import dataclass
 from .errors import CopylabError
 
 IMPLS = ("a1", "a2", "a3")          # the study's implementations; Part E compares only these
+# reference programs measured by the same engine: iperf3 in throughput mode, sockperf in latency
+# mode (its server answers one client at a time, so at one thread)
+PEERS = ("iperf3", "sockperf")
+PEER_MODES = {"iperf3": "throughput", "sockperf": "latency"}
+ALL_IMPLS = IMPLS + PEERS
 MODES = ("throughput", "latency")
+# how the receiver asks for data: one message's bytes per recv() (as iperf3 does), or large reads
+RECEIVE_STRATEGIES = ("message", "bulk")
 TOPOLOGIES = ("netns", "loopback")  # what a measurement runs on; grids also accept "auto"
 
 # Limits shared by `copylab run`, the grid schema and the native programs' own flags
@@ -46,8 +53,14 @@ SUMMED_COUNTERS = ("cycles", "l1_misses", "llc_misses", "context_switches")  # s
 # what the servers count themselves (their JSON), per run
 SERVER_KEYS = ("send_calls", "user_copy_bytes", "zc_sends", "zc_completions", "zc_copied", "enobufs")
 
+# profile buckets (profile/rules.py says what each holds) and Cai et al.'s categories
+PROFILE_BUCKETS = ("user_copy", "kernel_copy_from_user", "zerocopy_pin", "deferred_copy", "kernel_copy_to_user",
+                   "zerocopy_completion", "tcp_send", "tcp_receive", "scheduling", "syscall", "other_process",
+                   "idle", "other")
+CAI_CATEGORIES = ("data_copy", "tcp_ip", "netdevice", "skb_mgmt", "mem_alloc", "lock", "scheduling", "other")
+
 REQUIRED = (
-    _text("impl", "implementation: a1, a2 or a3"),
+    _text("impl", "implementation: a1, a2 or a3; iperf3 or sockperf for the reference rows"),
     _text("mode", "throughput or latency"),
     _numeric("msg_size", "bytes per message"),
     _numeric("threads", "client threads = connections"),
@@ -73,6 +86,8 @@ EXTRA = (
     _text("pin_server", "taskset CPU list of the server (sender), empty if not pinned"),
     _text("pin_client", "taskset CPU list of the client (receiver), empty if not pinned"),
     _numeric("warmup_s", "seconds discarded before the window"),
+    _text("receive", "how the receiver asked for data: message (one message's bytes per recv) or bulk"),
+    _text("window_source", "what opened and closed the counting window: client (its own markers), timer, peer"),
     _numeric("latency_p50_us", "median round trip (latency mode)"),
     _numeric("latency_p99_us", "99th percentile round trip (latency mode)"),
     _numeric("latency_min_us", "fastest round trip (latency mode)"),
@@ -81,6 +96,7 @@ EXTRA = (
     _numeric("total_bytes", "bytes the client received in all (warm-up, window, drain)"),
     _numeric("server_bytes", "bytes the server sent in all"),
     _numeric("server_messages", "messages the server sent in all"),
+    _numeric("recv_calls", "recv() calls of the client that returned data in the window"),
     _numeric("send_calls", "send/sendmsg calls of the server that returned > 0"),
     _numeric("user_copy_bytes", "bytes the server copied in user space (A1's serialisation)"),
     _numeric("zc_sends", "A3: sendmsg(MSG_ZEROCOPY) calls"),
@@ -92,6 +108,19 @@ EXTRA = (
     _text("counters_note", "why a counter is empty"),
     *(_numeric(f"{side}_{key}", f"{'server (sender)' if side == 'srv' else 'client (receiver)'} {key}")
       for key in COUNTER_KEYS for side in ("srv", "cli")),
+    _numeric("srv_cpu_busy", "share of the sender's CPU busy in the window (/proc/stat; pinned local runs)"),
+    _numeric("cli_cpu_busy", "share of the receiver's CPU busy in the window (/proc/stat; pinned local runs)"),
+    _text("profile_mode", "per_cpu (perf record -a on the pinned CPUs) or per_process; empty if not profiled"),
+    _text("profile_event", "the sampled event (cpu-clock without a PMU, cycles with one) and its rate"),
+    _text("profile_note", "why the profile columns are empty, or what limits them"),
+    *(_numeric(f"{side}_prof_samples", f"profile samples of the {name} in the window")
+      for side, name in (("srv", "sender"), ("cli", "receiver"))),
+    *(_numeric(f"{side}_prof_skid", f"share of the {name}'s samples whose leaf was an irq-enable site")
+      for side, name in (("srv", "sender"), ("cli", "receiver"))),
+    *(_numeric(f"{side}_prof_{bucket}", f"share of the {name}'s profile samples in bucket {bucket}")
+      for side, name in (("srv", "sender"), ("cli", "receiver")) for bucket in PROFILE_BUCKETS),
+    *(_numeric(f"{side}_cai_{cat}", f"share of the {name}'s non-idle samples in Cai et al.'s category {cat}")
+      for side, name in (("srv", "sender"), ("cli", "receiver")) for cat in CAI_CATEGORIES),
 )
 
 ALL = REQUIRED + EXTRA

@@ -15,11 +15,12 @@ from pathlib import Path
 from . import perf as perfmod
 from .errors import ErrorKind, MeasurementError
 from .fsutil import atomic_write_json, jsonable
+from .paths import OUTPUT_DIR
 from .point import PointSpec, run_point
 from .topology import attach, choose_topology, open_topology
 
 SPEC_FIELDS = ("impl", "mode", "msg_size", "threads", "rep", "duration_s", "warmup_s", "pin_server",
-               "pin_client", "verify")
+               "pin_client", "verify", "receive", "profile")
 
 
 def spec_from_params(params: dict, topology: str) -> PointSpec:
@@ -28,7 +29,8 @@ def spec_from_params(params: dict, topology: str) -> PointSpec:
                      threads=int(params["threads"]), rep=int(params.get("rep", 0)),
                      duration_s=float(params.get("duration_s", 2.0)), warmup_s=float(params.get("warmup_s", 0.5)),
                      topology=topology, pin_server=params.get("pin_server"),
-                     pin_client=params.get("pin_client"), verify=bool(params.get("verify", False))).validate()
+                     pin_client=params.get("pin_client"), verify=bool(params.get("verify", False)),
+                     receive=params.get("receive", "message"), profile=bool(params.get("profile", False))).validate()
 
 
 def spec_params(spec: PointSpec) -> dict:
@@ -38,7 +40,8 @@ def spec_params(spec: PointSpec) -> dict:
 
 def measure_points(points: list[dict], *, topology: str = "auto", server_ns: str | None = None,
                    client_ns: str | None = None, perf_plan: dict | None = None, record_dir: str | None = None,
-                   work_dir: str | None = None, notebook: str | None = None, say=print) -> list[dict]:
+                   work_dir: str | None = None, profile_dir: str | None = None, notebook: str | None = None,
+                   say=print) -> list[dict]:
     """Measure each point in turn; write each record to record_dir/<point_id>.json when it is done.
 
     With server_ns/client_ns the sweep driver's namespaces are used; without them (the notebook
@@ -60,7 +63,8 @@ def measure_points(points: list[dict], *, topology: str = "auto", server_ns: str
                 say(f"stopping before {spec.point_id()}: {exc}")
                 break
             workdir = Path(work_dir) / spec.point_id() if work_dir else None
-            row, raw = run_point(spec, plan, topo, workdir=workdir)
+            row, raw = run_point(spec, plan, topo, workdir=workdir,
+                                 profile_dir=Path(profile_dir) if profile_dir else OUTPUT_DIR / "profiles")
             record = jsonable({"row": row, "raw": raw, "notebook": notebook})
             if record_dir:
                 atomic_write_json(Path(record_dir) / f"{spec.point_id()}.json", record)

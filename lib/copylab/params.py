@@ -8,9 +8,9 @@ contract.py, the same ones `copylab run` and the native programs enforce.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Annotated, Literal, Optional
+from typing import Annotated, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -29,16 +29,38 @@ def _seconds(bounds: tuple[float, float]):
     return Annotated[float, Field(ge=bounds[0], le=bounds[1], allow_inf_nan=False)]
 
 
+class ProfileSelection(BaseModel):
+    """Which points to profile: those matching every list given (a missing list matches all)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    impls: Optional[list[Literal[contract.ALL_IMPLS]]] = None  # type: ignore[valid-type]
+    modes: Optional[list[Literal[contract.MODES]]] = None  # type: ignore[valid-type]
+    msg_sizes: Optional[list[MsgSize]] = None
+    threads: Optional[list[Threads]] = None
+
+    def matches(self, spec) -> bool:
+        return all(values is None or getattr(spec, key) in values
+                   for key, values in (("impl", self.impls), ("mode", self.modes),
+                                       ("msg_size", self.msg_sizes), ("threads", self.threads)))
+
+
+# every throughput point at one thread: where the copies are easiest to see, at a modest cost
+DEFAULT_PROFILE = {"modes": ["throughput"], "threads": [1]}
+
+
 class GridSchema(BaseModel):
     """What a params/*.yaml file may say. Strict: "64" is not 64, true is not 1."""
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
     name: Annotated[str, Field(pattern=_NAME_PATTERN)]
-    impls: Annotated[list[Literal[contract.IMPLS]], Field(min_length=1)]  # type: ignore[valid-type]
+    impls: Annotated[list[Literal[contract.ALL_IMPLS]], Field(min_length=1)]  # type: ignore[valid-type]
     modes: Annotated[list[Literal[contract.MODES]], Field(min_length=1)]  # type: ignore[valid-type]
     msg_sizes: Annotated[list[MsgSize], Field(min_length=1)]
     threads: Annotated[list[Threads], Field(min_length=1)]
+    receive: Annotated[list[Literal[contract.RECEIVE_STRATEGIES]], Field(min_length=1)] = ["message"]  # type: ignore[valid-type]
+    profile: Union[bool, ProfileSelection] = ProfileSelection(**DEFAULT_PROFILE)
     repetitions: Annotated[int, Field(ge=contract.REPETITIONS_RANGE[0], le=contract.REPETITIONS_RANGE[1])] = 1
     duration_s: _seconds(contract.DURATION_RANGE) = 2.0
     warmup_s: _seconds(contract.WARMUP_RANGE) = 0.5
@@ -54,7 +76,7 @@ class GridSchema(BaseModel):
     repo_url: Optional[str] = None
     ai_declaration: Optional[str] = None  # a text file, relative to the params file or the project
 
-    @field_validator("impls", "modes", "msg_sizes", "threads")
+    @field_validator("impls", "modes", "msg_sizes", "threads", "receive")
     @classmethod
     def _no_repeats(cls, value: list) -> list:
         seen = set()
@@ -62,6 +84,21 @@ class GridSchema(BaseModel):
             if item in seen:
                 raise ValueError(f"{item!r} is listed twice")
             seen.add(item)
+        return value
+
+    @field_validator("profile", mode="before")
+    @classmethod
+    def _profile(cls, value):
+        if isinstance(value, dict):
+            try:
+                return ProfileSelection.model_validate(value)
+            except ValidationError as exc:
+                err = exc.errors(include_url=False)[0]
+                what = ("unknown key (known: impls, modes, msg_sizes, threads)" if err["type"] == "extra_forbidden"
+                        else err["msg"].removeprefix("Value error, "))
+                raise ValueError(f"{'.'.join(map(str, err['loc']))}: {what}") from None
+        if not isinstance(value, (bool, ProfileSelection)):
+            raise ValueError("must be true, false or a mapping of impls/modes/msg_sizes/threads lists")
         return value
 
     @field_validator("pin_server", "pin_client", mode="before")
@@ -93,6 +130,8 @@ class Grid:
     modes: tuple[str, ...]
     msg_sizes: tuple[int, ...]
     threads: tuple[int, ...]
+    receive: tuple[str, ...] = ("message",)
+    profile: object = True  # True (every point), False, or a ProfileSelection
     repetitions: int = 1
     duration_s: float = 2.0
     warmup_s: float = 0.5
@@ -116,21 +155,38 @@ class Grid:
         rng = random.Random(self.seed)
         specs = []
         for rep in range(self.repetitions):
-            one_pass = [PointSpec(impl=impl, mode=mode, msg_size=size, threads=thr, rep=rep,
-                                  duration_s=self.duration_s, warmup_s=self.warmup_s, topology=topology,
-                                  pin_server=self.pin_server, pin_client=self.pin_client, verify=self.verify)
-                        for impl in self.impls for mode in self.modes
-                        for size in self.msg_sizes for thr in self.threads]
+            one_pass = [self._spec(impl, mode, size, thr, receive, rep, topology)
+                        for impl in self.impls for mode in self.modes for size in self.msg_sizes
+                        for thr in self.threads for receive in self.receive
+                        if measurable(impl, mode, thr, receive)]
             if self.shuffle:
                 rng.shuffle(one_pass)
             specs.extend(one_pass)
         return specs
 
+    def _spec(self, impl, mode, size, threads, receive, rep, topology) -> PointSpec:
+        spec = PointSpec(impl=impl, mode=mode, msg_size=size, threads=threads, rep=rep, duration_s=self.duration_s,
+                         warmup_s=self.warmup_s, topology=topology, pin_server=self.pin_server,
+                         pin_client=self.pin_client, verify=self.verify, receive=receive)
+        profile = self.profile if isinstance(self.profile, bool) else self.profile.matches(spec)
+        return replace(spec, profile=profile)
+
     def to_dict(self) -> dict:
         out = {key: getattr(self, key) for key in _FIELDS}
-        for key in ("impls", "modes", "msg_sizes", "threads"):
+        for key in ("impls", "modes", "msg_sizes", "threads", "receive"):
             out[key] = list(out[key])
+        if isinstance(self.profile, ProfileSelection):
+            out["profile"] = self.profile.model_dump(exclude_none=True)
         return out
+
+
+def measurable(impl: str, mode: str, threads: int, receive: str) -> bool:
+    """Whether the grid holds this combination: a peer only in its mode, with message-sized reads,
+    and sockperf only at one thread (its server answers one client at a time)."""
+    if impl in contract.PEERS:
+        return (mode == contract.PEER_MODES[impl] and receive == "message"
+                and (impl != "sockperf" or threads == 1))
+    return True
 
 
 def _first_error(exc: ValidationError, source: str) -> str:
@@ -161,8 +217,9 @@ def parse_grid(data, source: str = "<params>") -> Grid:
     except ValidationError as exc:
         raise CopylabError(_first_error(exc, source)) from None
     values = schema.model_dump()
-    for key in ("impls", "modes", "msg_sizes", "threads"):
+    for key in ("impls", "modes", "msg_sizes", "threads", "receive"):
         values[key] = tuple(values[key])
+    values["profile"] = schema.profile
     values["description"] = values["description"] or ""
     if values.get("ai_declaration"):
         values["ai_declaration"] = _declaration_file(values["ai_declaration"], source)

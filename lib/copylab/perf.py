@@ -295,13 +295,15 @@ def _probe_events(perf_path: str, events: list[str]) -> tuple[dict[str, bool], s
     # run in the kernel (context-switches:u reads 0). It counts as unsupported, and the note says why.
     user_only = [e for e, (_, user) in opened.items() if user]
     if user_only:
-        complaint = (f"kernel.perf_event_paranoid="
-                     f"{_paranoid()} limits this user to user-space counts, which miss the kernel's work")
+        level = paranoid()
+        complaint = (f"kernel.perf_event_paranoid={'unknown' if level is None else level} limits this user "
+                     "to user-space counts, which miss the kernel's work")
     return {e: ok and not user for e, (ok, user) in opened.items()}, complaint
 
 
-def _paranoid() -> str:
+def paranoid() -> int | None:
+    """kernel.perf_event_paranoid, None where it cannot be read."""
     try:
-        return Path("/proc/sys/kernel/perf_event_paranoid").read_text().strip()
-    except OSError:
-        return "unknown"
+        return int(Path("/proc/sys/kernel/perf_event_paranoid").read_text().strip())
+    except (OSError, ValueError):
+        return None

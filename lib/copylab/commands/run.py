@@ -4,19 +4,24 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sys
+from pathlib import Path
 
 from .. import perf as perfmod
 from ..experiment import show
 from ..fsutil import jsonable
-from ..contract import COLUMNS, IMPLS, MODES
+from ..contract import ALL_IMPLS, COLUMNS, MODES, RECEIVE_STRATEGIES, check_cpus_available
+from ..paths import OUTPUT_DIR
 from ..point import PointSpec, run_point
+from ..programs import program_for
 from ..topology import choose_topology, open_topology
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("run", help="measure one point (impl, mode, size, threads) and print its row")
-    p.add_argument("--impl", required=True, choices=IMPLS)
+    p.add_argument("--impl", required=True, choices=ALL_IMPLS,
+                   help="a1/a2/a3, or a reference: iperf3 (throughput) or sockperf (latency, 1 thread)")
     p.add_argument("--mode", required=True, choices=MODES)
     p.add_argument("--msg-size", required=True, type=int, metavar="BYTES")
     p.add_argument("--threads", type=int, default=1, metavar="N")
@@ -27,6 +32,12 @@ def register(subparsers) -> None:
     p.add_argument("--pin-server", metavar="CPUS", help="taskset CPU list for the server (sender)")
     p.add_argument("--pin-client", metavar="CPUS", help="taskset CPU list for the client (receiver)")
     p.add_argument("--verify", action="store_true", help="check every received byte (costs receiver CPU)")
+    p.add_argument("--receive", choices=RECEIVE_STRATEGIES, default="message",
+                   help="message: each recv asks for one message's bytes (default); bulk: large reads")
+    p.add_argument("--profile", action="store_true",
+                   help="also record call graphs over the window (perf record) and classify them")
+    p.add_argument("--profile-dir", metavar="DIR", default=str(OUTPUT_DIR / "profiles"),
+                   help="where --profile writes the folded stacks (default output/profiles)")
     p.add_argument("--json", action="store_true", help="print the row as one JSON object")
     p.add_argument("--show-output", action="store_true", help="also print both programs' output and perf text")
     p.set_defaults(func=run_command)
@@ -36,14 +47,19 @@ def run_command(args) -> int:
     topology = choose_topology(args.topology)
     spec = PointSpec(impl=args.impl, mode=args.mode, msg_size=args.msg_size, threads=args.threads,
                      duration_s=args.duration, warmup_s=args.warmup, topology=topology,
-                     pin_server=args.pin_server, pin_client=args.pin_client, verify=args.verify).validate()
+                     pin_server=args.pin_server, pin_client=args.pin_client, verify=args.verify,
+                     receive=args.receive, profile=args.profile).validate()
+    usable = os.sched_getaffinity(0)  # before any namespace or program exists
+    check_cpus_available("--pin-server", spec.pin_server, usable)
+    check_cpus_available("--pin-client", spec.pin_client, usable)
+    program_for(spec.impl).check_installed()
     plan = perfmod.probe()
     if plan.note:
         print(f"copylab run: note: {plan.note}", file=sys.stderr)
     with open_topology(topology) as topo:
         for warning in topo.warnings:
             print(f"copylab run: WARNING: {warning}", file=sys.stderr)
-        row, raw = run_point(spec, plan, topo)
+        row, raw = run_point(spec, plan, topo, profile_dir=Path(args.profile_dir) if args.profile else None)
     if args.show_output:
         with contextlib.redirect_stdout(sys.stderr):  # stdout stays the row alone
             show({"row": row, "raw": raw})

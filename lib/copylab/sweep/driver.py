@@ -25,13 +25,14 @@ from pathlib import Path
 
 from .. import hostmeta
 from .. import perf as perfmod
-from ..contract import check_cpus_available
+from ..contract import PEERS, check_cpus_available
 from ..errors import CopylabError, ErrorKind
 from ..experiment import spec_params
 from ..fsutil import atomic_write_json
 from ..params import Grid, load_grid
 from ..paths import NATIVE_DIR, NOTEBOOKS_DIR, OUTPUT_DIR
 from ..point import PointSpec, kill_registered, remove_stale_workdirs
+from ..programs import program_for
 from ..topology import Topology, choose_topology, clean_leftovers, open_topology
 from . import estimate as est
 from . import folder
@@ -121,6 +122,7 @@ class Sweep:
         for ns in clean_leftovers()["removed_namespaces"]:
             self.say(f"removed namespace {ns} left by an earlier crashed run")
         remove_stale_workdirs()
+        self._drop_missing_peers()
         self.rows = load_rows(self.runs, self.specs)
         done = set() if self.force else {pid for pid, row in self.rows.items() if row.get("status") == "ok"}
         self.skipped = len(done)
@@ -128,6 +130,18 @@ class Sweep:
         self.say(f"sweep {self.grid.name}: {len(self.specs)} points, {len(done)} already measured, "
                  f"{len(queue)} to measure -> {self.out}")
         return queue
+
+    def _drop_missing_peers(self) -> None:
+        """A peer tool this host lacks: say so once and measure the rest (A1/A2/A3 need no peer)."""
+        self.missing_peers = {}
+        for impl in sorted({s.impl for s in self.specs.values()} & set(PEERS)):
+            try:
+                program_for(impl).check_installed()
+            except CopylabError as exc:
+                self.missing_peers[impl] = str(exc)
+                self.say(f"WARNING: {exc}; its points are left out of this sweep")
+        if self.missing_peers:
+            self.specs = {pid: s for pid, s in self.specs.items() if s.impl not in self.missing_peers}
 
     def _build_and_probe(self, to_measure: int) -> None:
         self.say("building native programs (notebooks/build.ipynb)")
@@ -147,7 +161,8 @@ class Sweep:
         self.meta = SweepMeta(self.out / "meta.json", previous, {
             **hostmeta.host_meta(), "perf_events": self.plan.supported, "cycles_source": self.plan.cycles_source,
             "perf_note": self.plan.note, "params_file": self.grid.source, "params": self.grid.to_dict(),
-            "grid_fingerprint": folder.fingerprint(self.grid), "topology": self.topology})
+            "grid_fingerprint": folder.fingerprint(self.grid), "topology": self.topology,
+            "peers_missing": self.missing_peers})
         self.meta.open_session(to_measure=to_measure)
 
     # -- measuring --------------------------------------------------------------------------------
@@ -194,7 +209,8 @@ class Sweep:
         watch = _GroupWatch(self, group)
         params = {"points": [spec_params(s) for s in group], "topology": topo.kind,
                   "server_ns": topo.server_ns, "client_ns": topo.client_ns, "perf_plan": self.plan.to_dict(),
-                  "record_dir": str(self.runs), "work_dir": str(self.work), "notebook": f"runs/{name}.ipynb"}
+                  "record_dir": str(self.runs), "work_dir": str(self.work), "profile_dir": str(self.out / "profiles"),
+                  "notebook": f"runs/{name}.ipynb"}
         budget = sum(_point_limit(s) for s in group) + KERNEL_START_GRACE_S
         outcome = execute(NOTEBOOKS_DIR / "experiment.ipynb", notebook_tmp, params, self.kernel,
                           timeout_s=budget, cwd=NOTEBOOKS_DIR, watch=watch)

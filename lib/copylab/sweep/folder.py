@@ -20,14 +20,12 @@ from ..fsutil import describe_os_error
 from ..params import Grid
 
 # the grid keys that decide what is measured; the report's author fields and the description do not
-MEASURED_KEYS = ("impls", "modes", "msg_sizes", "threads", "repetitions", "duration_s", "warmup_s",
-                 "topology", "pin_server", "pin_client", "shuffle", "seed", "verify")
+MEASURED_KEYS = ("impls", "modes", "msg_sizes", "threads", "receive", "profile", "repetitions", "duration_s",
+                 "warmup_s", "topology", "pin_server", "pin_client", "shuffle", "seed", "verify")
 
 
 def fingerprint(grid: Grid) -> str:
-    data = {key: getattr(grid, key) for key in MEASURED_KEYS}
-    text = json.dumps(data, sort_keys=True, default=list)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    return _fingerprint_of(grid.to_dict())
 
 
 def prepare(out: Path) -> None:
@@ -112,9 +110,7 @@ def _fingerprint_of(params: dict) -> str | None:
         fields = {key: params[key] for key in MEASURED_KEYS}
     except KeyError:
         return None
-    for key in ("impls", "modes", "msg_sizes", "threads"):
-        fields[key] = tuple(fields[key])
-    text = json.dumps(fields, sort_keys=True, default=list)
+    text = json.dumps(fields, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
