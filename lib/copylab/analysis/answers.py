@@ -10,7 +10,8 @@ import pandas as pd
 from ..fsutil import atomic_write_json, jsonable
 from . import findings as fnd
 from . import prose
-from .stats import measured, throughput_rows
+from .significance import comparisons, significance_answer
+from .stats import measured, study_rows, throughput_rows
 
 QUESTIONS = {
     "q1": "Why does zero-copy not always give the best throughput?",
@@ -32,14 +33,20 @@ def _unanswered(numbers: dict, reason: str, advice: str = "") -> dict:
 
 def crossover_answer(df: pd.DataFrame, impl: str, reps) -> dict:
     finding = fnd.crossover_finding(df, impl)
+    sig = significance_answer(df, impl)
+    public = {**{k: finding.public[k] for k in ("crossover_bytes", "per_threads")},
+              "significant_crossover_bytes": sig["significant_crossover_bytes"],
+              "significant_per_threads": sig["significant_per_threads"],
+              **{k: v for k, v in finding.public.items() if k not in ("crossover_bytes", "per_threads")},
+              "repetitions": sig["repetitions"], "ratio_ci_by_size": sig["ratio_ci_by_size"]}
     if not finding.answerable:
-        return _unanswered(finding.public, prose.no_pair_reason(finding))
-    text = prose.crossover_text(finding, reps)
+        return _unanswered(public, prose.no_pair_reason(finding))
+    text = prose.significance_text(impl, sig, comparisons(df, impl)["overall"]) + " " + prose.crossover_text(finding, reps)
     if impl == "a3":
         zc = fnd.zero_copy_finding(df, finding.public.get("crossover_bytes"))
         if zc.copied_share_pct == zc.copied_share_pct:  # not NaN: completions were recorded
             text += " " + prose.zero_copy_evidence_text(zc)
-    return _with_text(finding.public, text)
+    return _with_text(public, text)
 
 
 def q1_answer(df: pd.DataFrame, q5: dict) -> dict:
@@ -66,16 +73,23 @@ def q3_answer(df: pd.DataFrame, meta: dict) -> dict:
 
 
 def q6_answer(df: pd.DataFrame, meta: dict, reps) -> dict:
+    """The largest expectation violation that is significant: one that noise could explain does not count."""
     found = fnd.anomalies(df)
-    if not found:
-        return {"reason": prose.q6_no_violation_reason(), "text": prose.q6_no_violation_text()}
-    top = found[0]
-    return {"kind": top["kind"], "details": top, "violations_found": len(found),
-            "text": prose.q6_text(top, len(found), meta.get("cores"), reps)}
+    significant = [a for a in found if a["significant"]]
+    if not significant:
+        return {"violations_found": 0, "apparent_violations": len(found),
+                "reason": prose.q6_no_violation_reason(len(found), reps),
+                "text": prose.q6_no_violation_text(len(found), reps)}
+    top = significant[0]
+    return {"kind": top["kind"], "details": top, "violations_found": len(significant),
+            "apparent_violations": len(found), "text": prose.q6_text(top, len(significant), meta.get("cores"), reps)}
 
 
 def answers(df: pd.DataFrame, meta: dict) -> dict:
-    """The answers.json document (docs/contracts.md, "Analysis contract")."""
+    """The answers.json document (docs/contracts.md, "Analysis contract"). Part E compares the
+    study's implementations only: the peers' rows (iperf3, sockperf) are left out here."""
+    rows_used = len(df)
+    df = study_rows(df)
     reps = fnd.reps_range(df)
     q4 = crossover_answer(df, "a2", reps)
     q5 = crossover_answer(df, "a3", reps)
@@ -88,7 +102,7 @@ def answers(df: pd.DataFrame, meta: dict) -> dict:
         "q4_one_copy_vs_two_copy": q4,
         "q5_zero_copy_vs_two_copy": q5,
         "q6_unexpected_result": q6_answer(df, meta, reps),
-        "rows_used": int(len(df)),
+        "rows_used": int(rows_used),
         "rows_failed": int(df.attrs.get("rows_failed", 0)),
     }
     return jsonable(doc)
@@ -96,6 +110,7 @@ def answers(df: pd.DataFrame, meta: dict) -> dict:
 
 def write_answers(doc: dict, output_dir) -> Path:
     """answers.json in output_dir, written atomically."""
+    Path(output_dir).mkdir(parents=True, exist_ok=True)
     return atomic_write_json(Path(output_dir) / "answers.json", doc, indent=2)
 
 

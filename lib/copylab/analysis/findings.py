@@ -14,6 +14,7 @@ import pandas as pd
 
 from ..contract import IMPLS
 from .crossover import crossover
+from .significance import compare, repetition_values
 from .stats import (aggregate, measured, over_threads, paired_means, reps_per_point, size_means,
                     throughput_rows, unmeasured_reason, zc_copied_share)
 
@@ -164,36 +165,55 @@ def q3_finding(df: pd.DataFrame, meta: dict) -> dict:
 
 
 def anomalies(df: pd.DataFrame) -> list[dict]:
-    """Expectation violations, each with a relative magnitude, largest first (Q6 reports the first)."""
+    """Expectation violations, each with a relative magnitude and whether it is significant (the
+    95% Welch interval of the shortfall over repetitions excludes zero); largest first."""
     found = []
     tp = aggregate(throughput_rows(df), "throughput_gbps")
+    reps = {impl: repetition_values(df, impl) for impl in tp["impl"].unique()}
+
+    def values(impl, threads=None, size=None):
+        v = reps[impl]
+        if threads is not None:
+            v = v[v["threads"] == threads]
+        if size is not None:
+            v = v[v["msg_size"] == size]
+        return v["throughput_gbps"].tolist()
+
     for (impl, threads), g in tp.groupby(["impl", "threads"]):
         g = g.sort_values("msg_size")
         vals = g["throughput_gbps"].to_numpy()
         sizes = g["msg_size"].to_numpy()
         for i in range(1, len(vals)):
             if vals[i - 1] > 0 and vals[i] < vals[i - 1]:
+                test = compare(values(impl, threads, sizes[i]), values(impl, threads, sizes[i - 1]))
                 found.append({"kind": "throughput_falls_with_size", "impl": impl,
                               "threads": int(threads), "from_size": int(sizes[i - 1]),
                               "to_size": int(sizes[i]), "from": float(vals[i - 1]),
-                              "to": float(vals[i]), "magnitude": float(1 - vals[i] / vals[i - 1])})
+                              "to": float(vals[i]), "magnitude": float(1 - vals[i] / vals[i - 1]),
+                              "significant": test.significant_loss, "repetitions": min(test.n_x, test.n_base)})
     means = tp.set_index(["impl", "threads", "msg_size"])["throughput_gbps"]
     impls = set(means.index.get_level_values("impl"))
     if {"a1", "a2"} <= impls:
         pair = pd.concat([means.loc["a2"].rename("x"), means.loc["a1"].rename("b")], axis=1, join="inner")
         for (threads, size), r in pair.iterrows():
             if r["b"] > 0 and r["x"] < r["b"]:
+                test = compare(values("a2", threads, size), values("a1", threads, size))
                 found.append({"kind": "one_copy_slower", "threads": int(threads), "size": int(size),
                               "a2": float(r["x"]), "a1": float(r["b"]),
-                              "magnitude": float(1 - r["x"] / r["b"])})
+                              "magnitude": float(1 - r["x"] / r["b"]),
+                              "significant": test.significant_loss, "repetitions": min(test.n_x, test.n_base)})
     by_threads = tp.groupby(["impl", "threads"])["throughput_gbps"].mean()
     for impl in sorted(set(by_threads.index.get_level_values("impl"))):
         t = by_threads.loc[impl].sort_index()
         peak = t.idxmax()
         if t.index[-1] != peak and t.max() > 0:
+            per_rep = reps[impl].groupby(["threads", "rep"])["throughput_gbps"].mean().reset_index()
+            at = lambda n: per_rep[per_rep["threads"] == n]["throughput_gbps"].tolist()
+            test = compare(at(t.index[-1]), at(peak))
             found.append({"kind": "more_threads_slower", "impl": impl, "peak_threads": int(peak),
                           "max_threads": int(t.index[-1]), "peak": float(t.max()),
-                          "at_max": float(t.iloc[-1]), "magnitude": float(1 - t.iloc[-1] / t.max())})
+                          "at_max": float(t.iloc[-1]), "magnitude": float(1 - t.iloc[-1] / t.max()),
+                          "significant": test.significant_loss, "repetitions": min(test.n_x, test.n_base)})
     return sorted(found, key=lambda a: a["magnitude"], reverse=True)
 
 

@@ -70,12 +70,11 @@ def load_results(results_dir) -> tuple[pd.DataFrame, dict]:
 
     # a CSV from elsewhere may lack the engine's extra columns: they are added empty, so every
     # consumer can use them without checking
-    for col in contract.TEXT_COLUMNS:
-        if col not in df.columns:
-            df[col] = pd.Series([None] * len(df), dtype="object")
-    for col in contract.NUMERIC_COLUMNS:
-        if col not in df.columns:
-            df[col] = np.nan
+    added = {col: pd.Series([None] * len(df), dtype="object", index=df.index)
+             for col in contract.TEXT_COLUMNS if col not in df.columns}
+    added.update({col: pd.Series(np.nan, index=df.index) for col in contract.NUMERIC_COLUMNS if col not in df.columns})
+    if added:  # at once: one column at a time fragments the frame (and pandas warns about it)
+        df = pd.concat([df, pd.DataFrame(added)], axis=1)
     rows_read = len(df)
     status = df["status"].astype("string").str.strip().str.lower()
     failed_mask = status.notna() & (status != "ok") & (status != "")
@@ -120,7 +119,7 @@ def load_meta(results_dir) -> dict:
 
 
 def _check_values(df: pd.DataFrame, csv_path: Path) -> None:
-    for col, allowed in (("impl", contract.IMPLS), ("mode", contract.MODES)):
+    for col, allowed in (("impl", contract.ALL_IMPLS), ("mode", contract.MODES)):
         bad = df[~df[col].isin(allowed)]
         if len(bad):
             raise CopylabError(f"{csv_path}: row {int(bad.index[0]) + 2} has {col} "
@@ -135,17 +134,20 @@ def _ratio(num: pd.Series, den: pd.Series, scale: float = 1.0) -> pd.Series:
 
 def add_derived(df: pd.DataFrame) -> pd.DataFrame:
     """Per-byte and per-message figures. The counters and `bytes` cover the same window."""
-    df["cycles_per_byte"] = _ratio(df["cycles"], df["bytes"])
-    df["srv_cycles_per_byte"] = _ratio(df["srv_cycles"], df["bytes"])
-    df["cli_cycles_per_byte"] = _ratio(df["cli_cycles"], df["bytes"])
-    # task-clock works where the PMU does not (VMs): CPU time per byte is the fallback cost
-    df["srv_cpu_ns_per_byte"] = _ratio(df["srv_task_clock_ms"], df["bytes"], 1e6)
-    df["cli_cpu_ns_per_byte"] = _ratio(df["cli_task_clock_ms"], df["bytes"], 1e6)
-    df["l1_misses_per_byte"] = _ratio(df["l1_misses"], df["bytes"])
-    df["llc_misses_per_byte"] = _ratio(df["llc_misses"], df["bytes"])
-    df["context_switches_per_mb"] = _ratio(df["context_switches"], df["bytes"], 1e6)
-    # server totals cover the whole run incl. warm-up: normalise by the server's own counts
-    df["user_copy_bytes_per_message"] = _ratio(df["user_copy_bytes"], df["server_messages"])
-    df["zc_completions_per_message"] = _ratio(df["zc_completions"], df["server_messages"])
-    df["zc_copied_share"] = _ratio(df["zc_copied"], df["zc_completions"], 100.0)
-    return df
+    derived = {
+        "cycles_per_byte": _ratio(df["cycles"], df["bytes"]),
+        "srv_cycles_per_byte": _ratio(df["srv_cycles"], df["bytes"]),
+        "cli_cycles_per_byte": _ratio(df["cli_cycles"], df["bytes"]),
+        # task-clock works where the PMU does not (VMs): CPU time per byte is the fallback cost
+        "srv_cpu_ns_per_byte": _ratio(df["srv_task_clock_ms"], df["bytes"], 1e6),
+        "cli_cpu_ns_per_byte": _ratio(df["cli_task_clock_ms"], df["bytes"], 1e6),
+        "l1_misses_per_byte": _ratio(df["l1_misses"], df["bytes"]),
+        "llc_misses_per_byte": _ratio(df["llc_misses"], df["bytes"]),
+        "context_switches_per_mb": _ratio(df["context_switches"], df["bytes"], 1e6),
+        # server totals cover the whole run incl. warm-up: normalise by the server's own counts
+        "user_copy_bytes_per_message": _ratio(df["user_copy_bytes"], df["server_messages"]),
+        "zc_completions_per_message": _ratio(df["zc_completions"], df["server_messages"]),
+        "zc_copied_share": _ratio(df["zc_copied"], df["zc_completions"], 100.0),
+    }
+    kept = df.drop(columns=[c for c in derived if c in df.columns])
+    return pd.concat([kept, pd.DataFrame(derived, index=df.index)], axis=1)

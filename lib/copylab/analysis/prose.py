@@ -110,6 +110,45 @@ def crossover_text(finding, reps: tuple[int, int]) -> str:
     return text + " Per thread count: " + "; ".join(per) + "." + reps_note(reps)
 
 
+def significance_text(impl: str, sig: dict, comparisons: dict) -> str:
+    """The confidence statement that leads Q4/Q5: a significant crossover, or why there is none."""
+    name = impl_name(impl)
+    reps = sig["repetitions"]
+    if reps < 2:
+        return (f"**With a single repetition per point no difference between {name} and A1 can be told "
+                "from noise, so there is no significant crossover** (the mean-based answer below is a single "
+                "sample per point; the default grid repeats each point 3 times).")
+    sizes = sorted(comparisons)
+    largest = sizes[-1]
+    c = sig["significant_crossover_bytes"]
+    tested = f"{reps} repetitions, 95% Welch interval of the difference above zero"
+    if c is not None:
+        at = comparisons[c]
+        text = (f"**{name} beats A1 from {fmt_size(c)}** ({_ratio(at)} at {fmt_size(c)}; {tested} at "
+                f"{fmt_size(c)} and every larger size")
+        if c != largest:
+            text += f"; at {fmt_size(largest)}: {_ratio(comparisons[largest])}"
+        return text + ")."
+    wins = [s for s in sizes if comparisons[s].significant_win]
+    losses = [s for s in sizes if comparisons[s].significant_loss]
+    if wins:
+        return (f"**{name} has no significant crossover**: it beats A1 significantly at "
+                f"{', '.join(fmt_size(s) for s in wins)}, but not at every larger size ({tested}).")
+    text = (f"**There is no size where {name} beats A1 by more than the noise in {reps} repetitions** "
+            f"(at {fmt_size(largest)}: {_ratio(comparisons[largest])})")
+    if losses:
+        text += f"; A1 is significantly faster at {', '.join(fmt_size(s) for s in losses)}"
+    return text + "."
+
+
+def _ratio(c) -> str:
+    """'1.08×, 95% CI 1.03–1.13' (the interval only where it is defined)."""
+    text = f"{fmt_num(c.ratio)}× A1"
+    if c.ratio_low == c.ratio_low and c.ratio_high == c.ratio_high:  # not NaN
+        text += f", 95% CI {fmt_num(c.ratio_low)}–{fmt_num(c.ratio_high)}"
+    return text
+
+
 def no_pair_reason(finding) -> str:
     return (f"no throughput-mode measurements of both {impl_name(finding.impl)} and A1 "
             f"(throughput rows exist for: {', '.join(finding.have_throughput) or 'none'})")
@@ -260,12 +299,21 @@ def q3_text(f: dict, cache_measured: bool) -> str:
 # ------------------------------------------------------------------------------------------------
 # Q6
 
-def q6_no_violation_reason() -> str:
-    return f"no measurement contradicted the expectations checked ({EXPECTATIONS_CHECKED})"
+def q6_no_violation_reason(apparent: int, reps: tuple[int, int]) -> str:
+    if not apparent:
+        return f"no measurement contradicted the expectations checked ({EXPECTATIONS_CHECKED})"
+    if reps[1] < 2:
+        return (f"{apparent} apparent expectation violation(s), none of which can be told from noise with a "
+                "single repetition per point")
+    return (f"{apparent} apparent expectation violation(s), none significant in {reps[0]} repetitions "
+            f"(95% Welch interval of the shortfall includes zero)")
 
 
-def q6_no_violation_text() -> str:
-    return f"No result in this sweep contradicts the expectations checked ({EXPECTATIONS_CHECKED})."
+def q6_no_violation_text(apparent: int, reps: tuple[int, int]) -> str:
+    if not apparent:
+        return f"No result in this sweep contradicts the expectations checked ({EXPECTATIONS_CHECKED})."
+    return (f"No result contradicts the expectations checked ({EXPECTATIONS_CHECKED}) by more than the "
+            f"noise: {q6_no_violation_reason(apparent, reps)}.")
 
 
 def q6_text(a: dict, found: int, cores, reps: tuple[int, int]) -> str:
@@ -303,8 +351,8 @@ def q6_text(a: dict, found: int, cores, reps: tuple[int, int]) -> str:
             text += ("The cores are not oversubscribed at that thread count, so the loss points "
                      "at shared resources: the LLC and memory bandwidth the connections compete "
                      "for, and locks in the network stack.")
-    return (text + f" It is the largest of {found} expectation violations found; the checks: "
-            f"{EXPECTATIONS_CHECKED}." + reps_note(reps))
+    return (text + f" It is the largest of {found} significant expectation violations (each tested with "
+            f"Welch's t over {reps[0]} repetitions); the checks: {EXPECTATIONS_CHECKED}." + reps_note(reps))
 
 
 def violation_row(a: dict) -> tuple[str, str, str]:

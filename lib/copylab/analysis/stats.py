@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from ..contract import GROUP_KEYS
+from ..contract import GROUP_KEYS, IMPLS
 
 
 def t_critical_95(dof: int) -> float:
@@ -59,6 +59,11 @@ def unmeasured_reason(df: pd.DataFrame, meta: dict, column: str) -> str:
     if events and not any(events.values()):
         return "perf could count none of the requested events on this host"
     return f"the {column} column of results.csv is empty (perf counters were not recorded)"
+
+
+def study_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows of A1/A2/A3 (not the peers'): what Part E compares."""
+    return df[df["impl"].isin(IMPLS)]
 
 
 def throughput_rows(df: pd.DataFrame) -> pd.DataFrame:
