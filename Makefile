@@ -1,13 +1,15 @@
 # copylab: thin entry points. The logic lives in native/ (C) and lib/copylab (Python).
 #   make report   sweep the default grid, then write the PDF/HTML report (prints the PDF path last)
 #   make test     the test suite (what CI runs)
+#   make bundle   ROLL=<roll no.>: the course submission <ROLL>_PA02/ + .zip from RESULTS (output/default)
 PYTHON  ?= python3
 PARAMS  ?= params/default.yaml
+RESULTS ?= output/default
 VENV    := .venv
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed-from-pyproject
 
-.PHONY: report test sweep lab native deps clean clean-output doctor
+.PHONY: report test sweep lab native deps clean clean-output doctor bundle
 
 report: deps $(STAMP)
 	$(PY) -m copylab sweep $(PARAMS) --report
@@ -17,6 +19,10 @@ test: deps $(STAMP)
 
 sweep: deps $(STAMP)
 	$(PY) -m copylab sweep $(PARAMS)
+
+# without ROLL the roll number comes from the report or the params YAML; none at all is refused
+bundle: deps $(STAMP)
+	$(PY) -m copylab bundle $(RESULTS) $(if $(ROLL),--roll '$(ROLL)')
 
 lab: deps $(STAMP)
 	$(VENV)/bin/jupyter lab notebooks/

@@ -4,4 +4,4 @@ A module joins the CLI by appearing in COMMANDS and defining `register(subparser
 subparser and sets `func`); `func(args)` returns the exit status.
 """
 
-COMMANDS = ("run", "doctor", "clean", "sweep", "report")
+COMMANDS = ("run", "doctor", "clean", "sweep", "report", "bundle")

@@ -1,0 +1,263 @@
+"""`copylab bundle`: the course submission, from one results folder, named as the course asks.
+
+<ROLL>_PA02/ (and <ROLL>_PA02.zip, whose top folder it is) holds the programs as one C file each
+under the course's names with a Makefile (csource), the Part C run-all script (runall), one Part D
+plot script per required plot with the values as literals (plots), the results CSV and report PDF
+of the same folder, a README for the grader and bundle.json (where it all came from).
+
+Everything is checked before anything is written; the bundle is built in a hidden folder next to
+the target, its C is built there once, and only a complete bundle is renamed into place. A bad
+input or a failure leaves the output folder as it was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import __version__
+from ..analysis import load_results, resolve_results_dir
+from ..errors import CopylabError
+from ..fsutil import atomic_write_bytes, atomic_write_json, atomic_write_text
+from ..hostmeta import git_revision
+from ..report import AUTHOR_FIELDS, resolve_author
+from ..sweep.records import now
+from . import csource, plots, readme, runall
+
+ROLL_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,31}")
+MARK = "bundle.json"  # what makes a folder a bundle this command may replace
+
+
+@dataclass
+class Inputs:
+    """Everything a bundle is made from, read and checked before anything is written."""
+
+    results_dir: Path
+    out_dir: Path
+    roll: str
+    fields: dict        # author, roll_no, repo_url, ai_declaration as text
+    meta: dict
+    df: object          # analysis.load_results' table (ok rows, derived metrics)
+    report_checked: bool  # whether the report's own author fields could be compared
+    stale_fields: list    # author fields the report shows otherwise: it is rebuilt with these first
+
+    @property
+    def name(self) -> str:
+        return f"{self.roll}_PA02"
+
+
+def check_roll(roll: str, source: str) -> str:
+    if not ROLL_PATTERN.fullmatch(roll):
+        raise CopylabError(f"roll number {roll!r} (from {source}) is not a plain identifier: letters, "
+                           "digits, '_' and '-', at most 32, starting with a letter or digit")
+    return roll
+
+
+def report_fields(results_dir: Path) -> dict | None:
+    """The author fields report.pdf was built with (the executed analysis notebook records its
+    parameters), or None when that record is not there."""
+    path = results_dir / "analysis.ipynb"
+    try:
+        params = json.loads(path.read_text())["metadata"]["papermill"]["parameters"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return {f: str(params.get(f) or "").strip() for f in AUTHOR_FIELDS}
+
+
+def check_inputs(results_dir, roll=None, out_dir=None, author=None, repo_url=None,
+                 ai_declaration=None) -> Inputs:
+    """Read and check everything; raise CopylabError naming the first problem. Writes nothing."""
+    if roll is not None:
+        check_roll(roll, "--roll")
+    results_dir = resolve_results_dir(results_dir).resolve()
+    df, meta = load_results(results_dir)
+    report = results_dir / "report.pdf"
+    if not report.is_file():
+        raise CopylabError(f"{results_dir} has no report.pdf yet: run `copylab report {results_dir}` first")
+    if report.stat().st_mtime < (results_dir / "results.csv").stat().st_mtime:
+        raise CopylabError(f"{report} is older than results.csv beside it: its numbers would not be the "
+                           f"bundle's; run `copylab report {results_dir}` again")
+    if ai_declaration and not Path(ai_declaration).is_file():
+        raise CopylabError(f"--ai-declaration {ai_declaration}: no such file")
+    recorded = report_fields(results_dir)
+    given = {"author": author, "roll_no": roll, "repo_url": repo_url, "ai_declaration": ai_declaration}
+    # a flag wins, then what the report shows, then the grid's fields in meta.json
+    fields = resolve_author(meta, **{f: given[f] or (recorded or {}).get(f) for f in AUTHOR_FIELDS})
+    if not fields["roll_no"]:
+        raise CopylabError("no roll number: pass --roll ROLL (or set roll_no in the grid's params YAML "
+                           "and rebuild the report)")
+    check_roll(fields["roll_no"], "--roll" if roll else "the report's roll_no" if (recorded or {}).get("roll_no")
+               else "roll_no in meta.json's params")
+    stale = [f for f in AUTHOR_FIELDS if recorded is not None and fields[f] != recorded[f]]
+    out_dir = Path(out_dir).resolve() if out_dir else results_dir
+    _check_out_dir(out_dir, f"{fields['roll_no']}_PA02")
+    return Inputs(results_dir, out_dir, fields["roll_no"], fields, meta, df, recorded is not None, stale)
+
+
+def _check_out_dir(out_dir: Path, name: str) -> None:
+    if not out_dir.is_dir():
+        raise CopylabError(f"--out {out_dir}: no such folder" if not out_dir.exists()
+                           else f"--out {out_dir}: not a folder")
+    if not os.access(out_dir, os.W_OK | os.X_OK):
+        raise CopylabError(f"--out {out_dir}: not writable")
+    folder, archive = out_dir / name, out_dir / f"{name}.zip"
+    if folder.exists() and not (folder / MARK).is_file():
+        raise CopylabError(f"{folder} exists and is not a bundle (no {MARK}): move it away or use --out")
+    if archive.exists() and not _is_bundle_zip(archive, name):
+        raise CopylabError(f"{archive} exists and is not a bundle: move it away or use --out")
+
+
+def _is_bundle_zip(path: Path, name: str) -> bool:
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return f"{name}/{MARK}" in archive.namelist()
+    except (OSError, zipfile.BadZipFile):
+        return False
+
+
+# ---------------------------------------------------------------------------------------------
+
+def course_names(roll: str, build: csource.NativeBuild) -> dict[str, list[str]]:
+    """Program -> its course-named C files: <ROLL>_Part_A1_Server.c, and for the client (one
+    program drives every server) one identical <ROLL>_Part_<X>_Client.c per server part."""
+    parts = [p[: -len("_server")].upper() for p in build.programs if p.endswith("_server")]
+    names = {}
+    for program in build.programs:
+        if program.endswith("_server"):
+            names[program] = [f"{roll}_Part_{program[: -len('_server')].upper()}_Server.c"]
+        elif program == "client":
+            names[program] = [f"{roll}_Part_{part}_Client.c" for part in parts]
+        else:
+            names[program] = [f"{roll}_{program}.c"]
+    return names
+
+
+def provenance(inputs: Inputs) -> dict:
+    meta, params = inputs.meta, inputs.meta.get("params") or {}
+    return {
+        "sweep": params.get("name") or inputs.results_dir.name,
+        "results_dir": str(inputs.results_dir),
+        "started_at": meta.get("started_at"),
+        "finished_at": meta.get("finished_at"),
+        "sweep_status": meta.get("status"),
+        "git_revision": meta.get("git_revision"),  # what measured the results
+        "points": len(inputs.df),
+        "failed_points": inputs.df.attrs.get("rows_failed", 0),
+        "cycles_source": meta.get("cycles_source"),
+        "perf_note": meta.get("perf_note"),
+    }
+
+
+def grid(inputs: Inputs, build: csource.NativeBuild) -> dict:
+    """The sweep's grid from meta.json (what a CSV from elsewhere lacks, from its rows), for the
+    bundle's own programs: reference programs the sweep also measured (iperf3...) are not in it."""
+    params, df = dict(inputs.meta.get("params") or {}), inputs.df
+    for key, column in (("impls", "impl"), ("modes", "mode"), ("msg_sizes", "msg_size"), ("threads", "threads")):
+        if not params.get(key):
+            params[key] = sorted(df[column].unique().tolist())
+    servers = [p[: -len("_server")] for p in build.programs if p.endswith("_server")]
+    params["impls"] = [i for i in params["impls"] if i in servers] or servers
+    if not params.get("repetitions") and len(df):
+        params["repetitions"] = int(df["rep"].max()) + 1
+    return params
+
+
+def _write_sources(folder: Path, roll: str, build: csource.NativeBuild) -> dict:
+    names = course_names(roll, build)
+    renamed = {}
+    for program, files in names.items():
+        amalgam = csource.amalgamate(program, build)
+        renamed.update({f"native/{k}": v for k, v in amalgam.renamed.items()})
+        for name in files:
+            atomic_write_text(folder / name, amalgam.text)
+    makefile = csource.makefile_text(build, {p: files[0] for p, files in names.items()}, roll)
+    atomic_write_text(folder / "Makefile", makefile)
+    return {"programs": {p: files for p, files in names.items()}, "renamed": renamed,
+            "git_revision": git_revision()}
+
+
+def _write_bundle(folder: Path, inputs: Inputs) -> dict:
+    roll, origin = inputs.roll, provenance(inputs)
+    build = csource.read_native_build()
+    sources = _write_sources(folder, roll, build)
+    script = folder / f"{roll}_Part_C_run_all.sh"
+    atomic_write_text(script, runall.run_all_script(roll, origin["sweep"], grid(inputs, build)))
+    script.chmod(0o755)
+    for spec in plots.PLOTS:
+        atomic_write_text(folder / f"{roll}_Part_D_{spec.name}.py",
+                          plots.plot_script(spec, inputs.df, inputs.meta, origin, roll))
+    atomic_write_bytes(folder / f"{roll}_results.csv", (inputs.results_dir / "results.csv").read_bytes())
+    atomic_write_bytes(folder / f"{roll}_Report.pdf", (inputs.results_dir / "report.pdf").read_bytes())
+    record = {"roll_no": roll, **{f: inputs.fields[f] for f in AUTHOR_FIELDS if f != "roll_no"},
+              "created_at": now(), "copylab_version": __version__, "results": origin,
+              "sources": sources, "report_fields_checked": inputs.report_checked}
+    atomic_write_text(folder / "README.md", readme.readme_text(inputs, record))
+    record["files"] = {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+                       for p in sorted(folder.iterdir()) if p.is_file()}
+    atomic_write_json(folder / MARK, record)
+    return record
+
+
+def _zip(folder: Path, archive: Path) -> None:
+    """The archive's top folder is the bundle's; modes (the script's x bit) go in external_attr."""
+    with zipfile.ZipFile(archive, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.write(folder, folder.name)
+        for path in sorted(folder.iterdir()):
+            zf.write(path, f"{folder.name}/{path.name}")  # ZipInfo.from_file: st_mode -> external_attr
+
+
+def build_bundle(results_dir, roll=None, out_dir=None, author=None, repo_url=None,
+                 ai_declaration=None, progress=None) -> dict:
+    """Write <ROLL>_PA02/ and <ROLL>_PA02.zip into out_dir (default results_dir).
+
+    When the flags give author fields the report does not show (a roll number given only now),
+    the report is rebuilt with them first, so the PDF in the bundle carries them. Returns
+    {"folder", "zip", "record", "warnings"}. Raises CopylabError (or OSError) and leaves out_dir
+    as it was on any bad input."""
+    inputs = check_inputs(results_dir, roll, out_dir, author, repo_url, ai_declaration)
+    if inputs.stale_fields:
+        from ..report import build_report
+
+        if progress:
+            progress(f"report.pdf shows other {', '.join(inputs.stale_fields)} than the bundle: rebuilding it")
+        build_report(inputs.results_dir, author=author, roll_no=inputs.roll, repo_url=repo_url,
+                     ai_declaration=ai_declaration, progress=progress)
+        inputs = check_inputs(results_dir, roll, out_dir, author, repo_url, ai_declaration)
+    name = inputs.name
+    staging = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=inputs.out_dir))
+    try:
+        folder = staging / name
+        folder.mkdir()
+        record = _write_bundle(folder, inputs)
+        csource.check_build(folder)
+        _zip(folder, staging / f"{name}.zip")
+        target, archive = inputs.out_dir / name, inputs.out_dir / f"{name}.zip"
+        _install(staging, folder, target, staging / f"{name}.zip", archive)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return {"folder": target, "zip": archive, "record": record, "warnings": readme.warnings(inputs, record)}
+
+
+def _install(staging: Path, folder: Path, target: Path, new_zip: Path, archive: Path) -> None:
+    """Swap the new bundle in; an earlier one (checked to be a bundle) goes to staging."""
+    previous = staging / "previous"
+    if target.exists():
+        os.rename(target, previous)
+    try:
+        os.rename(folder, target)
+        os.replace(new_zip, archive)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            if target.exists() and not folder.exists():  # the new folder was moved in: take it out
+                shutil.rmtree(target)
+            if previous.exists():
+                os.rename(previous, target)
+        raise

@@ -1,0 +1,127 @@
+"""The bundle's README for the grader, and what the author should know before handing it in."""
+
+from __future__ import annotations
+
+import re
+
+from ..fmt import system_summary
+from .plots import PLOTS
+
+PART_OF = {"A1": "A1 server: serialises the 8 fields into one buffer, then send() (two copies)",
+           "A2": "A2 server: one sendmsg() over an iovec of the 8 fields (one copy)",
+           "A3": "A3 server: sendmsg(MSG_ZEROCOPY), completions read from the error queue"}
+TEMPLATE_MARK = "edit before you hand in"  # params/AI_DECLARATION.md, as shipped
+
+
+def _sources_note(record: dict) -> str:
+    measured, now = record["results"]["git_revision"], record["sources"]["git_revision"]
+    if measured and now and measured == now and not now.endswith("-dirty"):
+        return f"from the same revision that measured the results ({now})"
+    return (f"from native/ as it was when the bundle was made (revision {now or 'unknown'}); the "
+            f"results were measured with revision {measured or 'unknown'}")
+
+
+def _code_spans(text: str | None) -> str:
+    """perf's <not supported> as code, so a markdown viewer does not take it for a tag and drop it."""
+    return re.sub(r"(<[^<>`]+>)", r"`\1`", text or "")
+
+
+def readme_text(inputs, record: dict) -> str:
+    roll, fields, origin = inputs.roll, inputs.fields, record["results"]
+    programs = record["sources"]["programs"]
+    rows = []
+    for program, files in programs.items():
+        for name in files:
+            part = name[len(roll) + len("_Part_"):].split("_")[0]
+            what = (PART_OF.get(part, program) if program.endswith("_server") else
+                    "the client (receiver; one program drives all three servers, so the client files "
+                    "are identical)" if program == "client" else program)
+            rows.append((name, f"{what}; `make` builds `{program}`"))
+    rows += [("Makefile", f"builds {', '.join(f'`{p}`' for p in programs)} from the files above, "
+                          "warning-free under -Wall -Wextra -Werror"),
+             (f"{roll}_Part_C_run_all.sh", "Part C: builds, creates the two network namespaces, runs every "
+                                           "point of the grid under perf stat on both ends, writes "
+                                           "results/results.csv and each point's raw output")]
+    rows += [(f"{roll}_Part_D_{spec.name}.py", f"Part D: {spec.title}; writes "
+                                               f"{roll}_Part_D_{spec.name}.png") for spec in PLOTS]
+    rows += [(f"{roll}_results.csv", "the measured results the report and the plots use, one row per point"),
+             (f"{roll}_Report.pdf", "the report"),
+             ("bundle.json", "where everything came from, machine-readable, with the sha256 of every file")]
+    table = "\n".join(f"| `{name}` | {what} |" for name, what in rows)
+    plots = "\n".join(f"python3 {roll}_Part_D_{spec.name}.py" for spec in PLOTS)
+    server = next((p for p in programs if p.endswith("_server")), "a1_server")
+    decl = fields["ai_declaration"] or "_not given_"
+    return f"""# {roll}: PA02, the cost of data movement in Linux TCP I/O
+
+- **Author:** {fields['author'] or '_not given_'}
+- **Roll number:** {roll}
+- **Repository:** {fields['repo_url'] or '_not given_'}
+
+## Files
+
+| file | what it is |
+| --- | --- |
+{table}
+
+## Build
+
+```sh
+make
+```
+
+## Run
+
+The whole sweep (root: the server and the client run in two network namespaces joined by veth):
+
+```sh
+sudo ./{roll}_Part_C_run_all.sh
+sudo env MSG_SIZES=4096 THREADS=1 DURATION_S=0.2 ./{roll}_Part_C_run_all.sh   # a smaller grid
+```
+
+The grid at the top of the script is the one the submitted results were measured on; every
+variable there can be overridden from the environment. One point by hand, on loopback:
+
+```sh
+./{server} --bind 127.0.0.1 --port 5201 --msg-size 4096 --mode throughput --json &
+./client --connect 127.0.0.1 --port 5201 --msg-size 4096 --mode throughput --threads 1 --duration 2 --warmup 0.5 --json
+kill -INT %1
+```
+
+## Plots
+
+Each script holds its values as Python lists (no file is read; matplotlib is the only dependency)
+and writes the PNG of the same name beside itself:
+
+```sh
+{plots}
+```
+
+## Where the numbers come from
+
+- Results: sweep `{origin['sweep']}` (`{origin['results_dir']}`), measured {origin['started_at']} to {origin['finished_at']} (status {origin['sweep_status'] or 'unknown'}): {origin['points']} points measured, {origin['failed_points']} failed and left out; code revision {origin['git_revision'] or 'unknown'}.
+- Host: {system_summary(inputs.meta)}.
+- Counters: {_code_spans(origin['perf_note']) or 'every requested perf event was counted.'}
+- The plots and `{roll}_results.csv` come from the same results folder as `{roll}_Report.pdf`.
+- C sources: single-file builds of the project's native/ modules (each section names the file it came from), {_sources_note(record)}.
+- Bundle made by copylab {record['copylab_version']} at {record['created_at']}.
+
+## AI-usage declaration
+
+{decl}
+"""
+
+
+def warnings(inputs, record: dict) -> list[str]:
+    """What the author should fix before handing in; the bundle is written anyway."""
+    fields, out = inputs.fields, []
+    for field, flag in (("author", "--author"), ("repo_url", "--repo-url"),
+                        ("ai_declaration", "--ai-declaration FILE")):
+        if not fields[field]:
+            out.append(f"no {field} given ({flag}, or {field} in the params YAML; then rebuild the report)")
+    if TEMPLATE_MARK in fields["ai_declaration"]:
+        out.append("the AI-usage declaration is still the template's text: edit it and rebuild the report")
+    if record["results"]["sweep_status"] not in (None, "finished"):
+        out.append(f"the sweep's status is {record['results']['sweep_status']!r}, not finished")
+    if not _sources_note(record).startswith("from the same revision"):
+        out.append("the C sources are " + _sources_note(record))
+    return out
