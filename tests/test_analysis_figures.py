@@ -12,7 +12,8 @@ from data.analysis import synthetic
 
 @pytest.fixture(scope="module")
 def full(tmp_path_factory):
-    return analysis.load_results(synthetic.write_sweep(tmp_path_factory.mktemp("figs-full")))
+    return analysis.load_results(synthetic.write_sweep(tmp_path_factory.mktemp("figs-full"),
+                                                       receives=("message", "bulk"), profiles=True))
 
 
 @pytest.fixture(scope="module")

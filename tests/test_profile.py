@@ -188,3 +188,27 @@ def test_no_perf_means_empty_profile_columns_with_the_reason(native_build, tmp_p
     assert row["status"] == "ok" and "perf is not installed" in row["profile_note"]
     assert all(row[f"srv_prof_{b}"] is None for b in contract.PROFILE_BUCKETS)
     assert row["srv_prof_samples"] is None or math.isnan(row["srv_prof_samples"])
+
+
+def test_an_older_kernel_names_the_copy_direction_by_its_path():
+    """Linux 4.3 inlines copyin/copyout and _copy_from_iter: copy_user_enhanced_fast_string sits
+    right under tcp_sendmsg (the copy from user) or skb_copy_datagram_iter (the copy to user)."""
+    samples = script.parse(gzip.open(FIXTURES / "flamegraph_4.3_iperf_cpuclock.script.gz", "rt").read())
+    helpers = [s for s in samples if s.frames and s.frames[0].sym == "copy_user_enhanced_fast_string"]
+    sent = [s for s in helpers if any(f.sym == "tcp_sendmsg" for f in s.frames)]
+    received = [s for s in helpers if any(f.sym == "skb_copy_datagram_iter" for f in s.frames)]
+    assert len(sent) == 24 and len(received) == 20
+    assert {classify.bucket_of(s, own=True) for s in sent} == {"kernel_copy_from_user"}
+    assert {classify.bucket_of(s, own=True) for s in received} == {"kernel_copy_to_user"}
+    assert sum(classify.summarise(samples, own=True).buckets.values()) == pytest.approx(1.0)
+
+
+def test_a_pmu_profile_trusts_its_leaves():
+    """Bare-metal cycles (Linux 3.13): no skid handling, and the pre-3.19 receive copy is named."""
+    samples = script.parse(gzip.open(FIXTURES / "flamegraph_3.13_example_cycles.script.gz", "rt").read())
+    assert len(samples) == 1315 and {s.cpu for s in samples} == {0, 1, 2, 3}
+    copies = [s for s in samples if s.frames and s.frames[0].sym == "copy_user_generic_string"]
+    assert copies and {classify.bucket_of(s, skid=False, own=True) for s in copies} == {"kernel_copy_to_user"}
+    profile = classify.summarise(samples, skid=False, own=True)
+    assert sum(profile.buckets.values()) == pytest.approx(1.0)
+    assert sum(profile.cai.values()) == pytest.approx(1.0)

@@ -30,6 +30,7 @@ from copylab import perf as perfmod
 from copylab import paths as pathsmod
 from copylab import point as pointmod
 from copylab.errors import CopylabError
+from copylab.params import parse_grid
 from copylab.point import PointSpec, run_point
 from copylab.topology import loopback, netns_pair
 
@@ -385,7 +386,8 @@ def faulty_sweep(tmp_path_factory, native_build):
     runs = out / "runs"
     (runs / ".pending").mkdir(parents=True)
     (runs / ".pending" / "a1_half.ipynb").write_text('{"cells": [')  # what a crash mid-point leaves
-    half_record = runs / "a1_throughput_4096B_1thr_rmessage_rep0_d0.2s_w0.1s_netns.json"
+    a1 = next(p for p in parse_grid(TINY_GRID).points("netns") if p.impl == "a1")
+    half_record = runs / f"{a1.point_id()}.json"
     half_record.write_text('{"row": {"status": "ok", "impl": "a1"')  # truncated: must be re-measured
     leftover = f"copylab-{dead_pid()}-abc123-srv"
     _make_namespace(leftover)

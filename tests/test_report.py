@@ -71,7 +71,8 @@ def test_notebook_without_counters_and_one_rep_says_what_it_cannot_answer(tmp_pa
 
 
 def test_report_pdf_and_html_from_synthetic_sweep(tmp_path):
-    results = synthetic.write_sweep(tmp_path / "sweep")
+    # profiles and both receive strategies, so that every figure has its data
+    results = synthetic.write_sweep(tmp_path / "sweep", profiles=True, receives=("message", "bulk"))
     decl = tmp_path / "ai.txt"
     decl.write_text("SYNTHETIC declaration: no AI was harmed.")
     paths = report.build_report(results, output_dir=tmp_path / "report", author="Ada Synthetic",

@@ -53,5 +53,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"copylab {args.command}: error: {describe_os_error(exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
+        # the clean-up is done: signals that still come must not turn the exit into a traceback
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, signal.SIG_IGN)
         print(f"copylab {args.command}: interrupted", file=sys.stderr)
         return 130

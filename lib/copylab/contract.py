@@ -104,6 +104,8 @@ EXTRA = (
     _numeric("zc_copied", "A3: of those, completions flagged SO_EE_CODE_ZEROCOPY_COPIED"),
     _numeric("enobufs", "A3: sendmsg calls refused with ENOBUFS (back-pressure)"),
     _text("verified", "the client found every checked byte as sent"),
+    _numeric("rep_cv", "coefficient of variation of the point's repetitions (throughput, or p50 round trip)"),
+    _text("unstable", "True when rep_cv exceeds 10%: the point's repetitions disagree"),
     _text("cycles_source", "pmu (core cycles) or tsc (TSC reference cycles, no PMU); empty if none"),
     _text("counters_note", "why a counter is empty"),
     *(_numeric(f"{side}_{key}", f"{'server (sender)' if side == 'srv' else 'client (receiver)'} {key}")
@@ -129,6 +131,7 @@ COLUMNS = tuple(c.name for c in ALL)
 NUMERIC_COLUMNS = tuple(c.name for c in ALL if c.numeric)
 TEXT_COLUMNS = tuple(c.name for c in ALL if not c.numeric)
 GROUP_KEYS = ("impl", "mode", "msg_size", "threads")  # a point, over its repetitions
+UNSTABLE_CV = 0.10  # repetitions of a point that vary more than this are flagged
 
 
 # ------------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from .analysis import METRICS, ROUND_TRIP_METRICS, aggregate, measured
+from .analysis.stats import primary_receive
 from .fmt import IMPL_LABELS, fmt_size, system_summary
 from .figures import IMPL_COLORS
 
@@ -38,6 +39,12 @@ class Explorer:
                                             value=tuple(self.impls_all), description="impls", rows=3)
         self.x = widgets.ToggleButtons(options=[("message size", "msg_size"), ("threads", "threads")],
                                        value="msg_size", description="x axis")
+        strategies = sorted(set(df["receive"].dropna())) or ["message"]
+        # two receive strategies are two experiments: one at a time, never averaged together
+        self.receive = widgets.ToggleButtons(options=strategies, value=primary_receive(df) if
+                                             primary_receive(df) in strategies else strategies[0],
+                                             description="receive", layout=widgets.Layout(
+                                                 display="" if len(strategies) > 1 else "none"))
         self.filter = widgets.Dropdown(description="threads")
         self.fig = go.FigureWidget(layout=dict(
             height=500, template="plotly_white", margin=dict(t=120),
@@ -51,7 +58,7 @@ class Explorer:
         self._busy = False
         self._refresh_metric()
         self._refresh_filter()
-        for w in (self.metric, self.impls, self.mode, self.x, self.filter):
+        for w in (self.metric, self.impls, self.mode, self.x, self.filter, self.receive):
             w.observe(self._changed, names="value")
         self.update()
 
@@ -91,7 +98,8 @@ class Explorer:
     def update(self) -> None:
         metric, x, other = self.metric.value, self.x.value, self._other()
         data = self.df[(self.df["mode"] == self.mode.value) & (self.df[other] == self.filter.value)
-                       & self.df["impl"].isin(self.impls.value)]
+                       & self.df["impl"].isin(self.impls.value)
+                       & (self.df["receive"].fillna("message") == self.receive.value)]
         agg = aggregate(data, metric, by=("impl", x)) if len(data) and metric else pd.DataFrame()
         with self.fig.batch_update():
             for trace, impl in zip(self.fig.data, self.impls_all):
@@ -113,7 +121,7 @@ class Explorer:
                 self.fig.layout.title.text += ": no data for this selection"
 
     def widget(self) -> widgets.Widget:
-        controls = widgets.HBox([widgets.VBox([self.metric, self.mode, self.x]),
+        controls = widgets.HBox([widgets.VBox([self.metric, self.mode, self.x, self.receive]),
                                  widgets.VBox([self.impls, self.filter])])
         return widgets.VBox([controls, self.fig])
 

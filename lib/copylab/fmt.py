@@ -12,7 +12,8 @@ import re
 import pandas as pd
 
 IMPL_LABELS = {"a1": "A1 two-copy (send)", "a2": "A2 one-copy (sendmsg iovec)",
-               "a3": "A3 zero-copy (MSG_ZEROCOPY)"}
+               "a3": "A3 zero-copy (MSG_ZEROCOPY)", "iperf3": "iperf3 (reference)",
+               "sockperf": "sockperf (reference)"}
 
 
 def impl_name(impl: str) -> str:

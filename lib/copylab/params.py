@@ -49,18 +49,31 @@ class ProfileSelection(BaseModel):
 DEFAULT_PROFILE = {"modes": ["throughput"], "threads": [1]}
 
 
+class PeerSelection(BaseModel):
+    """Reference programs measured in the same sweep: iperf3 in throughput mode, sockperf in latency
+    mode, at the grid's sizes and these thread counts, with their own repetition count."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    tools: Annotated[list[Literal[contract.PEERS]], Field(min_length=1)]  # type: ignore[valid-type]
+    # iperf3 3.12 runs its streams on one thread; sockperf's server answers one client at a time
+    threads: Annotated[list[Threads], Field(min_length=1)] = [1]
+    repetitions: Annotated[int, Field(ge=contract.REPETITIONS_RANGE[0], le=contract.REPETITIONS_RANGE[1])] = 1
+
+
 class GridSchema(BaseModel):
     """What a params/*.yaml file may say. Strict: "64" is not 64, true is not 1."""
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
     name: Annotated[str, Field(pattern=_NAME_PATTERN)]
-    impls: Annotated[list[Literal[contract.ALL_IMPLS]], Field(min_length=1)]  # type: ignore[valid-type]
+    impls: Annotated[list[Literal[contract.IMPLS]], Field(min_length=1)]  # type: ignore[valid-type]
     modes: Annotated[list[Literal[contract.MODES]], Field(min_length=1)]  # type: ignore[valid-type]
     msg_sizes: Annotated[list[MsgSize], Field(min_length=1)]
     threads: Annotated[list[Threads], Field(min_length=1)]
     receive: Annotated[list[Literal[contract.RECEIVE_STRATEGIES]], Field(min_length=1)] = ["message"]  # type: ignore[valid-type]
     profile: Union[bool, ProfileSelection] = ProfileSelection(**DEFAULT_PROFILE)
+    peers: Optional[PeerSelection] = None
     repetitions: Annotated[int, Field(ge=contract.REPETITIONS_RANGE[0], le=contract.REPETITIONS_RANGE[1])] = 1
     duration_s: _seconds(contract.DURATION_RANGE) = 2.0
     warmup_s: _seconds(contract.WARMUP_RANGE) = 0.5
@@ -132,6 +145,7 @@ class Grid:
     threads: tuple[int, ...]
     receive: tuple[str, ...] = ("message",)
     profile: object = True  # True (every point), False, or a ProfileSelection
+    peers: object = None    # a PeerSelection, or None
     repetitions: int = 1
     duration_s: float = 2.0
     warmup_s: float = 0.5
@@ -154,11 +168,15 @@ class Grid:
         cannot line up with one implementation, and every repetition completes before the next."""
         rng = random.Random(self.seed)
         specs = []
-        for rep in range(self.repetitions):
+        peers = self.peers
+        for rep in range(max(self.repetitions, peers.repetitions if peers else 0)):
             one_pass = [self._spec(impl, mode, size, thr, receive, rep, topology)
                         for impl in self.impls for mode in self.modes for size in self.msg_sizes
-                        for thr in self.threads for receive in self.receive
-                        if measurable(impl, mode, thr, receive)]
+                        for thr in self.threads for receive in self.receive] if rep < self.repetitions else []
+            if peers and rep < peers.repetitions:
+                one_pass += [self._spec(tool, contract.PEER_MODES[tool], size, thr, "message", rep, topology)
+                             for tool in peers.tools for size in self.msg_sizes for thr in peers.threads
+                             if contract.PEER_MODES[tool] in self.modes and (tool != "sockperf" or thr == 1)]
             if self.shuffle:
                 rng.shuffle(one_pass)
             specs.extend(one_pass)
@@ -177,16 +195,9 @@ class Grid:
             out[key] = list(out[key])
         if isinstance(self.profile, ProfileSelection):
             out["profile"] = self.profile.model_dump(exclude_none=True)
+        if self.peers is not None:
+            out["peers"] = self.peers.model_dump()
         return out
-
-
-def measurable(impl: str, mode: str, threads: int, receive: str) -> bool:
-    """Whether the grid holds this combination: a peer only in its mode, with message-sized reads,
-    and sockperf only at one thread (its server answers one client at a time)."""
-    if impl in contract.PEERS:
-        return (mode == contract.PEER_MODES[impl] and receive == "message"
-                and (impl != "sockperf" or threads == 1))
-    return True
 
 
 def _first_error(exc: ValidationError, source: str) -> str:
@@ -220,6 +231,7 @@ def parse_grid(data, source: str = "<params>") -> Grid:
     for key in ("impls", "modes", "msg_sizes", "threads", "receive"):
         values[key] = tuple(values[key])
     values["profile"] = schema.profile
+    values["peers"] = schema.peers
     values["description"] = values["description"] or ""
     if values.get("ai_declaration"):
         values["ai_declaration"] = _declaration_file(values["ai_declaration"], source)

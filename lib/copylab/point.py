@@ -166,7 +166,7 @@ class _Measurement:
 
     def _run_sides(self) -> Failure | None:
         spec, topo, program = self.spec, self.topo, self.program
-        port = 5201 if topo.kind == "netns" else free_port()
+        port = topo.next_port() if topo.kind == "netns" else free_port()
         if self.profiler is not None:
             self.profiler.start_system()
         ready = threading.Event()
@@ -367,6 +367,7 @@ def remove_stale_workdirs(tmp: Path | None = None) -> list[Path]:
     for path in Path(tmp or tempfile.gettempdir()).glob(f"{WORKDIR_PREFIX}*"):
         owner = path.name[len(WORKDIR_PREFIX):].split("-", 1)[0]
         if owner.isdigit() and not pid_alive(int(owner)):
+            kill_registered(path)  # its programs outlive a killed driver: they run in their own groups
             shutil.rmtree(path, ignore_errors=True)
             removed.append(path)
     return removed

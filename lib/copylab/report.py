@@ -15,7 +15,7 @@ from pathlib import Path
 
 from . import tools
 from .analysis import load_results
-from .fmt import fmt_size, md_escape, plural, system_fields
+from .fmt import fmt_num, fmt_size, md_escape, plural, system_fields
 from .fsutil import atomic_write_bytes, atomic_write_text
 from .errors import CopylabError
 from .paths import NOTEBOOKS_DIR, PROJECT_ROOT
@@ -23,6 +23,7 @@ from .paths import NOTEBOOKS_DIR, PROJECT_ROOT
 NOTEBOOK = NOTEBOOKS_DIR / "analysis.ipynb"
 TEMPLATES_DIR = Path(__file__).parent / "templates"  # copylab_offline: lab without CDN scripts
 WIDGET_TAG = "widget"  # cells that need a live kernel: left out of PDF and HTML
+HTML_ONLY_TAG = "html_only"  # interactive figures too large or too deep for a page: left out of the PDF
 AUTHOR_FIELDS = ("author", "roll_no", "repo_url", "ai_declaration")
 KEY_OFFLOADS = ("scatter-gather", "tcp-segmentation-offload", "generic-segmentation-offload",
                 "generic-receive-offload", "tx-checksumming", "rx-checksumming")
@@ -114,6 +115,43 @@ def system_markdown(meta: dict, df) -> str:
     return head + table + grid
 
 
+def measurement_markdown(meta: dict, df) -> str:
+    """How the numbers were taken: window, repetitions and order, the receiver, pinning, peers,
+    profiling, and what a VM changes. All read from the sweep's own grid and rows."""
+    params = meta.get("params") or {}
+    reps = df.groupby(["impl", "mode", "msg_size", "threads"])["rep"].nunique()
+    warmups = sorted(set(df["warmup_s"].dropna()))
+    durations = df["duration_s"].dropna()
+    receive = sorted(set(df["receive"].dropna())) or ["message (not recorded)"]
+    lines = [
+        f"- **Window:** {_joined(warmups, 's')} of warm-up discarded, then a measured window of "
+        f"{fmt_num(params.get('duration_s')) if params.get('duration_s') else fmt_num(durations.median())} s "
+        f"(median measured {fmt_num(durations.median())} s); perf counts both sides over the same window, which "
+        "copylab's client announces as it opens and closes it.",
+        f"- **Repetitions:** {int(reps.min()) if len(reps) else 0}–{int(reps.max()) if len(reps) else 0} per point"
+        + (", each repetition a freshly shuffled pass over the grid (a slow drift of the host cannot line up "
+           "with one implementation)" if params.get("shuffle") else ", in grid order") + ".",
+        f"- **Receiver:** {', '.join(receive)} reads (`message`: each `recv` asks for the rest of one message, "
+        "as an application reading whole messages does and as iperf3 does; `bulk`: up to 256 KiB per `recv`).",
+        f"- **Pinning:** sender on CPU {params.get('pin_server') or 'any'}, receiver on CPU "
+        f"{params.get('pin_client') or 'any'}.",
+    ]
+    peers = sorted(set(df["impl"]) - {"a1", "a2", "a3"})
+    if peers:
+        lines.append(f"- **Reference programs:** {', '.join(peers)} measured by the same engine, in the same "
+                     "namespaces, pinning and perf windows (iperf3 `-R -l <size>`; sockperf ping-pong "
+                     "`--full-rtt`, whose request is as large as its reply, where copylab's is 8 bytes).")
+    prof = df[df["profile_mode"].fillna("").astype(str) != ""]
+    if len(prof):
+        lines.append(f"- **Profiles:** {len(prof)} points profiled ({', '.join(sorted(set(prof['profile_mode'])))}; "
+                     f"{prof['profile_event'].iloc[0]}), folded stacks in `profiles/`.")
+    return "\n".join(lines)
+
+
+def _joined(values, unit: str) -> str:
+    return ", ".join(f"{fmt_num(v)} {unit}" for v in values) or "n/a"
+
+
 def _wrap(text: str) -> str:
     lines = []
     for line in text.splitlines():
@@ -181,7 +219,7 @@ def _say(progress, msg: str) -> None:
         progress(msg)
 
 
-def _exporter_config(nb, fields: dict, sweep: str):
+def _exporter_config(nb, fields: dict, sweep: str, remove_tags: set[str] = frozenset({WIDGET_TAG})):
     """Export settings shared by HTML and PDF: no code, no widget cells, a title and author."""
     from traitlets.config import Config
 
@@ -196,7 +234,7 @@ def _exporter_config(nb, fields: dict, sweep: str):
     c.TemplateExporter.exclude_input_prompt = True
     c.TemplateExporter.exclude_output_prompt = True
     c.TagRemovePreprocessor.enabled = True
-    c.TagRemovePreprocessor.remove_cell_tags = {WIDGET_TAG}
+    c.TagRemovePreprocessor.remove_cell_tags = set(remove_tags)
     return c
 
 
@@ -211,7 +249,6 @@ def build_report(results_dir, output_dir=None, author=None, roll_no=None, repo_u
 
     Raises CopylabError on bad input, a failing notebook or a missing tool (after writing
     what it could: without xelatex or chromium the HTML is still written)."""
-    import papermill
     from nbconvert import HTMLExporter, PDFExporter
     from nbconvert.exporters.pdf import LatexFailed
     import nbformat
@@ -232,21 +269,7 @@ def build_report(results_dir, output_dir=None, author=None, roll_no=None, repo_u
     record = output_dir / "analysis.ipynb"
     tmp_record = output_dir / ".analysis.tmp.ipynb"  # papermill wants the .ipynb suffix
     params = {"results_dir": str(results_dir), "output_dir": str(output_dir), **fields}
-    try:
-        papermill.execute_notebook(str(NOTEBOOK), str(tmp_record), parameters=params,
-                                   kernel_name="python3", cwd=str(PROJECT_ROOT),
-                                   execution_timeout=timeout_s, progress_bar=False)
-    except papermill.PapermillExecutionError as exc:
-        failed = output_dir / "analysis.failed.ipynb"
-        tmp_record.replace(failed)
-        raise CopylabError(f"analysis notebook failed in cell {exc.exec_count}: {exc.ename}: "
-                           f"{str(exc.evalue).splitlines()[0] if exc.evalue else ''} "
-                           f"(executed notebook kept as {failed})") from exc
-    except Exception as exc:  # nbclient CellTimeoutError, dead kernel: papermill does not wrap them
-        if tmp_record.exists():
-            tmp_record.replace(output_dir / "analysis.failed.ipynb")
-        raise CopylabError(f"analysis notebook did not finish: {type(exc).__name__}: "
-                           f"{str(exc).splitlines()[0] if str(exc) else ''}") from exc
+    _execute_analysis(params, tmp_record, output_dir, timeout_s)
     tmp_record.replace(record)
     paths = {"notebook": record, "answers": output_dir / "answers.json"}
 
@@ -266,7 +289,8 @@ def build_report(results_dir, output_dir=None, author=None, roll_no=None, repo_u
                            + "; ".join(tools.install_hint(m) for m in missing))
     _say(progress, "[4/4] writing report.pdf (nbconvert via xelatex)")
     try:
-        pdf, _ = PDFExporter(config=config).from_notebook_node(nb)
+        pdf_config = _exporter_config(nb, fields, results_dir.name, {WIDGET_TAG, HTML_ONLY_TAG})
+        pdf, _ = PDFExporter(config=pdf_config).from_notebook_node(nb)
     except LatexFailed as exc:
         log = output_dir / "report.latex.log"
         log.write_text(exc.output or "")
@@ -274,6 +298,31 @@ def build_report(results_dir, output_dir=None, author=None, roll_no=None, repo_u
     atomic_write_bytes(output_dir / "report.pdf", pdf)
     paths["pdf"] = output_dir / "report.pdf"
     return paths
+
+
+def _execute_analysis(params: dict, tmp_record: Path, output_dir: Path, timeout_s: int) -> None:
+    """The analysis notebook, run like a sweep's notebooks (a watchdog, the kernel's chatter in a log
+    that is dropped afterwards); a failure keeps the executed notebook as analysis.failed.ipynb, an
+    interruption leaves nothing half-written."""
+    import tempfile
+
+    from .sweep.kernel import WarmKernel, execute
+
+    with tempfile.TemporaryDirectory(prefix="copylab-report-") as scratch:
+        kernel = WarmKernel(cwd=PROJECT_ROOT, log_path=Path(scratch) / "kernel.log")
+        try:
+            outcome = execute(NOTEBOOK, tmp_record, params, kernel, timeout_s=timeout_s, cwd=PROJECT_ROOT)
+        except BaseException:
+            tmp_record.unlink(missing_ok=True)  # Ctrl-C or SIGTERM: no half-written notebook stays
+            raise
+        finally:
+            kernel.stop()
+    if not outcome.ok:
+        failed = output_dir / "analysis.failed.ipynb"
+        if tmp_record.exists():
+            tmp_record.replace(failed)
+            outcome.error += f" (executed notebook kept as {failed})"
+        raise CopylabError(f"analysis notebook did not finish: {outcome.error}")
 
 
 def main_progress(msg: str) -> None:

@@ -31,6 +31,7 @@ PREFIX_LEN = 30
 SERVER_IF = "cl-srv"  # interface names only need to be unique inside their namespace
 CLIENT_IF = "cl-cli"
 NETNS_RUN_DIR = Path("/run/netns")  # where iproute2 keeps named namespaces
+PORT_BASE, PORT_SPAN = 20000, 30000  # the namespaces' servers listen on ports in [20000, 50000)
 _NS_NAME = re.compile(rf"^{PREFIX}-(\d+)-([0-9a-f]+)-(srv|cli)$")
 
 
@@ -59,6 +60,12 @@ class Topology:
 
     def client_prefix(self) -> list[str]:
         return _exec_prefix(self.client_ns)
+
+    def next_port(self) -> int:
+        """A port for the next server, drawn at random: a program that does not set SO_REUSEADDR
+        (sockperf) cannot bind a port whose connections of a moment ago are still in TIME_WAIT,
+        and every notebook of a sweep attaches to the namespaces anew, so no counter survives."""
+        return PORT_BASE + secrets.randbelow(PORT_SPAN)
 
     def check_alive(self) -> None:
         """Raise MeasurementError if a namespace of this topology vanished under us."""

@@ -14,8 +14,8 @@ from .answers import QUESTIONS, answers, write_answers
 from .crossover import crossover
 from .load import METRICS, ROUND_TRIP_METRICS, add_derived, load_meta, load_results, resolve_results_dir
 from .stats import aggregate, measured, t_critical_95, unmeasured_reason
-from .tables import (copy_evidence_text, crossover_table, per_impl_table, throughput_by_size,
-                     unanswered_markdown, violations_table)
+from .tables import (copy_evidence_text, crossover_table, harness_table, per_impl_table, throughput_by_size,
+                     unanswered_markdown, unstable_points, violations_table)
 
 __all__ = [
     "GROUP_KEYS", "REQUIRED_COLUMNS", "IMPL_LABELS", "METRICS", "ROUND_TRIP_METRICS", "QUESTIONS",
@@ -23,5 +23,5 @@ __all__ = [
     "system_fields", "system_summary", "answers", "write_answers", "crossover", "add_derived",
     "load_meta", "load_results", "resolve_results_dir", "aggregate", "measured", "t_critical_95",
     "unmeasured_reason", "copy_evidence_text", "crossover_table", "per_impl_table",
-    "throughput_by_size", "unanswered_markdown", "violations_table",
+    "throughput_by_size", "unanswered_markdown", "violations_table", "harness_table", "unstable_points",
 ]

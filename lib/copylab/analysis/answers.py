@@ -10,6 +10,7 @@ import pandas as pd
 from ..fsutil import atomic_write_json, jsonable
 from . import findings as fnd
 from . import prose
+from .profiles import profile_finding
 from .significance import comparisons, significance_answer
 from .stats import measured, study_rows, throughput_rows
 
@@ -47,6 +48,14 @@ def crossover_answer(df: pd.DataFrame, impl: str, reps) -> dict:
         if zc.copied_share_pct == zc.copied_share_pct:  # not NaN: completions were recorded
             text += " " + prose.zero_copy_evidence_text(zc)
     return _with_text(public, text)
+
+
+def _cited(answer: dict, sentences: dict, *keys: str) -> dict:
+    """The answer with the profile's measured shares added to its text (when it has an answer)."""
+    extra = [sentences[k] for k in keys if k in sentences]
+    if extra and "reason" not in answer:
+        answer = {**answer, "text": answer["text"] + " " + " ".join(extra)}
+    return answer
 
 
 def q1_answer(df: pd.DataFrame, q5: dict) -> dict:
@@ -90,22 +99,43 @@ def answers(df: pd.DataFrame, meta: dict) -> dict:
     study's implementations only: the peers' rows (iperf3, sockperf) are left out here."""
     rows_used = len(df)
     df = study_rows(df)
+    if df.empty:
+        return jsonable(_nothing_measured(df, rows_used))
     reps = fnd.reps_range(df)
-    q4 = crossover_answer(df, "a2", reps)
-    q5 = crossover_answer(df, "a3", reps)
+    profile = profile_finding(df)
+    cite = prose.profile_sentences(profile) if "reason" not in profile else {}
+    q4 = _cited(crossover_answer(df, "a2", reps), cite, "a1_a2")
+    q5 = _cited(crossover_answer(df, "a3", reps), cite, "a3")
     q2 = q2_answer(df, meta)
     doc = {
-        "q1_zero_copy_not_always_best": q1_answer(df, q5),
+        "q1_zero_copy_not_always_best": _cited(q1_answer(df, q5), cite, "a3", "bottleneck"),
         "q2_cache_level": q2.pop("answer"),
         "q2_cache_detail": q2,
         "q3_threads_cache_contention": q3_answer(df, meta),
         "q4_one_copy_vs_two_copy": q4,
         "q5_zero_copy_vs_two_copy": q5,
         "q6_unexpected_result": q6_answer(df, meta, reps),
+        "profile_evidence": profile,
         "rows_used": int(rows_used),
         "rows_failed": int(df.attrs.get("rows_failed", 0)),
     }
     return jsonable(doc)
+
+
+def _nothing_measured(df: pd.DataFrame, rows_used: int) -> dict:
+    """Every question unanswerable, saying why, when no row of A1/A2/A3 measured anything."""
+    failed, empty = df.attrs.get("rows_failed", 0), df.attrs.get("rows_empty", 0)
+    reason = (f"the sweep has no successful measurement of A1, A2 or A3 ({failed} point(s) failed, "
+              f"{empty} row(s) without a value; their errors are in results.csv)")
+    answer = {"reason": reason, "text": prose.unanswerable(reason)}
+    return {"q1_zero_copy_not_always_best": dict(answer), "q2_cache_level": None, "q2_cache_detail": dict(answer),
+            "q3_threads_cache_contention": dict(answer),
+            "q4_one_copy_vs_two_copy": {"crossover_bytes": None, "per_threads": {}, "significant_crossover_bytes": None,
+                                        "significant_per_threads": {}, **answer},
+            "q5_zero_copy_vs_two_copy": {"crossover_bytes": None, "per_threads": {}, "significant_crossover_bytes": None,
+                                         "significant_per_threads": {}, **answer},
+            "q6_unexpected_result": dict(answer), "profile_evidence": {"reason": reason},
+            "rows_used": int(rows_used), "rows_failed": int(failed)}
 
 
 def write_answers(doc: dict, output_dir) -> Path:

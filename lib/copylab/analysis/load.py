@@ -11,6 +11,7 @@ import pandas as pd
 from .. import contract
 from ..errors import CopylabError
 from ..paths import PROJECT_ROOT
+from .stats import repetition_spread
 
 # Derived metric -> (label with unit, description). Figures and the explorer read labels from here.
 METRICS = {
@@ -92,9 +93,15 @@ def load_results(results_dir) -> tuple[pd.DataFrame, dict]:
             raise CopylabError(f"{csv_path}: column {col} is empty or not a number "
                                f"in row {int(bad.index[0]) + 2}")
         df[col] = df[col].astype(int)
-    df = add_derived(df.reset_index(drop=True))
+    # a row without its mode's measurement (throughput, or the round trip) measured nothing: it is
+    # counted and left out, like a failed one, rather than averaged as if it were a value
+    primary = df["throughput_gbps"].where(df["mode"] == "throughput", df["latency_us"])
+    empty = df[primary.isna()]
+    df = df[primary.notna()]
+    df = repetition_spread(add_derived(df.reset_index(drop=True)))  # also for a CSV from elsewhere
     df.attrs = {
         "results_dir": str(results_dir), "rows_read": rows_read, "rows_failed": len(failed),
+        "rows_empty": len(empty),
         "failed": [
             {k: (None if pd.isna(v) else v) for k, v in row.items()}
             for row in failed[["impl", "mode", "msg_size", "threads", "rep", "error"]]

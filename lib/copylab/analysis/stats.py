@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from ..contract import GROUP_KEYS, IMPLS
+from ..contract import GROUP_KEYS, IMPLS, UNSTABLE_CV
 
 
 def t_critical_95(dof: int) -> float:
@@ -61,8 +61,23 @@ def unmeasured_reason(df: pd.DataFrame, meta: dict, column: str) -> str:
     return f"the {column} column of results.csv is empty (perf counters were not recorded)"
 
 
+def primary_receive(df: pd.DataFrame) -> str:
+    """The receive strategy the report's answers and figures use: message when measured."""
+    strategies = set(df["receive"].dropna()) if "receive" in df else set()
+    return "message" if "message" in strategies or not strategies else sorted(strategies)[0]
+
+
+def one_receive(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the primary receive strategy (a CSV without the column counts as message): two
+    strategies are two experiments, never averaged together."""
+    if "receive" not in df:
+        return df
+    return df[df["receive"].fillna("message") == primary_receive(df)]
+
+
 def study_rows(df: pd.DataFrame) -> pd.DataFrame:
-    """The rows of A1/A2/A3 (not the peers'): what Part E compares."""
+    """The rows of A1/A2/A3 (not the peers') with the primary receive strategy: what Part E compares."""
+    df = one_receive(df)
     return df[df["impl"].isin(IMPLS)]
 
 
@@ -112,3 +127,18 @@ def zc_copied_share(df: pd.DataFrame) -> float:
 def reps_per_point(df: pd.DataFrame) -> pd.Series:
     """Number of repetitions measured per point."""
     return df.groupby(list(GROUP_KEYS))["rep"].nunique()
+
+
+def repetition_spread(frame: pd.DataFrame) -> pd.DataFrame:
+    """rep_cv and unstable for every row: the coefficient of variation of its point's successful
+    repetitions (throughput in throughput mode, p50 round trip in latency mode; NaN below 2)."""
+    frame = frame.copy()
+    value = frame["throughput_gbps"].where(frame["mode"] == "throughput", frame["latency_p50_us"])
+    status = frame["status"].astype("string").str.strip().str.lower()
+    value = pd.to_numeric(value, errors="coerce").where(status.isna() | (status == "ok") | (status == ""))
+    keys = [k for k in ("impl", "mode", "msg_size", "threads", "receive") if k in frame.columns]
+    grouped = value.groupby([frame[k] for k in keys], dropna=False)
+    mean, std, count = grouped.transform("mean"), grouped.transform("std"), grouped.transform("count")
+    frame["rep_cv"] = (std / mean).where((count >= 2) & (mean > 0))
+    frame["unstable"] = (frame["rep_cv"] > UNSTABLE_CV).where(frame["rep_cv"].notna(), other="")
+    return frame

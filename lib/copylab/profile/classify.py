@@ -60,10 +60,14 @@ def bucket_of(sample: Sample, skid: bool = True, own: bool = False) -> str:
     own: the recording is the program's own (see is_program)."""
     program = is_program(sample, own)
     found = None
+    helper = False  # a user<->kernel copy routine was seen below: the path names its direction
     for frame in _frames_to_scan(sample.frames, skid):
         sym = _plain(frame.sym)
         if frame.kernel:
+            helper = helper or sym in rules.USER_COPY_HELPERS
             found = _kernel_bucket(sym)
+            if found and helper:
+                found = rules.HELPER_DIRECTION.get(found, found)
         elif rules.USER_COPY.match(sym):
             found = "user_copy" if program else None
         elif sym in rules.USER_SYSCALL:

@@ -10,7 +10,11 @@ How a sample is classified (classify.py does exactly this, and nothing else):
      NMI) the leaf is trusted as it is. The share of skid leaves is reported per side.
   3. The first frame whose symbol is in a table below decides the bucket. Only functions that
      say what is being done are in the tables; helpers (memcpy in the kernel, kfree_skb,
-     spin locks) are not, so their time goes to the operation that called them.
+     spin locks) are not, so their time goes to the operation that called them. The user-copy
+     routines (copy_user_enhanced_fast_string, rep_movs_alternative...; USER_COPY_HELPERS) copy
+     between user and kernel memory in either direction: under the send path they are the copy
+     from user memory, under the receive path the copy to it (older kernels inline copyin/copyout
+     and _copy_from_iter into tcp_sendmsg, so the path is all there is to tell).
   4. Who the sample belongs to matters for three buckets: user_copy needs a measured program
      (PROGRAM_COMMS) copying in user space; samples of other processes are other_process unless
      their stack is network work (softirq processing done inside whatever task was running);
@@ -69,10 +73,12 @@ KERNEL_RULES: dict[str, tuple[str, ...]] = {
         "copyin", "copy_from_user_iter", "copy_from_user_iter_nocache", "csum_and_copy_from_iter",
         "csum_and_copy_from_iter_full", "__copy_user_nocache", "skb_do_copy_data_nocache",
         "skb_copy_to_page_nocache", "skb_add_data_nocache",
+        "memcpy_fromiovec", "memcpy_fromiovecend", "skb_copy_to_page",  # before 3.19
     ),
     "kernel_copy_to_user": (
         "_copy_to_iter", "copyout", "copy_to_user_iter", "simple_copy_to_iter", "__skb_datagram_iter",
         "skb_copy_datagram_iter", "csum_and_copy_to_iter", "skb_copy_and_csum_datagram",
+        "skb_copy_datagram_iovec", "memcpy_toiovec", "memcpy_toiovecend",  # before 3.19
     ),
     "zerocopy_pin": (
         "skb_zerocopy_iter_stream", "__zerocopy_sg_from_iter", "zerocopy_fill_skb_from_iter",
@@ -104,6 +110,7 @@ KERNEL_RULES: dict[str, tuple[str, ...]] = {
         "netif_rx", "__netif_rx", "netif_rx_internal", "enqueue_to_backlog", "dev_queue_xmit_nit",
         "sock_sendmsg", "__sock_sendmsg", "sock_sendmsg_nosec", "inet_sendmsg", "inet6_sendmsg",
         "____sys_sendmsg", "___sys_sendmsg", "__sys_sendmsg", "__sys_sendto", "sk_stream_write_space",
+        "SYSC_sendto", "sock_aio_write", "dev_queue_xmit_sk", "ip_finish_output_gso",  # 3.x/4.x
     ),
     "tcp_receive": (
         "tcp_recvmsg", "tcp_recvmsg_locked", "tcp_rcv_established", "tcp_v4_rcv", "tcp_v6_rcv",
@@ -118,6 +125,7 @@ KERNEL_RULES: dict[str, tuple[str, ...]] = {
         "veth_poll", "veth_xdp_rcv", "napi_gro_receive", "gro_receive_skb", "sock_recvmsg", "sock_recvmsg_nosec",
         "inet_recvmsg", "inet6_recvmsg", "__sys_recvfrom", "____sys_recvmsg", "___sys_recvmsg",
         "__sys_recvmsg", "sk_filter_trim_cap", "__release_sock", "release_sock",
+        "SYSC_recvfrom", "tcp_prequeue_process", "sock_aio_read", "tcp_rcv_state_process",  # 3.x/4.x
     ),
     "scheduling": (
         "schedule", "__schedule", "schedule_timeout", "schedule_hrtimeout_range", "schedule_hrtimeout_range_clock",
@@ -134,6 +142,7 @@ KERNEL_RULES: dict[str, tuple[str, ...]] = {
     ),
     "syscall": (
         "entry_SYSCALL_64", "entry_SYSCALL_64_after_hwframe", "syscall_return_via_sysret",
+        "entry_SYSCALL_64_fastpath", "system_call_fastpath", "system_call",  # 3.x/4.x
         "exit_to_user_mode_prepare", "__fdget", "fdget", "sockfd_lookup_light", "__sys_setsockopt",
         "import_single_range", "import_ubuf", "copy_msghdr_from_user", "__copy_msghdr", "__copy_msghdr_from_user",
         "sendmsg_copy_msghdr", "recvmsg_copy_msghdr", "iovec_from_user", "__import_iovec", "import_iovec",
@@ -148,8 +157,16 @@ KERNEL_RULES: dict[str, tuple[str, ...]] = {
 }
 # families matched by pattern (only consulted when the exact tables have no entry)
 KERNEL_PATTERNS: tuple[tuple[str, re.Pattern], ...] = (
-    ("syscall", re.compile(r"^__(x64|ia32|se)_sys_")),
+    ("syscall", re.compile(r"^(__(x64|ia32|se)_sys_|SyS_|sys_)")),
 )
+
+# copy routines that only say "user <-> kernel": the path around them says which way
+USER_COPY_HELPERS = frozenset({
+    "copy_user_enhanced_fast_string", "copy_user_generic_string", "copy_user_generic_unrolled",
+    "rep_movs_alternative", "copy_user_generic", "__copy_user_nocache", "_copy_from_user", "_copy_to_user",
+    "copy_from_user", "copy_to_user",
+})
+HELPER_DIRECTION = {"tcp_send": "kernel_copy_from_user", "tcp_receive": "kernel_copy_to_user"}
 
 USER_COPY = re.compile(r"^(__)?(memcpy|memmove|mempcpy|__memcpy_chk|__memmove_chk)"
                        r"|^__mem(cpy|move|pcpy)_[a-z0-9_]+$")

@@ -5,7 +5,7 @@ Layout of output/<name>/ (flent-style: every result carries its metadata, runs a
   runs/<point_id>.json         one record per point: the row and both programs' raw output
   runs/group-<s>-<k>.ipynb     the executed experiment notebook of a group of points (each record
                                names its notebook)
-  results.csv                  rebuilt from the records after every point
+  results.csv                  rebuilt from the records after every group of points
   meta.json                    host, kernel, perf, network settings, the grid, sessions
   sweep.log                    one line per point
 A point is finished when its record is in runs/ with status ok; a re-run skips those (unless
@@ -28,7 +28,7 @@ from .. import perf as perfmod
 from ..contract import PEERS, check_cpus_available
 from ..errors import CopylabError, ErrorKind
 from ..experiment import spec_params
-from ..fsutil import atomic_write_json
+from ..fsutil import atomic_write_json, describe_os_error
 from ..params import Grid, load_grid
 from ..paths import NATIVE_DIR, NOTEBOOKS_DIR, OUTPUT_DIR
 from ..point import PointSpec, kill_registered, remove_stale_workdirs
@@ -76,6 +76,7 @@ def run_sweep(params_path: str | Path, out_dir: str | Path | None = None, force:
     folder.prepare(out)
     with folder.exclusive(out):
         folder.claim(out, grid, restart, say)
+        folder.ensure_runs(out)
         say(f"grid {grid.name}: {estimate.describe()}")
         return Sweep(grid, topology, out, force, progress, say).run()
 
@@ -109,15 +110,19 @@ class Sweep:
         except KeyboardInterrupt:
             status = "interrupted"
             raise
+        except OSError as exc:  # disk full, a folder gone read-only: say where, once
+            raise CopylabError(f"{self.out}: {describe_os_error(exc)}") from None
         finally:
             with _signals_ignored():
-                self._clean_up(status, time.monotonic() - started)
+                try:
+                    self._clean_up(status, time.monotonic() - started)
+                except OSError as exc:  # the same full disk, met again while closing the books
+                    raise CopylabError(f"{self.out}: {describe_os_error(exc)}") from None
         return self.summary
 
     def _plan(self) -> list[str]:
         for stale in (self.pending, self.work, self.runs / ".pending"):
             shutil.rmtree(stale, ignore_errors=True)  # debris of an interrupted run
-        self.runs.mkdir(exist_ok=True)
         self.work.mkdir()
         for ns in clean_leftovers()["removed_namespaces"]:
             self.say(f"removed namespace {ns} left by an earlier crashed run")
@@ -216,6 +221,9 @@ class Sweep:
                           timeout_s=budget, cwd=NOTEBOOKS_DIR, watch=watch)
         if notebook_tmp.exists() and self.runs.is_dir():
             os.replace(notebook_tmp, self.runs / f"{name}.ipynb")
+        if folder.still_there(self.out, self.runs):
+            # between groups, while nothing is measured: rebuilding it takes CPU the programs would miss
+            write_results(self.out, self.runs, self.rows)
         if outcome.kind == _FOLDER_LOST:
             raise CopylabError(f"{self.out}: the output folder (or its runs/) was removed during the sweep; "
                                "stopped without measuring further")
@@ -248,7 +256,6 @@ class Sweep:
         self.point_seconds += spec.warmup_s + spec.duration_s
         ok = row.get("status") == "ok"
         self.failed += not ok
-        write_results(self.out, self.runs, self.rows)
         with open(self.out / "sweep.log", "a") as log:
             log.write(f"{now()} {pid} {row.get('status')} throughput_gbps={row.get('throughput_gbps')} "
                       f"latency_us={row.get('latency_us')} {row.get('error') or ''}".rstrip() + "\n")

@@ -9,9 +9,12 @@ from pathlib import Path
 
 from ..errors import CopylabError
 from ..fmt import fmt_num
+from ..contract import PEER_MODES
 from ..params import Grid
 
-PER_POINT_OVERHEAD_S = 0.15   # measured: process start, connection set-up, drain and stop, record
+PER_POINT_OVERHEAD_S = 0.08   # measured: process start, connection set-up, drain and stop, record
+PROFILE_S = 0.5               # perf record's start-up and perf script, per profiled point
+SOCKPERF_FIXED_S = 2.3        # sockperf sleeps 2 s before every test, whatever -t says
 PER_GROUP_OVERHEAD_S = 0.5    # papermill on a warm kernel, once per group of points
 BUILD_S = 10.0
 MAX_WALL_S = 24 * 3600
@@ -74,11 +77,39 @@ def point_memory(impl: str, msg_size: int, threads: int) -> int:
     return server + client + threads * SOCKET_BYTES
 
 
+def _matching(grid: Grid, values: dict) -> int:
+    """How many of the grid's (impl, mode, size, threads) combinations a profile selection holds:
+    a conjunction over independent dimensions, so a product of counts (never an expansion)."""
+    if isinstance(grid.profile, bool):
+        return math.prod(len(v) for v in values.values()) if grid.profile else 0
+    count = 1
+    for key, dim in values.items():
+        wanted = getattr(grid.profile, key)
+        count *= len(dim) if wanted is None else len(set(dim) & set(wanted))
+    return count
+
+
 def estimate(grid: Grid) -> Estimate:
-    per_rep = len(grid.impls) * len(grid.modes) * len(grid.msg_sizes) * len(grid.threads)
+    point_s = grid.warmup_s + grid.duration_s + PER_POINT_OVERHEAD_S
+    per_rep = len(grid.impls) * len(grid.modes) * len(grid.msg_sizes) * len(grid.threads) * len(grid.receive)
+    profiled = _matching(grid, {"impls": grid.impls, "modes": grid.modes, "msg_sizes": grid.msg_sizes,
+                                "threads": grid.threads}) * len(grid.receive) * grid.repetitions
     points = per_rep * grid.repetitions
+    wall = points * point_s + profiled * PROFILE_S
+    peers = grid.peers
+    if peers is not None:
+        for tool in peers.tools:
+            if PEER_MODES[tool] not in grid.modes:
+                continue
+            threads = [t for t in peers.threads if tool != "sockperf" or t == 1]
+            n = len(grid.msg_sizes) * len(threads) * peers.repetitions
+            points += n
+            if tool == "iperf3":
+                wall += n * (math.ceil(grid.warmup_s + grid.duration_s) + PER_POINT_OVERHEAD_S)
+            else:
+                wall += n * (math.ceil(grid.duration_s + 0.45) + SOCKPERF_FIXED_S)
     groups = math.ceil(points / 16)
-    wall = BUILD_S + groups * PER_GROUP_OVERHEAD_S + points * (grid.warmup_s + grid.duration_s + PER_POINT_OVERHEAD_S)
+    wall += BUILD_S + groups * PER_GROUP_OVERHEAD_S
     # memory grows with size and threads: the largest of each is the peak for every implementation
     size, threads = max(grid.msg_sizes), max(grid.threads)
     impl = max(grid.impls, key=lambda i: point_memory(i, size, threads))

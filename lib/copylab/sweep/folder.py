@@ -20,7 +20,7 @@ from ..fsutil import describe_os_error
 from ..params import Grid
 
 # the grid keys that decide what is measured; the report's author fields and the description do not
-MEASURED_KEYS = ("impls", "modes", "msg_sizes", "threads", "receive", "profile", "repetitions", "duration_s",
+MEASURED_KEYS = ("impls", "modes", "msg_sizes", "threads", "receive", "profile", "peers", "repetitions", "duration_s",
                  "warmup_s", "topology", "pin_server", "pin_client", "shuffle", "seed", "verify")
 
 
@@ -107,11 +107,20 @@ def claim(out: Path, grid: Grid, restart: bool, say) -> Path:
 
 def _fingerprint_of(params: dict) -> str | None:
     try:
-        fields = {key: params[key] for key in MEASURED_KEYS}
+        fields = {key: params.get(key) if key == "peers" else params[key] for key in MEASURED_KEYS}
     except KeyError:
         return None
     text = json.dumps(fields, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def ensure_runs(out: Path) -> Path:
+    """out/runs, created if needed; one line when something else is in its place."""
+    runs = out / "runs"
+    if runs.exists() and not runs.is_dir():
+        raise CopylabError(f"{runs}: exists and is not a folder (the sweep keeps its records there)")
+    runs.mkdir(exist_ok=True)
+    return runs
 
 
 def still_there(out: Path, runs: Path) -> bool:

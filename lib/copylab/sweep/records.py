@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..analysis.stats import repetition_spread
 from ..contract import COLUMNS
 from ..fsutil import atomic_write_text
 from ..point import PointSpec, empty_row
@@ -55,5 +56,5 @@ def write_results(out_dir: Path, runs: Path, rows: dict[str, dict]) -> Path:
     rebuilds the same file)."""
     kept = [row for point_id, row in rows.items() if record_path(runs, point_id).is_file()]
     frame = pd.DataFrame(kept, columns=list(COLUMNS))
-    frame = frame.sort_values(SORT_KEYS, kind="stable").reset_index(drop=True)
+    frame = repetition_spread(frame.sort_values(SORT_KEYS, kind="stable").reset_index(drop=True))
     return atomic_write_text(out_dir / "results.csv", frame.to_csv(index=False))

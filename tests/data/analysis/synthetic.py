@@ -39,7 +39,62 @@ def _a1_gbps(size: int, threads: int) -> float:
     return 2.0 + 4.0 * SIZES.index(size) + 0.5 * THREADS.index(threads)
 
 
-def rows(reps: int = 3, counters: bool = True, failed_row: bool = True) -> list[dict]:
+# profile shares per side of the throughput points at one thread (each side sums to 1)
+PROFILE = {
+    "a1": {"srv": {"user_copy": 0.06, "kernel_copy_from_user": 0.10, "tcp_send": 0.30, "tcp_receive": 0.10,
+                   "scheduling": 0.09, "syscall": 0.02, "idle": 0.30, "other": 0.03},
+           "cli": {"kernel_copy_to_user": 0.25, "tcp_send": 0.10, "tcp_receive": 0.30, "scheduling": 0.20,
+                   "syscall": 0.05, "other_process": 0.05, "other": 0.05}},
+    "a2": {"srv": {"kernel_copy_from_user": 0.20, "tcp_send": 0.30, "tcp_receive": 0.10, "scheduling": 0.09,
+                   "syscall": 0.02, "idle": 0.26, "other": 0.03},
+           "cli": {"kernel_copy_to_user": 0.26, "tcp_send": 0.10, "tcp_receive": 0.30, "scheduling": 0.19,
+                   "syscall": 0.05, "other_process": 0.05, "other": 0.05}},
+    "a3": {"srv": {"zerocopy_pin": 0.04, "deferred_copy": 0.18, "zerocopy_completion": 0.01, "tcp_send": 0.20,
+                   "tcp_receive": 0.12, "scheduling": 0.09, "syscall": 0.02, "idle": 0.30, "other": 0.04},
+           "cli": {"deferred_copy": 0.15, "kernel_copy_to_user": 0.22, "tcp_send": 0.10, "tcp_receive": 0.25,
+                   "scheduling": 0.18, "syscall": 0.05, "other": 0.05}},
+}
+
+
+def _profile_columns(impl: str) -> dict:
+    out = {"profile_mode": "per_cpu", "profile_event": "cpu-clock @ 999 Hz", "srv_cpu_busy": 0.7, "cli_cpu_busy": 0.95}
+    for side in ("srv", "cli"):
+        shares = PROFILE[impl][side]
+        out[f"{side}_prof_samples"] = 1000
+        out[f"{side}_prof_skid"] = 0.3
+        out.update({f"{side}_prof_{b}": shares.get(b, 0.0) for b in contract.PROFILE_BUCKETS})
+        busy = 1 - shares.get("idle", 0.0)
+        out.update({f"{side}_cai_{c}": v / busy for c, v in (
+            ("data_copy", sum(shares.get(b, 0.0) for b in ("user_copy", "kernel_copy_from_user",
+                                                           "kernel_copy_to_user", "deferred_copy"))),
+            ("tcp_ip", shares.get("tcp_send", 0.0) + shares.get("tcp_receive", 0.0)),
+            ("scheduling", shares.get("scheduling", 0.0)))})
+        named = sum(out[f"{side}_cai_{c}"] for c in ("data_copy", "tcp_ip", "scheduling"))
+        out.update({f"{side}_cai_{c}": 0.0 for c in ("netdevice", "skb_mgmt", "mem_alloc", "lock")})
+        out[f"{side}_cai_other"] = 1 - named
+    return out
+
+
+def rows(reps: int = 3, counters: bool = True, failed_row: bool = True, receives=("message",),
+         profiles: bool = False) -> list[dict]:
+    """The table; receives adds bulk-read rows (10% more throughput, a made-up effect) and
+    profiles adds profile columns to the throughput points at one thread."""
+    out = []
+    for row in _message_rows(reps, counters):
+        for receive in receives:
+            r = {**row, "receive": receive, "point_id": f"{row['point_id']}-{receive}"}
+            if receive == "bulk" and r["mode"] == "throughput":
+                r["throughput_gbps"] = row["throughput_gbps"] * 1.1
+            if profiles and r["mode"] == "throughput" and r["threads"] == 1:
+                r.update(_profile_columns(r["impl"]))
+            out.append(r)
+    if failed_row:
+        out.append({"impl": "a3", "mode": "throughput", "msg_size": 65536, "threads": 8, "rep": 9,
+                    "status": "failed", "error": "SYNTHETIC: server exited with status 1"})
+    return out
+
+
+def _message_rows(reps: int, counters: bool) -> list[dict]:
     out = []
     noise = NOISE if reps == 3 else (0.0,) * reps
     for impl in ("a1", "a2", "a3"):
@@ -79,9 +134,6 @@ def rows(reps: int = 3, counters: bool = True, failed_row: bool = True) -> list[
                             r.update(counters_note="hardware events read <not supported> on this "
                                                    "host (SYNTHETIC: virtual machine without PMU)")
                         out.append(r)
-    if failed_row:
-        out.append({"impl": "a3", "mode": "throughput", "msg_size": 65536, "threads": 8, "rep": 9,
-                    "status": "failed", "error": "SYNTHETIC: server exited with status 1"})
     return out
 
 
@@ -92,7 +144,8 @@ META = {"kernel": "6.1.0-synthetic", "cpu_model": "SYNTHETIC CPU (test data)", "
 
 
 def write_sweep(folder, reps: int = 3, counters: bool = True, meta: bool = True,
-                required_only: bool = False, failed_row: bool = True) -> Path:
+                required_only: bool = False, failed_row: bool = True, receives=("message",),
+                profiles: bool = False) -> Path:
     """Write results.csv (and meta.json) of a SYNTHETIC sweep into folder; returns folder."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -100,7 +153,7 @@ def write_sweep(folder, reps: int = 3, counters: bool = True, meta: bool = True,
     with open(folder / "results.csv", "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=fields, extrasaction="ignore", restval="")
         w.writeheader()
-        for r in rows(reps, counters, failed_row and not required_only):
+        for r in rows(reps, counters, failed_row and not required_only, receives, profiles):
             w.writerow(r)
     if meta:
         m = dict(META)

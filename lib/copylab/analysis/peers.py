@@ -1,0 +1,73 @@
+"""The harness made explicit: copylab's programs against iperf3 and sockperf measured in the same
+sweep, the receive strategy's effect, and what makes small messages slow."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from ..contract import IMPLS
+from .stats import throughput_rows
+
+
+def _means(df: pd.DataFrame, metric: str) -> pd.Series:
+    """Mean over repetitions per (impl, threads, msg_size) of the rows with message-sized reads."""
+    rows = df[(df["receive"].fillna("message") == "message") & df[metric].notna()]
+    return rows.groupby(["impl", "threads", "msg_size"])[metric].mean()
+
+
+def harness_ratios(df: pd.DataFrame) -> pd.DataFrame:
+    """Per size (and thread count): each implementation's throughput over iperf3's, and its p50
+    round trip over sockperf's. Empty when the sweep measured no peer."""
+    rows = []
+    tp = _means(throughput_rows(df), "throughput_gbps")
+    lat = _means(df[df["mode"] == "latency"], "latency_p50_us")
+    for peer, means, metric in (("iperf3", tp, "throughput"), ("sockperf", lat, "p50 round trip")):
+        if peer not in means.index.get_level_values("impl"):
+            continue
+        reference = means.loc[peer]
+        for impl in IMPLS:
+            if impl not in means.index.get_level_values("impl"):
+                continue
+            pair = pd.concat([means.loc[impl].rename("impl_value"), reference.rename("peer_value")],
+                             axis=1, join="inner").dropna()
+            for (threads, size), r in pair.iterrows():
+                rows.append({"peer": peer, "metric": metric, "impl": impl, "threads": int(threads),
+                             "msg_size": int(size), "impl_value": float(r["impl_value"]),
+                             "peer_value": float(r["peer_value"]),
+                             "ratio": float(r["impl_value"] / r["peer_value"]) if r["peer_value"] else math.nan})
+    return pd.DataFrame(rows, columns=["peer", "metric", "impl", "threads", "msg_size", "impl_value",
+                                       "peer_value", "ratio"])
+
+
+def receive_comparison(df: pd.DataFrame) -> pd.DataFrame:
+    """Throughput with bulk reads over throughput with message-sized reads, per implementation and
+    size (mean over repetitions and thread counts). Empty unless the sweep measured both."""
+    tp = throughput_rows(df)
+    if set(tp["receive"].dropna()) < {"message", "bulk"}:
+        return pd.DataFrame(columns=["impl", "msg_size", "message", "bulk", "bulk_over_message"])
+    means = tp.groupby(["impl", "msg_size", "threads", "receive"])["throughput_gbps"].mean().unstack("receive")
+    means = means.dropna(subset=["message", "bulk"]).groupby(["impl", "msg_size"])[["message", "bulk"]].mean()
+    means["bulk_over_message"] = means["bulk"] / means["message"]
+    return means.reset_index()
+
+
+def small_message_evidence(df: pd.DataFrame) -> pd.DataFrame:
+    """At the smallest size, fewest threads, throughput mode: per implementation (and peer) the
+    throughput, each side's context switches and the client's recv calls per message, the CPUs'
+    busy shares and the scheduling share of each side's profile."""
+    tp = throughput_rows(df)
+    if tp.empty:
+        return pd.DataFrame()
+    size, threads = tp["msg_size"].min(), tp["threads"].min()
+    at = tp[(tp["msg_size"] == size) & (tp["threads"] == threads)].copy()
+    at["srv_cs_per_message"] = at["srv_context_switches"] / at["messages"]
+    at["cli_cs_per_message"] = at["cli_context_switches"] / at["messages"]
+    at["recv_calls_per_message"] = at["recv_calls"] / at["messages"]
+    cols = ["throughput_gbps", "srv_cs_per_message", "cli_cs_per_message", "recv_calls_per_message",
+            "srv_cpu_busy", "cli_cpu_busy", "srv_prof_scheduling", "cli_prof_scheduling"]
+    table = at.groupby(["impl", "receive"])[cols].mean().reset_index()
+    table.insert(1, "msg_size", int(size))
+    table.insert(2, "threads", int(threads))
+    return table

@@ -1,0 +1,103 @@
+"""Where the CPU goes, from the profile columns: shares per side, the copies each implementation
+makes, what they cost per byte, and which side is the bottleneck."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from ..contract import CAI_CATEGORIES, IMPLS, PROFILE_BUCKETS
+from .stats import one_receive, throughput_rows
+
+SIDES = {"srv": "sender", "cli": "receiver"}
+COPY_BUCKETS = ("user_copy", "kernel_copy_from_user", "zerocopy_pin", "deferred_copy", "kernel_copy_to_user",
+                "zerocopy_completion")
+
+
+def profiled(df: pd.DataFrame) -> pd.DataFrame:
+    """Throughput-mode rows (of the primary receive strategy) that carry a profile of both sides."""
+    tp = throughput_rows(one_receive(df))
+    return tp[tp["srv_prof_samples"].notna() & tp["cli_prof_samples"].notna()]
+
+
+def shares(df: pd.DataFrame, kind: str = "prof") -> pd.DataFrame:
+    """Long table: impl, msg_size, side, bucket, share (mean over the repetitions and thread counts
+    profiled). kind "prof" gives the contract buckets, "cai" Cai et al.'s categories."""
+    names = PROFILE_BUCKETS if kind == "prof" else CAI_CATEGORIES
+    rows = profiled(df)
+    if rows.empty:
+        return pd.DataFrame(columns=["impl", "msg_size", "side", "bucket", "share"])
+    cols = [f"{side}_{kind}_{name}" for side in SIDES for name in names]
+    means = rows.groupby(["impl", "msg_size"])[cols].mean().reset_index()
+    long = means.melt(id_vars=["impl", "msg_size"], var_name="column", value_name="share")
+    long["side"] = long["column"].str[:3].map(SIDES)
+    long["bucket"] = long["column"].str[len("srv_") + len(kind) + 1:]
+    return long.drop(columns="column")
+
+
+def _cpu_seconds(row: pd.Series, side: str) -> float:
+    """CPU time of a side in the window: the pinned CPU's busy share times the window (per_cpu,
+    which includes the softirq work done there), else the program's task-clock (per_process)."""
+    busy = row.get(f"{side}_cpu_busy")
+    if row.get("profile_mode") == "per_cpu" and busy == busy and row.get("duration_s") == row.get("duration_s"):
+        return float(busy) * float(row["duration_s"])
+    clock = row.get(f"{side}_task_clock_ms")
+    return float(clock) / 1e3 if clock == clock else math.nan
+
+
+def copy_costs(df: pd.DataFrame) -> pd.DataFrame:
+    """ns of CPU per byte moved, per copy bucket, side, implementation and size: the bucket's share
+    of the side's busy samples times the side's CPU time, over the bytes of the window."""
+    rows = profiled(df)
+    out = []
+    for _, row in rows.iterrows():
+        for side, name in SIDES.items():
+            idle = row.get(f"{side}_prof_idle", 0.0)
+            busy_share = 1.0 - (idle if idle == idle else 0.0)
+            seconds = _cpu_seconds(row, side)
+            for bucket in COPY_BUCKETS:
+                share = row.get(f"{side}_prof_{bucket}")
+                if busy_share <= 0 or share != share or not row["bytes"]:
+                    continue
+                out.append({"impl": row["impl"], "msg_size": int(row["msg_size"]), "threads": int(row["threads"]),
+                            "side": name, "bucket": bucket,
+                            "ns_per_byte": share / busy_share * seconds * 1e9 / row["bytes"]})
+    if not out:
+        return pd.DataFrame(columns=["impl", "msg_size", "side", "bucket", "ns_per_byte"])
+    table = pd.DataFrame(out)
+    return table.groupby(["impl", "msg_size", "side", "bucket"])["ns_per_byte"].mean().reset_index()
+
+
+def profile_finding(df: pd.DataFrame) -> dict:
+    """The numbers the report cites: at the largest profiled size (the fewest threads there), each
+    study implementation's copy shares per side, the CPUs' busy shares, and the bottleneck."""
+    rows = profiled(df)
+    rows = rows[rows["impl"].isin(IMPLS)]
+    if rows.empty:
+        reason = "no throughput point was profiled"
+        notes = df.get("profile_note")
+        if notes is not None and notes.dropna().astype(str).str.strip().ne("").any():
+            reason += f" ({notes.dropna().astype(str).iloc[0]})"
+        return {"reason": reason}
+    size = int(rows["msg_size"].max())
+    at = rows[rows["msg_size"] == size]
+    threads = int(at["threads"].min())
+    at = at[at["threads"] == threads]
+    out: dict = {"msg_size": size, "threads": threads, "mode": str(at["profile_mode"].iloc[0]),
+                 "event": str(at["profile_event"].iloc[0]), "impls": {}}
+    for impl, g in at.groupby("impl"):
+        entry = {"repetitions": int(g["rep"].nunique()),
+                 "samples": {SIDES[s]: float(g[f"{s}_prof_samples"].mean()) for s in SIDES},
+                 "skid": {SIDES[s]: float(g[f"{s}_prof_skid"].mean()) for s in SIDES}}
+        for side, name in SIDES.items():
+            entry[name] = {b: float(g[f"{side}_prof_{b}"].mean()) for b in PROFILE_BUCKETS}
+        busy = {SIDES[s]: float(g[f"{s}_cpu_busy"].mean()) for s in SIDES}
+        entry["cpu_busy"] = busy
+        if all(v == v for v in busy.values()):
+            entry["busier_side"] = max(busy, key=busy.get)
+        out["impls"][impl] = entry
+    costs = copy_costs(at)
+    out["copy_ns_per_byte"] = {impl: {f"{r['side']}:{r['bucket']}": float(r["ns_per_byte"])
+                                      for _, r in g.iterrows()} for impl, g in costs.groupby("impl")}
+    return out

@@ -1,0 +1,145 @@
+"""Figures that back the written answers: the copy A2 removes, A3's completions."""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from ..analysis import METRICS, aggregate, measured
+from ..analysis.stats import one_receive, study_rows
+from ..fmt import IMPL_LABELS, fmt_size
+from .style import (FONT, IMPL_COLORS, FigureNote, _impl_trace, _is_spread, _log_ticks, _note_for,
+                    _shared_title, _size_ticks, _style, _with_note)
+
+
+def user_copy_per_message(df: pd.DataFrame, meta: dict):
+    """The copy A2 removes: user-space copy bytes per message (as a multiple of the message)
+    next to the sender's cost per byte."""
+    tp = one_receive(df)
+    tp = tp[(tp["mode"] == "throughput") & tp["impl"].isin(["a1", "a2"])].copy()
+    if not measured(tp, "user_copy_bytes_per_message"):
+        return _note_for(df, meta, "bytes copied in user space per message",
+                         ["user_copy_bytes_per_message"], "throughput")
+    tp["user_copy_share"] = tp["user_copy_bytes_per_message"] / tp["msg_size"]
+    cost = next((m for m in ("srv_cycles_per_byte", "srv_cpu_ns_per_byte") if measured(tp, m)), None)
+    metrics = ["user_copy_share"] + ([cost] if cost else [])
+    agg = aggregate(tp, metrics, by=("impl", "msg_size"))
+    fig = make_subplots(rows=1, cols=len(metrics), horizontal_spacing=0.1,
+                        subplot_titles=["user-space copy per message", "sender cost per byte"][:len(metrics)])
+    for impl, g in agg.groupby("impl"):
+        g = g.sort_values("msg_size")
+        fig.add_trace(go.Bar(x=[fmt_size(s) for s in g["msg_size"]], y=g["user_copy_share"],
+                             name=IMPL_LABELS[impl], marker_color=IMPL_COLORS[impl], legendgroup=impl,
+                             text=[f"{v:.2f}" for v in g["user_copy_share"]], textposition="outside",
+                             textfont=dict(size=FONT["tick"]),
+                             customdata=g["msg_size"] * g["user_copy_share"],
+                             hovertemplate="%{customdata:.0f} B per message<extra></extra>"), row=1, col=1)
+        if cost:
+            # the mean is over thread counts, not repetitions: a spread over threads is no CI
+            trace = _impl_trace(g, impl, "msg_size", cost, False)
+            trace.error_y.visible = False
+            fig.add_trace(trace, row=1, col=2)
+    fig.update_yaxes(title_text="bytes copied in user space ÷ message size", row=1, col=1)
+    fig.update_xaxes(title_text="message size (bytes)", type="category", row=1, col=1)
+    if cost:
+        unit = "cycles/B" if "cycles" in cost else "ns/B"
+        y_cost = METRICS[cost][0].replace(" (ns/B)", "") + f" ({unit})"
+        if _is_spread(agg[cost]):
+            fig.update_yaxes(type="log", **_log_ticks(agg[cost]), row=1, col=2)
+            y_cost = _with_note(y_cost, "log scale")
+        fig.update_yaxes(title_text=y_cost, row=1, col=2)
+        fig.update_xaxes(title_text="message size (bytes, log scale)", row=1, col=2,
+                         **_size_ticks(agg["msg_size"]))
+    return _style(fig, meta, "The copy A2 removes: user-space copy and sender cost (mean over thread counts)")
+
+
+def zerocopy_completions(df: pd.DataFrame, meta: dict):
+    """A3: error-queue completions per message and the share the kernel copied after all."""
+    a3 = one_receive(df)
+    a3 = a3[(a3["mode"] == "throughput") & (a3["impl"] == "a3")]
+    if not measured(a3, "zc_completions_per_message"):
+        return FigureNote("A3 zero-copy completions vs message size",
+                          "zero-copy completion counts (zc_completions, zc_copied)",
+                          "the sweep has no A3 throughput rows with zero-copy accounting",
+                          "run A3 in throughput mode with this project's a3_server, which reports them")
+    metrics = ["zc_completions_per_message", "zc_copied_share"]
+    agg = aggregate(a3, metrics, by=("impl", "threads", "msg_size"))
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1,
+                        subplot_titles=["completions per message sent",
+                                        "completions flagged COPIED (%)"])
+    for threads, g in agg.groupby("threads"):
+        g = g.sort_values("msg_size")
+        for col, metric in enumerate(metrics, start=1):
+            ci = g[f"{metric}_ci"]
+            fig.add_trace(go.Scatter(x=g["msg_size"], y=g[metric], mode="lines+markers",
+                                     name=f"A3, {threads} thread{'s' if threads != 1 else ''}",
+                                     legendgroup=str(threads),
+                                     showlegend=col == 1,
+                                     error_y=dict(type="data", array=ci.fillna(0),
+                                                  visible=bool(ci.notna().any()))),
+                          row=1, col=col)
+    fig.update_xaxes(**_size_ticks(agg["msg_size"]))
+    _shared_title(fig, "x", "message size (bytes, log scale)")
+    fig.update_yaxes(title_text=METRICS["zc_completions_per_message"][0], row=1, col=1)
+    fig.update_yaxes(title_text=METRICS["zc_copied_share"][0], range=[0, 105], row=1, col=2)
+    legend = "thread count"
+    spread = agg.groupby("msg_size")[metrics].agg(lambda v: v.max() - v.min()).max()
+    if agg["threads"].nunique() > 1 and (spread <= 0.01 * agg[metrics].abs().max().clip(lower=1e-9)).all():
+        legend += " (the lines coincide)"  # else a reader looks for the hidden ones
+    fig = _style(fig, meta, "A3 MSG_ZEROCOPY: completions, and the share the kernel copied")
+    fig.update_layout(legend_title_text=legend)
+    return fig
+
+
+
+
+def ratio_to_a1(df: pd.DataFrame, meta: dict):
+    """A2 and A3 over A1 per size (mean over thread counts, repetition by repetition), with the 95%
+    interval of each ratio: the evidence behind Q4 and Q5's significant crossovers."""
+    from ..analysis.significance import comparisons  # only this figure needs scipy's machinery
+
+    study = study_rows(df)
+    fig = go.Figure()
+    any_point = False
+    for impl in ("a2", "a3"):
+        found = comparisons(study, impl)["overall"]
+        if not found:
+            continue
+        any_point = True
+        sizes = sorted(found)
+        c = [found[s] for s in sizes]
+        upper = [x.ratio_high - x.ratio if x.ratio_high == x.ratio_high else 0 for x in c]
+        lower = [x.ratio - x.ratio_low if x.ratio_low == x.ratio_low else 0 for x in c]
+        fig.add_trace(go.Scatter(
+            x=sizes, y=[x.ratio for x in c], mode="lines+markers", name=f"{IMPL_LABELS[impl]} / A1",
+            line=dict(color=IMPL_COLORS[impl]),
+            marker=dict(symbol=["diamond" if x.significant_win else "circle" for x in c], size=10),
+            error_y=dict(type="data", array=upper, arrayminus=lower, visible=any(upper)),
+            hovertemplate="%{y:.3f}× A1<extra></extra>"))
+    if not any_point:
+        return FigureNote("throughput relative to A1", "throughput-mode rows of A1 and A2/A3",
+                          "the sweep has no throughput rows of both", "include a1 and a2/a3 in the grid")
+    fig.add_hline(y=1.0, line_dash="dot", line_color="#555")
+    fig.update_xaxes(**_size_ticks(study["msg_size"]), title_text="message size (bytes, log scale)")
+    fig.update_yaxes(title_text="throughput ÷ A1's (mean over thread counts)")
+    return _style(fig, meta, "Throughput relative to A1, 95% interval over repetitions (◆ = significant win)")
+
+
+def receive_strategies(df: pd.DataFrame, meta: dict):
+    """Throughput with message-sized reads and with bulk reads, per implementation and size."""
+    from ..analysis.peers import receive_comparison
+
+    table = receive_comparison(df)
+    if table.empty:
+        return FigureNote("throughput by receive strategy", "rows with both receive strategies",
+                          "the sweep used one receive strategy", "set `receive: [message, bulk]` in the grid")
+    fig = go.Figure()
+    for impl, g in table.groupby("impl"):
+        g = g.sort_values("msg_size")
+        fig.add_trace(go.Scatter(x=g["msg_size"], y=g["bulk_over_message"], mode="lines+markers",
+                                 name=IMPL_LABELS.get(impl, impl), line=dict(color=IMPL_COLORS.get(impl))))
+    fig.add_hline(y=1.0, line_dash="dot", line_color="#555")
+    fig.update_xaxes(**_size_ticks(table["msg_size"]), title_text="message size (bytes, log scale)")
+    fig.update_yaxes(title_text="throughput with bulk reads ÷ with message reads")
+    return _style(fig, meta, "The receiver's read size changes the sender's throughput")

@@ -1,0 +1,293 @@
+"""What every figure shares: rendering set-up, fonts and sizes for the PDF, colours, axis helpers,
+the faceted grid, and the note that stands in for a figure whose metric this host cannot measure."""
+
+from __future__ import annotations
+
+import math
+import re
+import warnings
+from dataclasses import dataclass
+
+import pandas as pd
+import plotly.graph_objects as go
+import plotly.io as pio
+from plotly.io._base_renderers import NotebookRenderer as _NotebookRenderer
+from plotly.subplots import make_subplots
+
+from .. import tools
+from ..analysis import METRICS, aggregate, measured, unmeasured_reason
+from ..analysis.stats import one_receive
+from ..fmt import IMPL_LABELS, fmt_size, md_escape, system_summary
+
+IMPL_COLORS = {"a1": "#1f77b4", "a2": "#2ca02c", "a3": "#d62728", "iperf3": "#555555", "sockperf": "#555555"}
+# the peers are drawn as references: dashed, grey
+PEER_DASH = {"iperf3": "dash", "sockperf": "dot"}
+# static width the PDF images get (height: each figure's own); the HTML/JupyterLab figure is responsive.
+# The PDF scales the image to about 420 pt, so at 760 px one pixel is about 0.55 pt: FONT sizes
+# below keep tick labels near 7 pt and titles near 8-9 pt there.
+PDF_WIDTH, PDF_HEIGHT = 760, 520
+FONT = dict(base=14, tick=13, title=17, subtitle=12, panel=14)
+HOW_TO_MEASURE = ("Re-run the sweep on a host where perf can read hardware counters: bare metal, "
+                  "or a virtual machine with a virtual PMU (e.g. KVM/QEMU with `-cpu host`).")
+
+_rendering_ready = False
+
+
+def setup_rendering() -> None:
+    """Make every displayed figure visible everywhere: interactive in JupyterLab (mimetype),
+    interactive in nbconvert HTML (notebook: plotly.js embedded once, offline) and a vector PDF
+    image for nbconvert's LaTeX exporter. plotly_mimetype alone is invisible to nbconvert."""
+    global _rendering_ready
+    if _rendering_ready:
+        return
+    pio.templates.default = "plotly_white"
+    pio.renderers["copylab_notebook"] = _OfflineNotebookRenderer(**_renderer_settings(pio.renderers["notebook"]))
+    if tools.find("chromium") is None:
+        # no browser for kaleido: interactive figures only; the report command says what to install
+        pio.renderers.default = "plotly_mimetype+copylab_notebook"
+        _rendering_ready = True
+        return
+    import kaleido
+
+    # one Chromium for all images: later renders take ~0.2 s instead of a browser start each
+    kaleido.start_sync_server(mathjax=False, silence_warnings=True)
+    # plotly passes per-call options the shared server ignores; harmless, so keep it out of the report
+    warnings.filterwarnings("ignore", message="The kopts argument is ignored")
+    pio.renderers["pdf"].width = PDF_WIDTH
+    pio.renderers.default = "plotly_mimetype+copylab_notebook+pdf"
+    _rendering_ready = True
+
+
+class _OfflineNotebookRenderer(_NotebookRenderer):
+    """plotly's notebook renderer (plotly.js embedded once, offline) without the MathJax script it
+    always adds from a CDN: the figures carry no LaTeX, and report.html must not reach the network."""
+
+    def to_mimebundle(self, fig_dict):
+        bundle = super().to_mimebundle(fig_dict)
+        bundle["text/html"] = _CDN_MATHJAX.sub("", bundle["text/html"])
+        return bundle
+
+
+_CDN_MATHJAX = re.compile(r'<script[^>]*src="https://cdnjs\.cloudflare\.com/ajax/libs/mathjax/[^"]*"[^>]*></script>')
+
+
+def _renderer_settings(renderer) -> dict:
+    return {key: getattr(renderer, key) for key in ("connected", "config", "auto_play", "post_script",
+                                                     "animation_opts", "include_plotlyjs")}
+
+
+@dataclass
+class FigureNote:
+    """Stands in for a figure whose metric this host could not measure."""
+
+    title: str
+    missing: str
+    why: str
+    how: str = HOW_TO_MEASURE
+
+    def text(self) -> str:
+        return (f"**Figure not drawn — {self.title}.** Missing: {self.missing}. "
+                f"Why: {self.why}. How to get it: {self.how}")
+
+    def _repr_markdown_(self) -> str:
+        return "> " + md_escape(self.text())
+
+    def __repr__(self) -> str:
+        return self.text()
+
+
+def _style(fig: go.Figure, meta: dict, title: str, height: int = PDF_HEIGHT,
+           legend_title: str = "implementation") -> go.Figure:
+    """Title + the system configuration as subtitle, fonts readable at PDF width, and the
+    legend at the bottom of the canvas (below any shared axis title)."""
+    fig.update_layout(
+        title=dict(text=title, font=dict(size=FONT["title"]),
+                   subtitle=dict(text=system_summary(meta), font=dict(size=FONT["subtitle"]))),
+        height=height, margin=dict(t=100, l=80, r=30, b=110),
+        legend=dict(title=legend_title, orientation="h", yref="container", y=0.01, yanchor="bottom",
+                    x=0, font=dict(size=FONT["tick"])),
+        font=dict(size=FONT["base"]),
+    )
+    fig.for_each_xaxis(lambda ax: ax.update(tickfont=dict(size=ax.tickfont.size or FONT["tick"]),
+                                            title_font=dict(size=FONT["base"])))
+    fig.update_yaxes(tickfont=dict(size=FONT["tick"]), title_font=dict(size=FONT["base"]))
+    # subplot titles and row titles are annotations too; shared axis titles keep their own size
+    for a in fig.layout.annotations:
+        if a.name not in ("x-title", "y-title") and a.font.size is None:
+            a.font.size = FONT["panel"]
+    return fig
+
+
+def _size_ticks(sizes, compact: bool = False) -> dict:
+    """Log x axis with a tick at every grid size; `compact` labels (64, 1K, 64K) fit narrow panels."""
+    sizes = sorted(set(int(s) for s in sizes))
+    label = _compact_size if compact else fmt_size
+    ticks = dict(type="log", tickvals=sizes, ticktext=[label(s) for s in sizes], tickangle=0)
+    if compact:  # several panels side by side: 6 labels in a narrow panel must not touch
+        ticks["tickfont"] = dict(size=FONT["tick"] - 2)
+    return ticks
+
+
+def _compact_size(n: int) -> str:
+    for unit, scale in (("M", 1 << 20), ("K", 1 << 10)):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale}{unit}"
+    return str(n)
+
+
+def _log_ticks(values) -> dict:
+    """Labelled ticks on a log axis: 1-2-5 per decade, or only the powers of ten when that
+    would be crowded (plotly's default labels every minor digit, 2 3 4 5 ...)."""
+    v = pd.Series(values).dropna()
+    v = v[v > 0]
+    if v.empty:
+        return {}
+    lo, hi = math.floor(math.log10(v.min())), math.ceil(math.log10(v.max()))
+    def within(mults):
+        return [m * 10.0 ** k for k in range(lo, hi + 1) for m in mults
+                if v.min() / 1.25 <= m * 10.0 ** k <= v.max() * 1.25]
+    ticks = within((1, 2, 5))
+    if len(ticks) > 7:
+        ticks = within((1,))
+    if len(ticks) < 2:
+        ticks = within((1, 2, 3, 5))
+    return dict(tickvals=ticks, ticktext=[_tick_label(t) for t in ticks], minor=dict(showgrid=False))
+
+
+def _tick_label(t: float) -> str:
+    t = float(f"{t:.3g}")
+    return f"{int(t):,}" if t >= 1 else f"{t:g}"
+
+
+def _shared_title(fig: go.Figure, axis: str, text: str, y: float = 0.5) -> None:
+    """One axis title for a whole grid of panels (per-panel titles repeat and collide):
+    'x' under the bottom row's tick labels, 'y' left of the first column's."""
+    if axis == "x":
+        fig.add_annotation(name="x-title", text=text, xref="paper", yref="paper", x=0.5, y=0,
+                           xanchor="center", yanchor="top", yshift=-26, showarrow=False,
+                           font=dict(size=FONT["base"]))
+    else:
+        fig.add_annotation(name="y-title", text=text, xref="paper", yref="paper", x=0, y=y,
+                           xanchor="right", yanchor="middle", xshift=-48, textangle=-90,
+                           showarrow=False, font=dict(size=FONT["base"]))
+
+
+def _impl_trace(g: pd.DataFrame, impl: str, x: str, metric: str, show_legend: bool) -> go.Scatter:
+    ci = g[f"{metric}_ci"]
+    return go.Scatter(
+        x=g[x], y=g[metric], mode="lines+markers", name=IMPL_LABELS.get(impl, impl),
+        legendgroup=impl, showlegend=show_legend,
+        line=dict(color=IMPL_COLORS.get(impl), dash=PEER_DASH.get(impl, "solid")),
+        error_y=dict(type="data", array=ci.fillna(0), visible=bool(ci.notna().any())),
+        customdata=g[[f"{metric}_n"]], hovertemplate=f"%{{y:.4g}} (n=%{{customdata[0]}})<extra>{impl.upper()}</extra>",
+    )
+
+
+# Faceted figures with several metric rows share one y title (the unit); each row is named on the
+# right by what differs between the rows.
+ROW_NAMES = {
+    "srv_cycles_per_byte": "sender", "cli_cycles_per_byte": "receiver",
+    "cycles_per_byte": "sender + receiver", "srv_cpu_ns_per_byte": "sender",
+    "cli_cpu_ns_per_byte": "receiver", "l1_misses_per_byte": "L1-dcache",
+    "llc_misses_per_byte": "LLC",
+}
+
+
+def _is_spread(values) -> bool:
+    """Log scale when values span orders of magnitude (per-byte costs from 64 B to 64 KiB, p99
+    latencies far above p50), so the small ones stay readable."""
+    v = pd.Series(values).dropna()
+    return bool(len(v) and (v > 0).all() and v.max() / v.min() > 30)
+
+
+def _grid(df: pd.DataFrame, meta: dict, mode: str, metrics: list[str], x: str, facet: str,
+          title: str, note_title: str, y_title: str | None = None):
+    """Rows = metrics, columns = values of `facet`; one line per implementation, mean ± 95% CI.
+
+    Faceted by thread count, the panels of a row share their y axis (same quantity, comparable
+    ranges); faceted by message size, each panel keeps its own linear-or-log range, since
+    throughput at 64 B and at 64 KiB differ a hundredfold."""
+    data = one_receive(df)
+    data = data[data["mode"] == mode]
+    shown = [m for m in metrics if measured(data, m)]
+    if not shown:
+        return _note_for(df, meta, note_title, metrics, mode)
+    agg = aggregate(data, shown)
+    facets = sorted(agg[facet].unique())
+    share_y = facet == "threads"
+    multi = len(shown) > 1
+    log_rows = [r for r, m in enumerate(shown, start=1) if share_y and _is_spread(agg[m])]
+    mixed = 0 < len(log_rows) < len(shown)
+    row_titles = [ROW_NAMES.get(m, m) + (" (log)" if mixed and r in log_rows else "")
+                  for r, m in enumerate(shown, start=1)]
+    labels = [f"{'size' if facet == 'msg_size' else facet} = {fmt_size(v) if facet == 'msg_size' else v}"
+              for v in facets]
+    # one metric over many facets: wrap into rows of 3 so the panels stay wide enough to read
+    cols = 3 if not multi and len(facets) > 4 else len(facets)
+    rows = len(shown) if multi else math.ceil(len(facets) / cols)
+    fig = make_subplots(rows=rows, cols=cols, shared_xaxes=share_y, shared_yaxes=share_y,
+                        horizontal_spacing=0.04 if share_y else 0.06,
+                        vertical_spacing=0.06 if multi else (0.14 if rows > 1 else 0.0),
+                        column_titles=labels if multi or rows == 1 else None,
+                        subplot_titles=None if multi or rows == 1 else labels,
+                        row_titles=row_titles if multi else None)
+    for m_i, metric in enumerate(shown):
+        for f_i, fv in enumerate(facets):
+            r, c = (m_i + 1, f_i + 1) if multi else (f_i // cols + 1, f_i % cols + 1)
+            panel = agg[agg[facet] == fv]
+            for impl, g in panel.groupby("impl"):
+                g = g.sort_values(x)
+                fig.add_trace(_impl_trace(g, impl, x, metric, m_i == 0 and f_i == 0), row=r, col=c)
+            if not share_y:
+                if _is_spread(panel[metric]):
+                    fig.update_yaxes(type="log", **_log_ticks(panel[metric]), row=r, col=c)
+                else:
+                    fig.update_yaxes(nticks=6, rangemode="tozero", row=r, col=c)
+        if m_i + 1 in log_rows:
+            fig.update_yaxes(type="log", **_log_ticks(agg[metric] + agg[f"{metric}_ci"].fillna(0)),
+                             row=m_i + 1)
+    if x == "msg_size":
+        fig.update_xaxes(**_size_ticks(agg["msg_size"], compact=len(facets) > 2))
+        compact = "; 1K = 1024" if len(facets) > 2 else ""
+        _shared_title(fig, "x", f"message size (bytes, log scale{compact})")
+    else:
+        fig.update_xaxes(tickvals=sorted(agg["threads"].unique()))
+        _shared_title(fig, "x", "client threads (connections)")
+    y_text = y_title or METRICS[shown[0]][0]
+    if log_rows and not mixed:
+        y_text = _with_note(y_text, "log scale")
+    elif mixed:
+        y_text = _with_note(y_text, "log scale in rows marked log")
+    elif not share_y:
+        y_text = _with_note(y_text, "each panel its own scale")
+    _shared_title(fig, "y", y_text)
+    missing = [m for m in metrics if m not in shown]
+    if missing:
+        fig.add_annotation(text="not measured: " + ", ".join(METRICS[m][0] for m in missing),
+                           xref="paper", yref="paper", x=1, y=1.12, showarrow=False,
+                           font=dict(size=FONT["subtitle"], color="#a00"), xanchor="right")
+    height = 250 + (200 if multi else 260) * rows
+    return _style(fig, meta, title, height=height)
+
+
+def _with_note(title: str, note: str) -> str:
+    """'throughput (Gbit/s)' + 'log scale' -> 'throughput (Gbit/s, log scale)'."""
+    return title[:-1] + f", {note})" if title.endswith(")") else f"{title} ({note})"
+
+
+def _note_for(df, meta, title, metrics, mode) -> FigureNote:
+    raw = {"cycles_per_byte": "cycles", "srv_cycles_per_byte": "srv_cycles",
+           "cli_cycles_per_byte": "cli_cycles", "l1_misses_per_byte": "l1_misses",
+           "llc_misses_per_byte": "llc_misses"}
+    missing = ", ".join(METRICS[m][0] for m in metrics)
+    if not (df["mode"] == mode).any():
+        return FigureNote(title, missing, f"the sweep has no {mode}-mode rows",
+                          f"include mode {mode} in the sweep's parameter grid")
+    counter = next((raw[m] for m in metrics if m in raw), None)
+    if counter:
+        return FigureNote(title, missing, unmeasured_reason(df, meta, counter))
+    return FigureNote(title, missing, "the sweep recorded no values for "
+                      + ", ".join(metrics) + " (results.csv has only the required columns?)",
+                      "run the sweep with this project's engine, which records them")
+
+
