@@ -87,7 +87,8 @@ def test_net_meta_reads_the_namespace_it_is_given():
 
 def test_missing_tools_and_namespaces_give_none(monkeypatch, tmp_path):
     meta = net_meta(["ip", "netns", "exec", "cltest-no-such-namespace"], ifname="nope0")
-    assert meta == {"optmem_max": None, "tcp_wmem": None, "tcp_rmem": None, "veth_mtu": None, "offloads": None}
+    assert meta == {"optmem_max": None, "tcp_wmem": None, "tcp_rmem": None, "veth_mtu": None, "offloads": None,
+                    "nic": None}
     monkeypatch.setenv("PATH", str(tmp_path))  # no cc, git, perf, ip, ethtool
     meta = host_meta()
     assert meta["compiler"] is None and meta["git_revision"] is None and meta["perf_version"] is None

@@ -24,6 +24,9 @@ def test_shipped_grids_are_valid_and_sized_as_documented():
     assert set(full.receive) == {"message", "bulk"}
     assert estimate(quick).wall_s < 60  # CI's smoke grid
     assert estimate(default).wall_s < 7 * 60  # make report within 10 minutes on a fresh machine
+    two = load_grid(ROOT / "params" / "two-hosts.yaml")  # the example for a rig of two machines
+    assert two.topology == "ssh" and two.ssh.server_host != two.ssh.client_host
+    assert two.impls == default.impls and max(two.msg_sizes) > max(default.msg_sizes)
 
 
 def test_points_encode_every_parameter_and_shuffle_is_reproducible():
@@ -34,6 +37,9 @@ def test_points_encode_every_parameter_and_shuffle_is_reproducible():
     assert ids != sorted(ids)
     assert "a1_throughput_4096B_2thr_rmessage_rep1_d2s_w0.5s_netns" in ids
 
+
+SSH = {**GOOD, "topology": "ssh", "server_host": "root@h1", "client_host": "h2", "server_addr": "10.0.0.1",
+       "client_addr": "fd00::2"}
 
 BAD_GRIDS = [
     ({**GOOD, "colour": "blue"}, "colour"),
@@ -61,6 +67,13 @@ BAD_GRIDS = [
     ({**GOOD, "name": "../escape"}, "name"),
     ({**GOOD, "ai_declaration": "no/such/file.md"}, "ai_declaration"),
     ([1, 2, 3], "mapping"),
+    # topology ssh: its four keys together, and only with it
+    ({**GOOD, "topology": "ssh", "server_host": "h1", "client_host": "h2"}, "server_addr"),
+    ({**GOOD, "server_host": "h1"}, "server_host"),
+    ({**SSH, "client_host": "-oProxyCommand=x"}, "client_host"),
+    ({**SSH, "server_host": "root@"}, "server_host"),
+    ({**SSH, "client_addr": "h2.example"}, "client_addr"),
+    ({**SSH, "ssh_config": "no/such/ssh_config"}, "ssh_config"),
 ]
 
 
@@ -91,3 +104,13 @@ def test_cli_refuses_bad_params_file_in_one_line_before_running(tmp_path, text, 
 def test_cli_refuses_missing_params_file(tmp_path):
     proc = run_copylab("sweep", str(tmp_path / "nope.yaml"), timeout=60)
     assert proc.returncode == 2 and "params file not found" in proc.stderr and len(proc.stderr.splitlines()) == 1
+
+
+def test_ssh_grid_gives_the_settings_and_keeps_them_in_its_fingerprint():
+    from copylab.sweep.folder import fingerprint
+
+    grid = parse_grid(SSH, source="ssh.yaml")
+    assert grid.ssh.server_host == "root@h1" and grid.ssh.client_addr == "fd00::2"
+    assert parse_grid(GOOD).ssh is None
+    other = parse_grid({**SSH, "client_host": "h3"}, source="ssh.yaml")
+    assert fingerprint(grid) != fingerprint(other)  # other hosts: another study, not a resume

@@ -11,12 +11,14 @@ packages=(
   chromium                    # kaleido renders the static figures with it
   pandoc texlive-xetex texlive-fonts-recommended texlive-plain-generic  # nbconvert --to pdf
   poppler-utils               # pdftotext/pdftoppm: the report tests read the PDF
-  iperf3                      # the reference measurement quoted in the README (make iperf-check)
+  iperf3 sockperf             # the peers measured beside A1/A2/A3 (throughput, latency)
+  openssh-client              # topology ssh: the other hosts
+  openssh-server              # the tests emulate two ssh hosts in namespaces
 )
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
   missing=()
-  for cmd in cc make perf ip taskset chromium xelatex pandoc pdftoppm; do
+  for cmd in cc make perf ip taskset chromium xelatex pandoc pdftoppm iperf3 sockperf ssh; do
     command -v "$cmd" >/dev/null 2>&1 || missing+=("$cmd")
   done
   if [ ${#missing[@]} -gt 0 ]; then

@@ -20,7 +20,7 @@ ALL_IMPLS = IMPLS + PEERS
 MODES = ("throughput", "latency")
 # how the receiver asks for data: one message's bytes per recv() (as iperf3 does), or large reads
 RECEIVE_STRATEGIES = ("message", "bulk")
-TOPOLOGIES = ("netns", "loopback")  # what a measurement runs on; grids also accept "auto"
+TOPOLOGIES = ("netns", "loopback", "ssh")  # what a measurement runs on; grids also accept "auto"
 
 # Limits shared by `copylab run`, the grid schema and the native programs' own flags
 MSG_SIZE_RANGE = (8, 64 * 1024 * 1024)   # bytes; 8: one byte per field

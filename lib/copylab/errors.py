@@ -24,6 +24,7 @@ class ErrorKind:
     SERVER = "server_failed"          # the server exited, did not listen or did not stop
     CLIENT = "client_failed"          # the client exited with an error
     NAMESPACE_LOST = "namespace_lost"  # a namespace of the topology vanished: open a fresh pair
+    HOST_LOST = "host_lost"           # the ssh connection to a host ended: reconnect, or stop
     TIMEOUT = "timeout"               # the point ran past its deadline
     NO_RESULT = "no_result"           # a program printed no JSON result
     NOT_VERIFIED = "not_verified"     # the received bytes did not match the pattern

@@ -17,7 +17,8 @@ from .errors import ErrorKind, MeasurementError
 from .fsutil import atomic_write_json, jsonable
 from .paths import OUTPUT_DIR
 from .point import PointSpec, run_point
-from .topology import attach, choose_topology, open_topology
+from .hosts import SshSettings
+from .topology import attach, attach_params, choose_topology, open_topology
 
 SPEC_FIELDS = ("impl", "mode", "msg_size", "threads", "rep", "duration_s", "warmup_s", "pin_server",
                "pin_client", "verify", "receive", "profile")
@@ -39,46 +40,63 @@ def spec_params(spec: PointSpec) -> dict:
 
 
 def measure_points(points: list[dict], *, topology: str = "auto", server_ns: str | None = None,
-                   client_ns: str | None = None, perf_plan: dict | None = None, record_dir: str | None = None,
-                   work_dir: str | None = None, profile_dir: str | None = None, notebook: str | None = None,
-                   say=print) -> list[dict]:
+                   client_ns: str | None = None, topology_params: dict | None = None, ssh: dict | None = None,
+                   perf_plan: dict | None = None, record_dir: str | None = None, work_dir: str | None = None,
+                   profile_dir: str | None = None, notebook: str | None = None, say=print) -> list[dict]:
     """Measure each point in turn; write each record to record_dir/<point_id>.json when it is done.
 
-    With server_ns/client_ns the sweep driver's namespaces are used; without them (the notebook
-    opened by hand) the points open and remove their own topology.
+    With topology_params (or server_ns/client_ns) the sweep driver's topology is used: its
+    namespaces, or its ssh connections. Without them (the notebook opened by hand) the points open
+    and close their own; topology ssh then needs ssh = {server_host, client_host, server_addr,
+    client_addr[, ssh_config]}.
     """
+    if topology_params:
+        topology = topology_params["kind"]
     topology = choose_topology(topology)
     specs = [spec_from_params(p, topology) for p in points]
-    plan = perfmod.PerfPlan.from_dict(perf_plan) if perf_plan else perfmod.probe()
-    if server_ns or topology == "loopback":
+    if topology_params:
+        scope = contextlib.nullcontext(attach_params(topology_params))
+    elif server_ns or topology == "loopback":
         scope = contextlib.nullcontext(attach(topology, server_ns, client_ns))
     else:
-        scope = open_topology(topology)
+        scope = open_topology(topology, SshSettings(**ssh) if ssh else None)
     records = []
     with scope as topo:
-        for k, spec in enumerate(specs, start=1):
-            try:
-                topo.check_alive()
-            except MeasurementError as exc:  # the driver opens a fresh pair for the rest
-                say(f"stopping before {spec.point_id()}: {exc}")
-                break
-            workdir = Path(work_dir) / spec.point_id() if work_dir else None
-            row, raw = run_point(spec, plan, topo, workdir=workdir,
-                                 profile_dir=Path(profile_dir) if profile_dir else OUTPUT_DIR / "profiles")
-            record = jsonable({"row": row, "raw": raw, "notebook": notebook})
-            if record_dir:
-                atomic_write_json(Path(record_dir) / f"{spec.point_id()}.json", record)
-            say(f"[{k}/{len(specs)}] {summary_line(row)}")
-            records.append(record)
-            if row.get("error_kind") == ErrorKind.NAMESPACE_LOST:
-                break
+        try:
+            plan = perfmod.PerfPlan.from_dict(perf_plan) if perf_plan else probe_topology(topo)
+            for k, spec in enumerate(specs, start=1):
+                try:
+                    topo.check_alive()
+                except MeasurementError as exc:  # the driver opens a fresh pair for the rest
+                    say(f"stopping before {spec.point_id()}: {exc}")
+                    break
+                workdir = Path(work_dir) / spec.point_id() if work_dir else None
+                row, raw = run_point(spec, plan, topo, workdir=workdir,
+                                     profile_dir=Path(profile_dir) if profile_dir else OUTPUT_DIR / "profiles")
+                record = jsonable({"row": row, "raw": raw, "notebook": notebook})
+                if record_dir:
+                    atomic_write_json(Path(record_dir) / f"{spec.point_id()}.json", record)
+                say(f"[{k}/{len(specs)}] {summary_line(row)}")
+                records.append(record)
+                if row.get("error_kind") in (ErrorKind.NAMESPACE_LOST, ErrorKind.HOST_LOST):
+                    break
+        finally:
+            for host in topo.hosts().values():
+                host.release()  # the window's controller session, when a host is remote
     return records
+
+
+def probe_topology(topo) -> "perfmod.PerfPlan":
+    """What perf can count where the programs run: here, or on each ssh host (what both can)."""
+    if topo.kind != "ssh":
+        return perfmod.probe()
+    return perfmod.common_plan({name: perfmod.probe(host=host) for name, host in topo.hosts().items()})
 
 
 def measure(*, record_path: str | None = None, **params) -> dict:
     """One point (the notebook opened by hand); its record is also written to record_path."""
     topology = params.pop("topology", "auto")
-    ns = {key: params.pop(key, None) for key in ("server_ns", "client_ns", "perf_plan")}
+    ns = {key: params.pop(key, None) for key in ("server_ns", "client_ns", "topology_params", "ssh", "perf_plan")}
     record = measure_points([params], topology=topology, say=lambda _text: None, **ns)[0]
     if record_path:
         atomic_write_json(record_path, record)

@@ -27,8 +27,12 @@ NET_SYSCTLS = {
 }
 
 
-def _run(argv: list[str]) -> str | None:
-    """stdout of argv, or None if the program is missing, fails or hangs."""
+def _run(argv: list[str], host=None) -> str | None:
+    """stdout of argv (run here, or on host: a hosts.LocalHost/SshHost), or None if the program
+    is missing, fails or hangs."""
+    if host is not None:
+        proc = host.run(argv, timeout=_TIMEOUT_S)
+        return proc.stdout.decode(errors="replace") if proc.returncode == 0 else None
     if shutil.which(argv[0]) is None:
         return None
     try:
@@ -38,30 +42,36 @@ def _run(argv: list[str]) -> str | None:
     return proc.stdout if proc.returncode == 0 else None
 
 
-def _cpu_model() -> str | None:
-    try:
-        cpuinfo = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return platform.processor() or None
+def _cpu_model(host=None) -> str | None:
+    cpuinfo = _run(["cat", "/proc/cpuinfo"], host) if host is not None else _read("/proc/cpuinfo")
+    fallback = None if host is not None else platform.processor() or None
     # x86: "model name"; arm64 kernels print no model name, lscpu knows it from the MIDR
-    for line in cpuinfo.splitlines():
+    for line in (cpuinfo or "").splitlines():
         key, _, value = line.partition(":")
         if key.strip() in ("model name", "Model", "cpu model", "Hardware") and value.strip():
             return value.strip()
-    lscpu = _run(["lscpu"])
+    lscpu = _run(["lscpu"], host)
     for line in (lscpu or "").splitlines():
         key, _, value = line.partition(":")
         if key.strip() == "Model name" and value.strip():
             return value.strip()
-    return platform.processor() or None
+    return fallback
 
 
-def _memory_gib() -> float | None:
+def _read(path: str) -> str | None:
     try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
+        return Path(path).read_text()
+    except OSError:
+        return None
+
+
+def _memory_gib(host=None) -> float | None:
+    meminfo = _run(["cat", "/proc/meminfo"], host) if host is not None else _read("/proc/meminfo")
+    try:
+        for line in (meminfo or "").splitlines():
             if line.startswith("MemTotal:"):
                 return round(int(line.split()[1]) / 2**20, 2)  # kB -> GiB
-    except (OSError, ValueError, IndexError):
+    except (ValueError, IndexError):
         pass
     return None
 
@@ -90,22 +100,47 @@ def host_meta() -> dict:
     }
 
 
-def net_meta(exec_prefix: list[str] | None = None, ifname: str | None = None) -> dict:
-    """Network settings as a program run with exec_prefix (e.g. ["ip", "netns", "exec", NS]) sees them.
+def remote_host_meta(host) -> dict:
+    """host_meta's machine fields for another host (a hosts.SshHost)."""
+    return {
+        "hostname": first_line(_run(["uname", "-n"], host)) or None,
+        "kernel": first_line(_run(["uname", "-r"], host)) or None,
+        "cpu_model": _cpu_model(host),
+        "cores": (_ints(_run(["nproc"], host)) or [None])[0],
+        "memory_gib": _memory_gib(host),
+        "perf_version": perf_version("perf", host)[0],
+    }
 
-    optmem_max is an int, tcp_wmem/tcp_rmem are [min, default, max]; with ifname also veth_mtu (int)
-    and offloads (ethtool -k: feature -> on/off as bool). Unreadable values are None.
+
+def net_meta(exec_prefix: list[str] | None = None, ifname: str | None = None, host=None) -> dict:
+    """Network settings as a program run with exec_prefix (e.g. ["ip", "netns", "exec", NS]), or
+    on host, sees them.
+
+    optmem_max is an int, tcp_wmem/tcp_rmem are [min, default, max]; with ifname also veth_mtu (int,
+    the interface's MTU whatever its kind), offloads (ethtool -k: feature -> on/off as bool) and
+    nic (ethtool -i: driver, version, firmware-version, bus-info). Unreadable values are None.
     """
     prefix = list(exec_prefix or [])
     meta: dict = {}
     for key, rel in NET_SYSCTLS.items():
         # /proc/sys/net shows the reader's namespace, so the reader must run inside it
-        numbers = _ints(_run(prefix + ["cat", f"/proc/sys/{rel}"]))
+        numbers = _ints(_run(prefix + ["cat", f"/proc/sys/{rel}"], host))
         meta[key] = numbers[0] if numbers and key == "optmem_max" else numbers
     if ifname is not None:
-        meta["veth_mtu"] = _mtu(prefix, ifname)
-        meta["offloads"] = parse_ethtool_features(_run(prefix + ["ethtool", "-k", ifname]))
+        meta["veth_mtu"] = _mtu(prefix, ifname, host)
+        meta["offloads"] = parse_ethtool_features(_run(prefix + ["ethtool", "-k", ifname], host))
+        meta["nic"] = parse_ethtool_driver(_run(prefix + ["ethtool", "-i", ifname], host))
     return meta
+
+
+def parse_ethtool_driver(text: str | None) -> dict[str, str] | None:
+    """`ethtool -i IF` -> {"driver": "mlx5_core", "firmware-version": "...", ...}; None without output."""
+    fields = {}
+    for line in (text or "").splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip() in ("driver", "version", "firmware-version", "bus-info"):
+            fields[key.strip()] = value.strip()
+    return fields or None
 
 
 def _ints(text: str | None) -> list[int] | None:
@@ -115,8 +150,8 @@ def _ints(text: str | None) -> list[int] | None:
         return None
 
 
-def _mtu(prefix: list[str], ifname: str) -> int | None:
-    out = _run(prefix + ["ip", "-j", "link", "show", "dev", ifname])
+def _mtu(prefix: list[str], ifname: str, host=None) -> int | None:
+    out = _run(prefix + ["ip", "-j", "link", "show", "dev", ifname], host)
     try:
         return int(json.loads(out)[0]["mtu"]) if out else None
     except (ValueError, KeyError, IndexError, TypeError):

@@ -7,15 +7,17 @@ contract.py, the same ones `copylab run` and the native programs enforce.
 
 from __future__ import annotations
 
+import ipaddress
 import random
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from . import contract, yamlsafe
 from .errors import CopylabError
+from .hosts import SshSettings, is_destination
 from .paths import PROJECT_ROOT
 from .point import PointSpec
 
@@ -80,6 +82,13 @@ class GridSchema(BaseModel):
     topology: Literal["auto", *contract.TOPOLOGIES] = "auto"  # type: ignore[valid-type]
     pin_server: Optional[str] = None
     pin_client: Optional[str] = None
+    # topology ssh: OpenSSH destinations ([user@]host or a ~/.ssh/config Host) and the addresses
+    # of the measured data path (the client connects to server_addr)
+    server_host: Optional[str] = None
+    client_host: Optional[str] = None
+    server_addr: Optional[str] = None
+    client_addr: Optional[str] = None
+    ssh_config: Optional[str] = None  # an ssh_config file instead of ~/.ssh/config (ssh -F)
     shuffle: bool = False
     seed: Annotated[int, Field(ge=contract.SEED_RANGE[0], le=contract.SEED_RANGE[1])] = 0
     verify: bool = False
@@ -122,6 +131,36 @@ class GridSchema(BaseModel):
         contract.parse_cpu_list(info.field_name, value)
         return str(value)
 
+    @field_validator("server_host", "client_host")
+    @classmethod
+    def _destination(cls, value):
+        if value is not None and not is_destination(value):
+            raise ValueError("must be an ssh destination: [user@]host, or a Host of your ssh config")
+        return value
+
+    @field_validator("server_addr", "client_addr")
+    @classmethod
+    def _address(cls, value):
+        if value is not None:
+            try:
+                ipaddress.ip_address(value)
+            except ValueError:
+                raise ValueError("must be an IP address of the data path (the host's NIC)") from None
+        return value
+
+    @model_validator(mode="after")
+    def _ssh_keys(self):
+        keys = ("server_host", "client_host", "server_addr", "client_addr")
+        if self.topology == "ssh":
+            missing = [k for k in keys if getattr(self, k) is None]
+            if missing:
+                raise ValueError(f"topology ssh needs {', '.join(missing)}")
+        else:
+            given = [k for k in keys + ("ssh_config",) if getattr(self, k) is not None]
+            if given:
+                raise ValueError(f"{given[0]} is only for topology ssh (topology is {self.topology})")
+        return self
+
     @field_validator("description", "author", "roll_no", "repo_url", "ai_declaration", mode="before")
     @classmethod
     def _text(cls, value):
@@ -152,6 +191,11 @@ class Grid:
     topology: str = "auto"
     pin_server: str | None = None
     pin_client: str | None = None
+    server_host: str | None = None
+    client_host: str | None = None
+    server_addr: str | None = None
+    client_addr: str | None = None
+    ssh_config: str | None = None  # resolved path
     shuffle: bool = False
     seed: int = 0
     verify: bool = False
@@ -161,6 +205,12 @@ class Grid:
     repo_url: str | None = None
     ai_declaration: str | None = None  # resolved path of the declaration file
     source: str = field(default="", compare=False)  # the file it came from
+
+    @property
+    def ssh(self) -> SshSettings | None:
+        if self.topology != "ssh":
+            return None
+        return SshSettings(self.server_host, self.client_host, self.server_addr, self.client_addr, self.ssh_config)
 
     def points(self, topology: str) -> list[PointSpec]:
         """Every (impl, mode, size, threads, rep), repetition by repetition. With shuffle each
@@ -203,7 +253,9 @@ class Grid:
 def _first_error(exc: ValidationError, source: str) -> str:
     """pydantic's first error as one line naming the key."""
     err = exc.errors(include_url=False)[0]
-    key = str(err["loc"][0]) if err["loc"] else source
+    if not err["loc"]:  # a rule across keys (topology ssh): its message names them
+        return f"{source}: {err['msg'].removeprefix('Value error, ')}"
+    key = str(err["loc"][0])
     if err["type"] == "extra_forbidden":
         return f"{key}: unknown key in {source} (known keys: {', '.join(_FIELDS)})"
     if err["type"] == "missing":
@@ -234,18 +286,21 @@ def parse_grid(data, source: str = "<params>") -> Grid:
     values["peers"] = schema.peers
     values["description"] = values["description"] or ""
     if values.get("ai_declaration"):
-        values["ai_declaration"] = _declaration_file(values["ai_declaration"], source)
+        values["ai_declaration"] = _declaration_file(values["ai_declaration"], source, "ai_declaration")
+    if values.get("ssh_config"):
+        values["ssh_config"] = _declaration_file(values["ssh_config"], source, "ssh_config")
     return Grid(**values, source=source)
 
 
-def _declaration_file(text: str, source: str) -> str:
-    path = Path(text)
+def _declaration_file(text: str, source: str, key: str) -> str:
+    """A file a grid names: relative to the grid file, else to the project root."""
+    path = Path(text).expanduser()
     base = Path(source).parent if source != "<params>" else PROJECT_ROOT
     resolved = path if path.is_absolute() else (base / path)
     if not resolved.is_file():
         resolved = PROJECT_ROOT / path  # also accept paths relative to the project root
     if not resolved.is_file():
-        raise CopylabError(f"ai_declaration: file not found: {path}")
+        raise CopylabError(f"{key}: file not found: {path}")
     return str(resolved.resolve())
 
 

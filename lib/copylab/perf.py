@@ -170,24 +170,26 @@ def stat_prefix(plan: PerfPlan, output_file: Path, delay_ms: int = 0) -> list[st
     return argv + ["--"]
 
 
-def probe(perf: str = "perf") -> PerfPlan:
-    """Find perf and the requested events it can open here. Never raises for a missing perf or
-    unsupported events: the answer is then in the plan (perf_path None, supported False, note).
+def probe(perf: str = "perf", host=None) -> PerfPlan:
+    """Find perf and the requested events it can open here (or on host, a hosts.SshHost). Never
+    raises for a missing perf or unsupported events: the answer is then in the plan (perf_path
+    None, supported False, note).
 
     An event perf can count only in user space (non-root with kernel.perf_event_paranoid >= 2) is
     unsupported: the copies and the TCP stack run in the kernel, so such counts would mislead."""
     all_events = list(REQUESTED_EVENTS) + [TSC_EVENT]
     nothing = {e: False for e in all_events}
-    perf_path = shutil.which(perf)
+    perf_path = shutil.which(perf) if host is None else host.which(perf)
     if perf_path is None:
+        where = "" if host is None else f" on host {host.name}"
         return PerfPlan(None, None, nothing, (), None,
-                        f"perf is not installed ({perf!r} not found on PATH): every counter column stays empty.")
-    version, complaint = perf_version(perf_path)
+                        f"perf is not installed{where} ({perf!r} not found on PATH): every counter column stays empty.")
+    version, complaint = perf_version(perf_path, host)
     if version is None:
         return PerfPlan(None, None, nothing, (), None,
                         f"perf at {perf_path} does not run ({complaint}): every counter column stays empty.")
 
-    supported, complaint = _probe_events(perf_path, all_events)
+    supported, complaint = _probe_events(perf_path, all_events, host)
     if supported["cycles"]:
         cycles_source = "pmu"
     elif supported[TSC_EVENT]:
@@ -201,21 +203,55 @@ def probe(perf: str = "perf") -> PerfPlan:
                     _describe_gaps(supported, cycles_source, complaint))
 
 
-def perf_version(perf: str = "perf") -> tuple[str | None, str]:
+def common_plan(plans: dict[str, PerfPlan]) -> PerfPlan:
+    """One plan for programs on several hosts (topology ssh): the events every host can count,
+    perf found on each host's PATH. A host without a usable perf leaves every counter empty, and
+    the note names it."""
+    broken = {name: plan for name, plan in plans.items() if plan.perf_path is None}
+    every = [e for plan in plans.values() for e in plan.supported]
+    if broken:
+        name, plan = next(iter(broken.items()))
+        return PerfPlan(None, None, {e: False for e in every}, (), None, plan.note)
+    supported = {e: all(plan.supported.get(e, False) for plan in plans.values()) for e in dict.fromkeys(every)}
+    sources = {plan.cycles_source for plan in plans.values()}
+    cycles_source = "pmu" if sources == {"pmu"} else "tsc" if supported.get(TSC_EVENT) else None
+    events = [e for e in REQUESTED_EVENTS if supported.get(e)]
+    if cycles_source == "tsc":
+        events.append(TSC_EVENT)
+    versions = list(dict.fromkeys(plan.version for plan in plans.values()))
+    by_note: dict[str, list[str]] = {}
+    for name, plan in plans.items():
+        if plan.note:
+            by_note.setdefault(plan.note, []).append(name)
+    note = " ".join(f"{' and '.join(names)}: {text}" for text, names in by_note.items())
+    return PerfPlan("perf", " / ".join(v for v in versions if v), supported, tuple(events), cycles_source, note)
+
+
+def perf_version(perf: str = "perf", host=None) -> tuple[str | None, str]:
     """("6.1.192", "") from `perf --version`, or (None, why it does not run)."""
-    perf_path = shutil.which(perf)
+    perf_path = shutil.which(perf) if host is None else perf
     if perf_path is None:
         return None, f"{perf!r} not found on PATH"
-    try:
-        proc = subprocess.run([perf_path, "--version"], capture_output=True, text=True,
-                              timeout=_PROBE_TIMEOUT_S, env=c_locale_env())
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return None, str(exc)
+    proc = _run([perf_path, "--version"], host)
+    if proc is None:
+        return None, "perf --version did not run"
     # Debian's /usr/bin/perf can be a wrapper that fails when no perf matches the running kernel
     words = proc.stdout.split()
     if proc.returncode != 0 or words[:2] != ["perf", "version"] or len(words) < 3:
         return None, first_line(proc.stderr or proc.stdout) or f"exit status {proc.returncode}"
     return words[2], ""
+
+
+def _run(argv: list[str], host=None) -> subprocess.CompletedProcess | None:
+    """argv run here (or on host) with text output; None when it cannot run or hangs."""
+    if host is not None:
+        proc = host.run(argv, timeout=_PROBE_TIMEOUT_S)
+        return subprocess.CompletedProcess(argv, proc.returncode, proc.stdout.decode(errors="replace"),
+                                           proc.stderr.decode(errors="replace"))
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=_PROBE_TIMEOUT_S, env=c_locale_env())
+    except (OSError, subprocess.TimeoutExpired):
+        return None
 
 
 def _describe_gaps(supported: dict[str, bool], cycles_source: str | None, complaint: str) -> str:
@@ -254,16 +290,18 @@ def c_locale_env() -> dict[str, str]:
     return {**os.environ, "LC_ALL": "C"}
 
 
-def _count_true(perf_path: str, events: list[str]) -> tuple[str | None, str]:
+def _count_true(perf_path: str, events: list[str], host=None) -> tuple[str | None, str]:
     """`perf stat -x,` of `true` with events: (CSV text, "") or (None, perf's complaint)."""
+    if host is not None:  # `true` prints nothing: perf's CSV is all there is on stdout
+        proc = _run([perf_path, "stat", "-x,", "-o", "/dev/stdout", "-e", ",".join(events), "--", "true"], host)
+        if proc.returncode != 0:
+            return None, first_line(proc.stderr) or f"perf stat exited with status {proc.returncode}"
+        return proc.stdout, ""
     with tempfile.TemporaryDirectory(prefix="copylab-perf-") as tmp:
         out = Path(tmp) / "stat.csv"
-        try:
-            proc = subprocess.run(
-                [perf_path, "stat", "-x,", "-o", str(out), "-e", ",".join(events), "--", "true"],
-                capture_output=True, text=True, timeout=_PROBE_TIMEOUT_S, env=c_locale_env())
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            return None, str(exc)
+        proc = _run([perf_path, "stat", "-x,", "-o", str(out), "-e", ",".join(events), "--", "true"])
+        if proc is None:
+            return None, "perf stat did not run"
         if proc.returncode != 0 or not out.exists():
             return None, first_line(proc.stderr) or f"perf stat exited with status {proc.returncode}"
         return out.read_text(), ""
@@ -278,32 +316,33 @@ def _opened(text: str, event: str) -> tuple[bool, bool]:
     return opened, any("u" in mods and "k" not in mods for _, mods in lines)
 
 
-def _probe_events(perf_path: str, events: list[str]) -> tuple[dict[str, bool], str]:
+def _probe_events(perf_path: str, events: list[str], host=None) -> tuple[dict[str, bool], str]:
     """Which events perf can open here, and perf's complaint if it refused the whole list.
 
     One run for all events; one run per event only if perf rejects the list (an event this perf
     does not know, e.g. msr/tsc/ on arm64, makes it refuse the whole -e)."""
-    text, complaint = _count_true(perf_path, events)
+    text, complaint = _count_true(perf_path, events, host)
     if text is not None:
         opened = {e: _opened(text, e) for e in events}
     else:
         opened = {}
         for event in events:
-            one_text, _ = _count_true(perf_path, [event])
+            one_text, _ = _count_true(perf_path, [event], host)
             opened[event] = _opened(one_text, event) if one_text is not None else (False, False)
     # An event perf could only count in user space is useless here: the copies and the TCP stack
     # run in the kernel (context-switches:u reads 0). It counts as unsupported, and the note says why.
     user_only = [e for e, (_, user) in opened.items() if user]
     if user_only:
-        level = paranoid()
+        level = paranoid(host)
         complaint = (f"kernel.perf_event_paranoid={'unknown' if level is None else level} limits this user "
                      "to user-space counts, which miss the kernel's work")
     return {e: ok and not user for e, (ok, user) in opened.items()}, complaint
 
 
-def paranoid() -> int | None:
-    """kernel.perf_event_paranoid, None where it cannot be read."""
+def paranoid(host=None) -> int | None:
+    """kernel.perf_event_paranoid (here or on host), None where it cannot be read."""
+    path = "/proc/sys/kernel/perf_event_paranoid"
     try:
-        return int(Path("/proc/sys/kernel/perf_event_paranoid").read_text().strip())
+        return int((Path(path).read_text() if host is None else host.read_text(path)).strip())
     except (OSError, ValueError):
         return None

@@ -29,7 +29,7 @@ from .errors import CopylabError, ErrorKind, MeasurementError
 from .profile.record import Profiler, empty_columns
 from .programs import SOCKPERF_WARMUP_S, Failure, program_for
 from .sides import PerfControl, Side, Window
-from .topology import Topology, pid_alive
+from .topology import HostLost, Topology, pid_alive
 
 WORKDIR_PREFIX = "copylab-point-"
 PROCESS_GROUPS = "process-groups"  # one line per started process group, in the point's workdir
@@ -101,10 +101,10 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _pinned(cpus: str | None) -> list[str]:
+def _pinned(cpus: str | None, host) -> list[str]:
     if cpus is None:
         return []
-    if shutil.which("taskset") is None:
+    if not host.remote and shutil.which("taskset") is None:  # a remote host was checked for it
         raise CopylabError("CPU pinning needs 'taskset' (Debian package util-linux)")
     return ["taskset", "-c", cpus]
 
@@ -114,16 +114,22 @@ def run_point(spec: PointSpec, plan: "perfmod.PerfPlan", topo: Topology, workdir
     """Measure one point. Returns (row, raw): raw holds both sides' argv, stdout, stderr and perf text."""
     spec.validate()
     program = program_for(spec.impl, spec.sanitize)
-    program.check_installed()
+    for host in dict.fromkeys(topo.hosts().values()):
+        program.check_installed(host)
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     # the FIFOs and perf files of this point; named by our pid so `clean` can tell stale ones
     workdir = workdir or Path(tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    measurement = _Measurement(spec, plan, topo, workdir, program, profile_dir)
+    measurement = None
     try:
+        measurement = _Measurement(spec, plan, topo, workdir, program, profile_dir)
         row, raw = measurement.run()
+    except HostLost as exc:  # setting up on a host whose connection is gone
+        row, raw = empty_row(spec, topo.kind), {"spec": asdict(spec), "topology": topo.kind}
+        row["error_kind"], row["error"] = ErrorKind.HOST_LOST, str(exc)
     finally:
-        measurement.kill_all()
+        if measurement is not None:
+            measurement.kill_all()  # a remote side's folder goes with its ssh channel
         shutil.rmtree(workdir, ignore_errors=True)  # what matters is in the record now
     row["started_at"] = started_at
     return row, raw
@@ -136,17 +142,23 @@ class _Measurement:
         self.spec, self.plan, self.topo, self.workdir, self.program = spec, plan, topo, workdir, program
         self.registry = workdir / PROCESS_GROUPS
         self.server = self.client = None
-        self.perf_out = {"server": workdir / "server.perf", "client": workdir / "client.perf"}
-        self.controls = {name: PerfControl(workdir, f"{name}-stat") for name in ("server", "client")} \
-            if plan.perf_path else {}
-        local = topo.kind in ("netns", "loopback")
+        self._perf_texts: dict[str, str] = {}
+        self.hosts = topo.hosts()
+        self.dirs: dict[str, str] = {}  # each side's folder on its host (the local workdir on this one)
+        for side, host in self.hosts.items():
+            self.dirs[side] = host.workdir(workdir, side) if host.remote else str(workdir)
+        self.perf_out = {side: f"{self.dirs[side]}/{side}.perf" for side in self.hosts}
+        self.controls = {side: PerfControl(self.hosts[side], self.dirs[side], f"{side}-stat")
+                         for side in self.hosts} if plan.perf_path else {}
+        # the pinned CPUs' busy share is read from this host's /proc/stat
         cpus = {side: contract.parse_cpu_list(key, getattr(spec, key))
                 for side, key in (("srv", "pin_server"), ("cli", "pin_client"))
-                if getattr(spec, key) is not None and local}
+                if getattr(spec, key) is not None and topo.kind in ("netns", "loopback")}
         self.window = Window(list(self.controls.values()), cpus)
         self.profiler = None
         if spec.profile and plan.perf_path:
-            self.profiler = Profiler(plan, spec, topo, workdir, self.window, profile_dir)
+            self.profiler = Profiler(plan, spec, topo, workdir, self.window, profile_dir, self.dirs)
+
 
     def _wrap(self, side: str) -> list[str]:
         """perf stat prefix, counting disabled until the window opens."""
@@ -154,6 +166,13 @@ class _Measurement:
         if prefix:
             prefix = prefix[:-1] + ["-D", "-1", *self.controls[side].args(), "--"]  # stat_prefix ends with "--"
         return prefix
+
+    def _start(self, side: str, pin: str | None, program_argv: list[str], listeners) -> Side:
+        """taskset -> [perf record] -> perf stat -> the program, on the side's host."""
+        host = self.hosts[side]
+        profile = self.profiler.wrap_prefix(side) if self.profiler is not None else []
+        argv = host.command(_pinned(pin, host) + profile + self._wrap(side) + program_argv, self.dirs[side])
+        return Side(side, argv, self.registry, listeners, self.wake, host=host)
 
     def run(self) -> tuple[dict, dict]:
         raw: dict = {"spec": asdict(self.spec), "topology": self.topo.kind}
@@ -166,25 +185,24 @@ class _Measurement:
 
     def _run_sides(self) -> Failure | None:
         spec, topo, program = self.spec, self.topo, self.program
-        port = topo.next_port() if topo.kind == "netns" else free_port()
+        port = free_port() if topo.kind == "loopback" else topo.next_port()
         if self.profiler is not None:
             self.profiler.start_system()
         ready = threading.Event()
         self.wake = threading.Event()
-        self.server = Side("server", topo.server_exec(_pinned(spec.pin_server) + self._wrap("server")
-                                                      + program.server_argv(spec, topo.server_addr, port, self.workdir)),
-                           self.registry, [lambda stream, line: ready.set() if program.server_ready(stream, line) else None],
-                           self.wake)
+        self.server = self._start("server", spec.pin_server, program.server_argv(
+            spec, topo.server_addr, port, self.dirs["server"], self.hosts["server"].build_dir),
+            [lambda stream, line: ready.set() if program.server_ready(stream, line) else None])
         if not self._wait(ready, self.server):
-            code = self.server.proc.poll()
+            code = self.server.poll()
+            if self.server.lost:
+                return ErrorKind.HOST_LOST, f"the ssh connection to host {self.hosts['server'].name} was lost"
             what = f"exited with status {code}" if code is not None else f"did not listen within {LISTEN_TIMEOUT_S:g} s"
             return ErrorKind.SERVER, f"server {what}: {program.error_of(self.server) or 'no message'}"
         if self.profiler is not None:
             self.profiler.attach("srv", self.server.program_pid())
-        profile = self.profiler.client_prefix() if self.profiler is not None else []
-        self.client = Side("client", topo.client_exec(_pinned(spec.pin_client) + profile + self._wrap("client")
-                                                      + program.client_argv(spec, topo.server_addr, port, self.workdir)),
-                           self.registry, [self._client_line], self.wake)
+        self.client = self._start("client", spec.pin_client, program.client_argv(
+            spec, topo.server_addr, port, self.dirs["client"], self.hosts["client"].build_dir), [self._client_line])
         started = time.monotonic()
         if program.window_source == "timer":
             self.window.open_in(spec.warmup_s, "timer")
@@ -206,7 +224,7 @@ class _Measurement:
         while time.monotonic() < deadline:
             if flag.wait(POLL_S * 5):
                 return True
-            if side.proc.poll() is not None:
+            if side.poll() is not None:
                 side.finish(timeout=2.0)
                 return False
         return False
@@ -222,22 +240,31 @@ class _Measurement:
             self.wake.wait(SUPERVISE_S)  # an exit wakes it at once
             self.wake.clear()
             code = client.finish(timeout=0) if client.exited.is_set() else None
+            lost = self._lost_host()
+            if lost:
+                failure = (ErrorKind.HOST_LOST, lost)
+                client.kill()
+                break
             if code is not None:
                 self.window.close()
                 if code != 0:
                     failure = (ErrorKind.CLIENT, f"client exited with status {code}: "
                                                  f"{self.program.error_of(client) or 'no message'}")
                     if server.finish(timeout=0.5) is not None and not self.program.server_exits_by_itself:
-                        failure = (ErrorKind.SERVER, f"server exited with status {server.proc.returncode} during "
+                        failure = (ErrorKind.SERVER, f"server exited with status {server.returncode} during "
                                    f"the run: {self.program.error_of(server) or 'no message'}; {failure[1]}")
                 break
-            if server.proc.poll() is not None and not self.program.server_exits_by_itself:
-                failure = (ErrorKind.SERVER, f"server exited with status {server.proc.returncode} during the run: "
+            if server.poll() is not None and not self.program.server_exits_by_itself:
+                failure = (ErrorKind.SERVER, f"server exited with status {server.returncode} during the run: "
                                              f"{self.program.error_of(server) or 'no message'}")
                 client.kill()
                 break
             try:
                 self.topo.check_alive()
+            except HostLost as exc:
+                failure = (ErrorKind.HOST_LOST, str(exc))
+                client.kill()
+                break
             except MeasurementError as exc:
                 failure = (ErrorKind.NAMESPACE_LOST, str(exc))
                 client.kill()
@@ -249,11 +276,18 @@ class _Measurement:
         self.window.cancel()
         return self._stop_server(failure)
 
+    def _lost_host(self) -> str:
+        """Which side's ssh connection ended under its program ("" when none did)."""
+        for side in (self.client, self.server):
+            if side is not None and side.lost:
+                return f"the ssh connection to host {side.host.name} was lost during the run"
+        return ""
+
     def _stop_server(self, failure: Failure | None) -> Failure | None:
         server = self.server
         if self.program.server_exits_by_itself:
             server.finish(timeout=2.0)
-        if server.proc.poll() is None:
+        if server.poll() is None:
             # SIGINT to the server's group: the server prints its JSON, perf stat writes the counters
             server.signal_group(signal.SIGINT)
         if server.finish(timeout=STOP_TIMEOUT_S) is None:
@@ -261,7 +295,9 @@ class _Measurement:
             server.kill()
             why = " (it was stopped, e.g. by SIGSTOP, and could not act on it)" if state == "T" else ""
             return failure or (ErrorKind.SERVER, f"server did not stop within {STOP_TIMEOUT_S:g} s of SIGINT{why}")
-        code = server.proc.returncode
+        if server.lost and not failure:
+            return ErrorKind.HOST_LOST, f"the ssh connection to host {server.host.name} was lost"
+        code = server.returncode
         # perf stat re-raises the SIGINT it got after writing its counters: -SIGINT is a normal stop,
         # and a peer server stopped by our SIGINT reports 1 (iperf3) after a finished test
         normal = (0, -signal.SIGINT) + ((1,) if self.program.server_exits_by_itself else ())
@@ -282,8 +318,9 @@ class _Measurement:
     # -- the row ----------------------------------------------------------------------------------
 
     def _perf_text(self, side: str) -> str:
-        path = self.perf_out[side]
-        return path.read_text(errors="replace") if self.plan.perf_path and path.exists() else ""
+        if side not in self._perf_texts:  # read once: from another host it is a round trip
+            self._perf_texts[side] = self.hosts[side].read_text(self.perf_out[side]) if self.plan.perf_path else ""
+        return self._perf_texts[side]
 
     def _counters(self, side: str) -> tuple[dict, str]:
         """Counters of one side, and a note when they are missing."""
@@ -298,8 +335,7 @@ class _Measurement:
     def _row(self, failure: Failure | None) -> dict:
         spec, plan = self.spec, self.plan
         row = empty_row(spec, self.topo.kind)
-        result = self.program.result(spec, self.server, self.client,
-                                     lambda path: Path(path).read_text(errors="replace"))
+        result = self.program.result(spec, self.server, self.client, self.hosts["client"].read_text)
         row.update(result.fields)
         failure = failure or result.failure
         srv, srv_note = self._counters("server")

@@ -23,11 +23,10 @@ import math
 import re
 import shutil
 from dataclasses import dataclass
-from pathlib import Path
 
 from .contract import SERVER_KEYS
 from .errors import CopylabError, ErrorKind
-from .paths import client_binary, server_binary
+from .paths import BUILD_DIR, client_binary, server_binary
 
 Failure = tuple[str, str]  # (ErrorKind, one-line message)
 
@@ -56,17 +55,19 @@ class Native:
     def __init__(self, impl: str, sanitize: bool = False):
         self.impl, self.sanitize = impl, sanitize
 
-    def check_installed(self) -> None:
+    def check_installed(self, host=None) -> None:
+        if host is not None and host.remote:
+            return  # built there when the topology was set up (sweep.remote)
         for binary in (server_binary(self.impl, self.sanitize), client_binary(self.sanitize)):
             if not binary.exists():
                 raise CopylabError(f"{binary} is missing: build the native programs first (make -C native)")
 
-    def server_argv(self, spec, addr: str, port: int, workdir: Path) -> list[str]:
-        return [str(server_binary(self.impl, self.sanitize)), "--bind", addr, "--port", str(port),
+    def server_argv(self, spec, addr: str, port: int, workdir: str, build_dir: str = str(BUILD_DIR)) -> list[str]:
+        return [f"{build_dir}/{server_binary(self.impl, self.sanitize).name}", "--bind", addr, "--port", str(port),
                 "--msg-size", str(spec.msg_size), "--mode", spec.mode, "--json"]
 
-    def client_argv(self, spec, addr: str, port: int, workdir: Path) -> list[str]:
-        argv = [str(client_binary(self.sanitize)), "--connect", addr, "--port", str(port),
+    def client_argv(self, spec, addr: str, port: int, workdir: str, build_dir: str = str(BUILD_DIR)) -> list[str]:
+        argv = [f"{build_dir}/{client_binary(self.sanitize).name}", "--connect", addr, "--port", str(port),
                 "--msg-size", str(spec.msg_size), "--mode", spec.mode, "--threads", str(spec.threads),
                 "--duration", f"{spec.duration_s:g}", "--warmup", f"{spec.warmup_s:g}",
                 "--receive", spec.receive, "--announce-window", "--json"]
@@ -124,11 +125,10 @@ class Iperf3:
     server_exits_by_itself = True  # -1: one test, then exit
     INTERVAL_S = 0.1
 
-    def check_installed(self) -> None:
-        if shutil.which("iperf3") is None:
-            raise CopylabError("iperf3 is not installed (Debian: apt-get install iperf3)")
+    def check_installed(self, host=None) -> None:
+        _check_tool("iperf3", host)
 
-    def server_argv(self, spec, addr: str, port: int, workdir: Path) -> list[str]:
+    def server_argv(self, spec, addr: str, port: int, workdir: str, build_dir: str = "") -> list[str]:
         # --forceflush: its "Server listening" line reaches the pipe at once; --idle-timeout: a
         # client that never comes cannot leave it running
         return ["iperf3", "-s", "-1", "-B", addr, "-p", str(port), "--forceflush", "--idle-timeout", "30"]
@@ -136,7 +136,7 @@ class Iperf3:
     def run_seconds(self, spec) -> int:
         return max(1, math.ceil(spec.warmup_s + spec.duration_s - 1e-9))
 
-    def client_argv(self, spec, addr: str, port: int, workdir: Path) -> list[str]:
+    def client_argv(self, spec, addr: str, port: int, workdir: str, build_dir: str = "") -> list[str]:
         return ["iperf3", "-c", addr, "-p", str(port), "-R", "-l", str(spec.msg_size), "-P", str(spec.threads),
                 "-t", str(self.run_seconds(spec)), "-i", f"{self.INTERVAL_S:g}", "-J"]
 
@@ -200,11 +200,13 @@ class Sockperf:
     server_exits_by_itself = False
     LOG = "sockperf-full.log"
 
-    def check_installed(self) -> None:
-        if shutil.which("sockperf") is None:
-            raise CopylabError("sockperf is not installed (Debian: apt-get install sockperf)")
+    def __init__(self):
+        self.log_path = ""  # its --full-log, in the client's folder on the client's host
 
-    def server_argv(self, spec, addr: str, port: int, workdir: Path) -> list[str]:
+    def check_installed(self, host=None) -> None:
+        _check_tool("sockperf", host)
+
+    def server_argv(self, spec, addr: str, port: int, workdir: str, build_dir: str = "") -> list[str]:
         # -m: without it the server drops messages larger than 65507 bytes
         return ["sockperf", "server", "--tcp", "-i", addr, "-p", str(port), "-m", "1048575"]
 
@@ -212,9 +214,10 @@ class Sockperf:
         # it measures -t minus its 0.4 s warm-up and 0.05 s cool-down
         return max(1, math.ceil(spec.duration_s + 0.45 - 1e-9))
 
-    def client_argv(self, spec, addr: str, port: int, workdir: Path) -> list[str]:
+    def client_argv(self, spec, addr: str, port: int, workdir: str, build_dir: str = "") -> list[str]:
+        self.log_path = f"{workdir}/{self.LOG}"
         return ["sockperf", "ping-pong", "--tcp", "-i", addr, "-p", str(port), "-m", str(spec.msg_size),
-                "-t", str(self.run_seconds(spec)), "--full-rtt", "--full-log", str(workdir / self.LOG)]
+                "-t", str(self.run_seconds(spec)), "--full-rtt", "--full-log", self.log_path]
 
     @staticmethod
     def server_ready(stream: str, line: str) -> bool:
@@ -245,7 +248,7 @@ class Sockperf:
             return Result(fields, (ErrorKind.NO_RESULT, f"sockperf: {why}"))
         valid = re.search(r"\[Valid Duration\] RunTime=([\d.]+) sec", text)
         try:
-            rtts = sockperf_rtts(read_file(Path(client.argv[client.argv.index("--full-log") + 1])))
+            rtts = sockperf_rtts(read_file(self.log_path))
         except (OSError, ValueError) as exc:
             return Result(fields, (ErrorKind.NO_RESULT, f"sockperf's --full-log could not be read: {exc}"))
         if not rtts or not valid:
@@ -281,6 +284,15 @@ def nearest_rank(sorted_values: list[float], p: float) -> float:
     """The p-th percentile as copylab's client computes it (nearest rank)."""
     rank = max(1, math.ceil(p / 100 * len(sorted_values)))
     return sorted_values[rank - 1]
+
+
+def _check_tool(tool: str, host) -> None:
+    """A peer tool on the host that runs it (one line naming the host when it is missing)."""
+    if host is not None and host.remote:
+        if host.which(tool) is None:
+            raise CopylabError(f"host {host.name}: {tool} is not installed there (Debian: apt-get install {tool})")
+    elif shutil.which(tool) is None:
+        raise CopylabError(f"{tool} is not installed (Debian: apt-get install {tool})")
 
 
 def program_for(impl: str, sanitize: bool = False):

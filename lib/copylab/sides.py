@@ -24,14 +24,23 @@ from .perf import c_locale_env
 Listener = Callable[[str, str], None]  # (stream "stdout"|"stderr", line)
 # what perf stat/record print on the wrapped program's stderr when their window opens and closes
 PERF_NOTICES = ("Events disabled", "Events enabled", "[ perf record:")
+# what hosts.SshHost's wrapper prints around a remote program (kept out of the program's output)
+PGID_NOTICE = "copylab-pgid"
+EXIT_NOTICE = "copylab-exit"
 
 
 class Side:
     """One benchmark process group, its output collected as it comes."""
 
     def __init__(self, name: str, argv: list[str], registry: Path | None = None,
-                 listeners: list[Listener] | None = None, wake: threading.Event | None = None):
+                 listeners: list[Listener] | None = None, wake: threading.Event | None = None, host=None):
         self.name = name
+        self.host = host
+        self.remote = host is not None and host.remote
+        self.remote_pgid: int | None = None  # the program's process group on a remote host
+        # a remote program's exit status, as its wrapper reports it on each stream (the ssh channel
+        # stays open after it, until the engine has read the side's files back)
+        self._remote_exit: dict[str, int] = {}
         # set when the process exits: a supervisor sleeps on it instead of polling, so the harness
         # takes no CPU from the measured programs while they run
         self.exited = threading.Event()
@@ -41,7 +50,9 @@ class Side:
         self.stderr_lines: list[str] = []
         self.listeners = list(listeners or [])
         self.proc = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            # a remote program lives as long as the ssh channel's stdin stays open (hosts.SshHost)
+            argv, stdin=subprocess.PIPE if self.remote else subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True, errors="replace", start_new_session=True,  # one signal reaches perf and the program
             env=c_locale_env(),  # perf's CSV must not use a decimal comma
         )
@@ -60,24 +71,87 @@ class Side:
     def _wait_exit(self) -> None:
         with contextlib.suppress(Exception):
             self.proc.wait()
+        self._set_exited()
+
+    def _set_exited(self) -> None:
         self.exited.set()
         if self._wake is not None:
             self._wake.set()
 
+    def _notice(self, label: str, line: str) -> bool:
+        """Take in a remote wrapper's notice; True if line was one."""
+        if not self.remote or not line.startswith((PGID_NOTICE, EXIT_NOTICE)):
+            return False
+        with contextlib.suppress(ValueError, IndexError):
+            value = int(line.split()[1])
+            if line.startswith(PGID_NOTICE):
+                self.remote_pgid = value
+            else:
+                # a shell reports death by signal N as 128+N; Popen says -N
+                self._remote_exit[label] = -(value - 128) if 128 < value < 128 + signal.NSIG else value
+                if len(self._remote_exit) == 2:  # both streams are complete up to here
+                    self._set_exited()
+        return True
+
     def _pump(self, stream, sink: list[str], label: str) -> None:
         for line in stream:
+            if self._notice(label, line):
+                continue
             sink.append(line)
             for listener in self.listeners:
                 with contextlib.suppress(Exception):  # a listener's fault must not stop the reading
                     listener(label, line)
         stream.close()
 
+    # -- the process: local, or the program behind a remote wrapper --------------------------------
+
+    @property
+    def returncode(self) -> int | None:
+        """The program's exit status (255 when the ssh connection to its host was lost)."""
+        if self.remote and "stderr" in self._remote_exit and self.exited.is_set():
+            return self._remote_exit["stderr"]
+        return self.proc.poll()
+
+    def poll(self) -> int | None:
+        return self.returncode
+
+    @property
+    def lost(self) -> bool:
+        """A remote side whose ssh channel ended before its program reported an exit status."""
+        return self.remote and self.proc.poll() is not None and len(self._remote_exit) < 2
+
     def signal_group(self, signum: int) -> None:
+        if self.remote:
+            if signum == signal.SIGKILL:
+                # closing the channel is enough, and works when the host is unreachable: the wrapper
+                # (or sshd, when the connection dies) sees EOF, removes the side's folder, kills the group
+                self._close_channel()
+            elif self.remote_pgid is not None:
+                self.host.signal_group(self.remote_pgid, signum)
+            return
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signum)
 
+    def _close_channel(self) -> None:
+        with contextlib.suppress(OSError):
+            if self.proc.stdin:
+                self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=5.0)  # ssh ends once the remote group is gone
+        except subprocess.TimeoutExpired:  # an ssh that does not end: its master then closes the channel
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.kill()
+            self.proc.wait()
+
     def finish(self, timeout: float) -> int | None:
         """Wait for exit and for the output pipes to drain; None if still running."""
+        if self.remote:
+            if not self.exited.wait(timeout):
+                return None
+            if self.proc.poll() is not None:  # the channel is gone: what was sent is in the pipes
+                for reader in self._readers:
+                    reader.join(timeout=2.0)
+            return self.returncode
         try:
             code = self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -92,7 +166,10 @@ class Side:
         self.finish(timeout=5.0)
 
     def program_pid(self) -> int | None:
-        """The measured program's pid: the leader itself, or the child of its perf wrappers."""
+        """The measured program's pid: the leader itself, or the child of its perf wrappers (None
+        for a program on another host)."""
+        if self.remote:
+            return None
         pid = self.proc.pid
         for _ in range(4):
             try:
@@ -130,35 +207,27 @@ class Side:
         return lines[-1] if lines else ""
 
     def raw(self, perf_text: str = "") -> dict:
-        return {"argv": self.argv, "exit_status": self.proc.returncode, "stdout": self.stdout(),
+        return {"argv": self.argv, "exit_status": self.returncode, "stdout": self.stdout(),
                 "stderr": "".join(self.stderr_lines), "perf": perf_text}
 
 
 class PerfControl:
-    """perf's --control fifo: lets the engine open and close a perf session's window at will."""
+    """perf's --control fifo: lets the engine open and close a perf session's window at will, on
+    whichever host that perf runs (hosts.LocalHost or SshHost)."""
 
-    def __init__(self, workdir: Path, name: str):
-        self.ctl = workdir / f"{name}.ctl"
-        self.ack = workdir / f"{name}.ack"
-        os.mkfifo(self.ctl)
-        os.mkfifo(self.ack)
+    def __init__(self, host, workdir: str, name: str):
+        self.host = host
+        self.ctl = f"{workdir}/{name}.ctl"
+        self.ack = f"{workdir}/{name}.ack"
+        host.mkfifo(self.ctl)
+        host.mkfifo(self.ack)
 
     def args(self) -> list[str]:
         return ["--control", f"fifo:{self.ctl},{self.ack}"]
 
     def send(self, command: str) -> bool:
         """Write one command; False if perf is not there to read it (it never started, or died)."""
-        try:
-            fd = os.open(self.ctl, os.O_WRONLY | os.O_NONBLOCK)
-        except OSError:
-            return False
-        try:
-            os.write(fd, (command + "\n").encode())
-        except OSError:
-            return False
-        finally:
-            os.close(fd)
-        return True
+        return self.host.send_fifo(self.ctl, command + "\n")
 
 
 def cpu_times(stat: Path = Path("/proc/stat")) -> dict[int, tuple[int, int]]:

@@ -1,6 +1,8 @@
-"""Where server and client run: two network namespaces joined by veth (the study), or loopback.
+"""Where server and client run: two network namespaces joined by veth (the study), loopback, or
+two machines over SSH (hosts.SshHost; the data path between them is the user's network).
 
-One context manager per topology. Namespace names carry the project prefix and the creating
+One context manager per topology; each side of a Topology is a host (hosts.py) that runs its
+programs. Namespace names carry the project prefix and the creating
 process id (`copylab-<pid>-<token>-srv`), so `clean` can tell a leftover of a dead run from a live
 run of another process and never touches anything that is not ours.
 """
@@ -21,6 +23,7 @@ from pathlib import Path
 from typing import Iterator
 
 from .errors import CopylabError, MeasurementError
+from .hosts import LocalHost, SshHost, SshSettings, host_from_params
 from .paths import BUILD_DIR
 from .privilege import can_admin_network
 
@@ -39,7 +42,7 @@ _NS_NAME = re.compile(rf"^{PREFIX}-(\d+)-([0-9a-f]+)-(srv|cli)$")
 class Topology:
     """Addresses and how to run a program on each side."""
 
-    kind: str  # "netns" or "loopback"
+    kind: str  # "netns", "loopback" or "ssh"
     server_addr: str
     client_addr: str
     server_ns: str | None = None
@@ -47,19 +50,37 @@ class Topology:
     server_if: str | None = None
     client_if: str | None = None
     warnings: list[str] = field(default_factory=list)
+    server_host: LocalHost | SshHost | None = None  # default: this host, in server_ns
+    client_host: LocalHost | SshHost | None = None
+    details: dict = field(default_factory=dict)  # topology ssh: each host's interface and build
+    _last_check: float = 0.0
+
+    def __post_init__(self):
+        self.server_host = self.server_host or LocalHost(self.server_ns)
+        self.client_host = self.client_host or LocalHost(self.client_ns)
 
     def server_exec(self, argv: list[str]) -> list[str]:
-        """argv to run inside the server's namespace."""
-        return _exec_prefix(self.server_ns) + list(argv)
+        """argv to run on the server's side (inside its namespace)."""
+        return self.server_host.command(argv)
 
     def client_exec(self, argv: list[str]) -> list[str]:
-        return _exec_prefix(self.client_ns) + list(argv)
+        return self.client_host.command(argv)
 
     def server_prefix(self) -> list[str]:
         return _exec_prefix(self.server_ns)
 
     def client_prefix(self) -> list[str]:
         return _exec_prefix(self.client_ns)
+
+    def hosts(self) -> dict:
+        return {"server": self.server_host, "client": self.client_host}
+
+    def to_params(self) -> dict:
+        """What a notebook kernel needs to attach to this topology (attach_params)."""
+        return {"kind": self.kind, "server_addr": self.server_addr, "client_addr": self.client_addr,
+                "server_ns": self.server_ns, "client_ns": self.client_ns, "server_if": self.server_if,
+                "client_if": self.client_if, "server_host": self.server_host.to_params(),
+                "client_host": self.client_host.to_params()}
 
     def next_port(self) -> int:
         """A port for the next server, drawn at random: a program that does not set SO_REUSEADDR
@@ -68,13 +89,27 @@ class Topology:
         return PORT_BASE + secrets.randbelow(PORT_SPAN)
 
     def check_alive(self) -> None:
-        """Raise MeasurementError if a namespace of this topology vanished under us."""
+        """Raise MeasurementError if a namespace of this topology vanished under us, or the ssh
+        connection to a host is gone."""
+        if self.kind == "ssh":
+            # a local question to each ssh master, but a process each: not more than once a second
+            if time.monotonic() - self._last_check < 1.0:
+                return
+            self._last_check = time.monotonic()
+            for host in (self.server_host, self.client_host):
+                if not host.alive():
+                    raise HostLost(f"the ssh connection to host {host.name} was lost")
+            return
         if self.kind != "netns":
             return
         # a stat, not `ip netns list`: this runs every few ms while a measurement is under way
         for ns in (self.server_ns, self.client_ns):
             if not (NETNS_RUN_DIR / ns).exists():
                 raise MeasurementError(f"network namespace {ns} disappeared during the run")
+
+
+class HostLost(MeasurementError):
+    """The ssh connection to a host of topology ssh is gone."""
 
 
 def _exec_prefix(ns: str | None) -> list[str]:
@@ -175,12 +210,62 @@ def attach(kind: str, server_ns: str | None = None, client_ns: str | None = None
     return topo
 
 
-def open_topology(kind: str) -> contextlib.AbstractContextManager[Topology]:
+def attach_params(params: dict) -> Topology:
+    """The Topology another process opened (Topology.to_params): its ssh connections are shared."""
+    fields = {k: params.get(k) for k in ("kind", "server_addr", "client_addr", "server_ns", "client_ns",
+                                         "server_if", "client_if")}
+    topo = Topology(**fields, server_host=host_from_params(params["server_host"]),
+                    client_host=host_from_params(params["client_host"]))
+    topo.check_alive()
+    return topo
+
+
+@contextlib.contextmanager
+def ssh_pair(settings: SshSettings, control_dir: Path | None = None) -> Iterator[Topology]:
+    """Connect to both hosts (one multiplexed connection each) and check they can run a point;
+    disconnect on exit, error or interrupt. The native programs are built by build_remote()."""
+    import tempfile
+
+    if settings.server_host == settings.client_host:
+        raise CopylabError(f"topology ssh: server_host and client_host are both {settings.server_host}; "
+                           "use topology netns for one machine")
+    # ssh's control sockets: a short path (sun_path holds 108 bytes), ours alone
+    own_dir = control_dir is None
+    control = Path(tempfile.mkdtemp(prefix="copylab-ssh-")) if own_dir else control_dir
+    server = SshHost(settings.server_host, control, settings.ssh_config)
+    client = SshHost(settings.client_host, control, settings.ssh_config)
+    connected: list[SshHost] = []
+    try:
+        for host in (server, client):
+            host.connect()
+            connected.append(host)
+        server_if = server.check(settings.server_addr, "server")
+        client_if = client.check(settings.client_addr, "client")
+        details = {"server": {"destination": server.destination, "address": settings.server_addr,
+                              "interface": server_if, **server.build()},
+                   "client": {"destination": client.destination, "address": settings.client_addr,
+                              "interface": client_if, **client.build()}}
+        yield Topology(kind="ssh", server_addr=settings.server_addr, client_addr=settings.client_addr,
+                       server_if=server_if, client_if=client_if, server_host=server, client_host=client,
+                       details=details)
+    finally:
+        with _signals_deferred():
+            for host in connected:
+                host.disconnect()
+            if own_dir:
+                shutil.rmtree(control, ignore_errors=True)
+
+
+def open_topology(kind: str, ssh: SshSettings | None = None) -> contextlib.AbstractContextManager[Topology]:
     if kind == "netns":
         return netns_pair()
     if kind == "loopback":
         return loopback()
-    raise CopylabError(f"topology: must be 'netns' or 'loopback', got {kind!r}")
+    if kind == "ssh":
+        if ssh is None:
+            raise CopylabError("topology ssh: needs server_host, client_host, server_addr and client_addr")
+        return ssh_pair(ssh)
+    raise CopylabError(f"topology: must be 'netns', 'loopback' or 'ssh', got {kind!r}")
 
 
 def choose_topology(requested: str) -> str:

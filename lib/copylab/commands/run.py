@@ -8,10 +8,12 @@ import os
 import sys
 from pathlib import Path
 
-from .. import perf as perfmod
-from ..experiment import show
+from ..errors import CopylabError
+from ..experiment import probe_topology, show
+from ..hosts import SshSettings
 from ..fsutil import jsonable
 from ..contract import ALL_IMPLS, COLUMNS, MODES, RECEIVE_STRATEGIES, check_cpus_available
+from ..params import parse_grid
 from ..paths import OUTPUT_DIR
 from ..point import PointSpec, run_point
 from ..programs import program_for
@@ -27,8 +29,14 @@ def register(subparsers) -> None:
     p.add_argument("--threads", type=int, default=1, metavar="N")
     p.add_argument("--duration", type=float, default=2.0, metavar="S", help="measured seconds (default 2)")
     p.add_argument("--warmup", type=float, default=0.5, metavar="S", help="seconds discarded first (default 0.5)")
-    p.add_argument("--topology", choices=("auto", "netns", "loopback"), default="auto",
-                   help="auto: netns when root, else loopback with a warning")
+    p.add_argument("--topology", choices=("auto", "netns", "loopback", "ssh"), default="auto",
+                   help="auto: netns when root, else loopback with a warning; ssh: two machines "
+                        "(--server-host, --client-host, --server-addr, --client-addr)")
+    p.add_argument("--server-host", metavar="DEST", help="topology ssh: where the server runs ([user@]host)")
+    p.add_argument("--client-host", metavar="DEST", help="topology ssh: where the client runs")
+    p.add_argument("--server-addr", metavar="IP", help="topology ssh: the server's data-path address")
+    p.add_argument("--client-addr", metavar="IP", help="topology ssh: the client's data-path address")
+    p.add_argument("--ssh-config", metavar="FILE", help="topology ssh: an ssh_config file (ssh -F)")
     p.add_argument("--pin-server", metavar="CPUS", help="taskset CPU list for the server (sender)")
     p.add_argument("--pin-client", metavar="CPUS", help="taskset CPU list for the client (receiver)")
     p.add_argument("--verify", action="store_true", help="check every received byte (costs receiver CPU)")
@@ -49,16 +57,19 @@ def run_command(args) -> int:
                      duration_s=args.duration, warmup_s=args.warmup, topology=topology,
                      pin_server=args.pin_server, pin_client=args.pin_client, verify=args.verify,
                      receive=args.receive, profile=args.profile).validate()
-    usable = os.sched_getaffinity(0)  # before any namespace or program exists
-    check_cpus_available("--pin-server", spec.pin_server, usable)
-    check_cpus_available("--pin-client", spec.pin_client, usable)
-    program_for(spec.impl).check_installed()
-    plan = perfmod.probe()
-    if plan.note:
-        print(f"copylab run: note: {plan.note}", file=sys.stderr)
-    with open_topology(topology) as topo:
+    if topology != "ssh":  # CPUs of this machine; on other hosts taskset says what it lacks
+        usable = os.sched_getaffinity(0)  # before any namespace or program exists
+        check_cpus_available("--pin-server", spec.pin_server, usable)
+        check_cpus_available("--pin-client", spec.pin_client, usable)
+    ssh = _ssh_settings(args, topology)
+    if topology != "ssh":
+        program_for(spec.impl).check_installed()
+    with open_topology(topology, ssh) as topo:
         for warning in topo.warnings:
             print(f"copylab run: WARNING: {warning}", file=sys.stderr)
+        plan = probe_topology(topo)
+        if plan.note:
+            print(f"copylab run: note: {plan.note}", file=sys.stderr)
         row, raw = run_point(spec, plan, topo, profile_dir=Path(args.profile_dir) if args.profile else None)
     if args.show_output:
         with contextlib.redirect_stdout(sys.stderr):  # stdout stays the row alone
@@ -68,6 +79,20 @@ def run_command(args) -> int:
         print(f"copylab run: error: {row['error']}", file=sys.stderr)
         return 1
     return 0
+
+
+def _ssh_settings(args, topology: str) -> SshSettings | None:
+    """--server-host & co., checked as the grid checks its keys."""
+    given = {key: getattr(args, key) for key in ("server_host", "client_host", "server_addr", "client_addr",
+                                                 "ssh_config")}
+    if topology != "ssh":
+        extra = [k for k, v in given.items() if v is not None]
+        if extra:
+            raise CopylabError(f"--{extra[0].replace('_', '-')} is only for --topology ssh")
+        return None
+    grid = parse_grid({"name": "run", "impls": ["a1"], "modes": ["throughput"], "msg_sizes": [8], "threads": [1],
+                       "topology": "ssh", **{k: v for k, v in given.items() if v is not None}}, source="copylab run")
+    return grid.ssh
 
 
 def print_row(row: dict, as_json: bool) -> None:

@@ -4,7 +4,9 @@ Two ways, chosen per point:
   per_cpu      sender and receiver pinned to different CPUs on this host: one `perf record -a -C`
                over both CPUs, so softirq work a CPU does for a socket is seen wherever it runs;
                samples are split by CPU.
-  per_process  otherwise: `perf record -p` on each side's program (threads included).
+  per_process  otherwise: `perf record -p` on each side's program (threads included); a program on
+               another host (topology ssh) is wrapped by a `perf record` there instead, and its
+               samples are read back with `perf script` run there (the symbols are there).
 Sampling: cycles where a PMU exists, else cpu-clock (an hrtimer, what VMs offer), at FREQ_HZ.
 Recording starts disabled (-D -1) and the point's Window enables and disables it with the
 counters, so the samples cover the same window as the bytes. `--no-bpf-event` keeps perf 6.x from
@@ -25,6 +27,7 @@ from pathlib import Path
 
 from ..perf import c_locale_env, paranoid
 from ..privilege import can_admin_network
+from ..hosts import LocalHost
 from ..sides import PerfControl, Window
 from . import classify, script
 
@@ -76,11 +79,15 @@ class _Recording:
 class Profiler:
     """Profiles one point; used by point.run_point around the two sides."""
 
-    def __init__(self, plan, spec, topo, workdir: Path, window: Window, profile_dir: Path | None):
+    def __init__(self, plan, spec, topo, workdir: Path, window: Window, profile_dir: Path | None,
+                 dirs: dict[str, str] | None = None):
         self.plan, self.spec, self.workdir, self.window = plan, spec, workdir, window
         self.profile_dir = profile_dir
+        self.local = LocalHost()  # per_cpu and -p recordings run here, in the root namespace
+        self.hosts = {"srv": topo.server_host, "cli": topo.client_host}
+        self.dirs = {"srv": (dirs or {}).get("server", str(workdir)), "cli": (dirs or {}).get("client", str(workdir))}
         self.recordings: dict[str, _Recording] = {}
-        self.wrapped: dict[str, Path] = {}  # side -> data file of a perf record that wraps the program
+        self.wrapped: dict[str, tuple] = {}  # side -> (host, data file) of a perf record wrapping the program
         self.note = ""
         self.event = "cycles" if plan.cycles_source == "pmu" else "cpu-clock"
         self.user_only = not can_admin_network() and (paranoid() or 2) >= 2
@@ -92,14 +99,14 @@ class Profiler:
         self.mode = ("per_cpu" if srv_cpus and cli_cpus and not set(srv_cpus) & set(cli_cpus)
                      and topo.kind in ("netns", "loopback") and not self.user_only else "per_process")
 
-    def _argv(self, target: list[str], data: Path, control: PerfControl) -> list[str]:
+    def _argv(self, target: list[str], data: str, control: PerfControl) -> list[str]:
         return [self.plan.perf_path, "record", "-e", self.event, "-F", str(FREQ_HZ), "-g", "--no-bpf-event", "-N",
                 "--sample-cpu", "-D", "-1", *control.args(), "-o", str(data), *target]
 
     def _start(self, key: str, target: list[str]) -> bool:
         data = self.workdir / f"profile-{key}.data"
-        control = PerfControl(self.workdir, f"profile-{key}")
-        recording = _Recording(self._argv(target, data, control), data, control)
+        control = PerfControl(self.local, str(self.workdir), f"profile-{key}")
+        recording = _Recording(self._argv(target, str(data), control), data, control)
         if not recording.wait_ready():
             recording.stop()
             self.note = self.note or f"perf record could not start: {recording.complaint()}"
@@ -116,21 +123,24 @@ class Profiler:
 
     def attach(self, side: str, pid: int | None) -> None:
         """per_process, the server: once it listens (its threads are followed as they start)."""
-        if self.mode != "per_process":
+        if self.mode != "per_process" or self.hosts[side].remote:
             return
         if pid is None:
             self.note = self.note or f"the {side} program's pid could not be found to profile it"
             return
         self._start(side, ["-p", str(pid)])
 
-    def client_prefix(self) -> list[str]:
-        """per_process, the client: perf record wraps it, so it is set up before the client's clock
-        starts (attaching takes longer than a short warm-up); it ends when the client does."""
-        if self.mode != "per_process":
+    def wrap_prefix(self, side: str) -> list[str]:
+        """per_process, the client (and a server on another host): perf record wraps it, so it is
+        set up before the client's clock starts (attaching takes longer than a short warm-up); it
+        ends when the program does."""
+        key = "srv" if side == "server" else "cli"
+        if self.mode != "per_process" or (key == "srv" and not self.hosts[key].remote):
             return []
-        data = self.workdir / "profile-cli.data"
-        control = PerfControl(self.workdir, "profile-cli")
-        self.wrapped["cli"] = data
+        host, folder = self.hosts[key], self.dirs[key]
+        data = f"{folder}/profile-{key}.data"
+        control = PerfControl(host, folder, f"profile-{key}")
+        self.wrapped[key] = (host, data)
         self.window.add_control(control)
         return self._argv(["--"], data, control)
 
@@ -142,9 +152,9 @@ class Profiler:
         """The profile columns of the row (empty with the reason when there is nothing to show)."""
         out = {"profile_mode": self.mode, "profile_event": f"{self.event} @ {FREQ_HZ} Hz", "profile_note": self.note}
         samples = {side: [] for side in SIDES}
-        data_files = {key: r.data for key, r in self.recordings.items()} | self.wrapped
-        for key, data in data_files.items():
-            text, complaint = _script(self.plan.perf_path, data)
+        data_files = {key: (self.local, str(r.data)) for key, r in self.recordings.items()} | self.wrapped
+        for key, (host, data) in data_files.items():
+            text, complaint = _script(self.plan.perf_path, data, host)
             if text is None:
                 out["profile_note"] = out["profile_note"] or f"perf script failed: {complaint}"
                 continue
@@ -183,16 +193,11 @@ def empty_columns(mode: str, note: str) -> dict:
     return out
 
 
-def _script(perf_path: str, data: Path) -> tuple[str | None, str]:
-    if not data.exists():
-        return None, f"{data.name} was not written"
-    try:
-        proc = subprocess.run([perf_path, "script", "-f", "-i", str(data), "-F", script.SCRIPT_FIELDS, "--no-inline"],
-                              capture_output=True, text=True, errors="replace", timeout=SCRIPT_TIMEOUT_S,
-                              env=c_locale_env())
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return None, str(exc)
+def _script(perf_path: str, data: str, host) -> tuple[str | None, str]:
+    """`perf script` of a data file, run on the host that recorded it."""
+    proc = host.run([perf_path, "script", "-f", "-i", data, "-F", script.SCRIPT_FIELDS, "--no-inline"],
+                    timeout=SCRIPT_TIMEOUT_S)
     if proc.returncode != 0:
-        lines = proc.stderr.strip().splitlines()
-        return None, lines[-1] if lines else f"exit status {proc.returncode}"
-    return proc.stdout, ""
+        complaint = proc.stderr.decode(errors="replace").strip().splitlines()
+        return None, complaint[-1] if complaint else f"exit status {proc.returncode}"
+    return proc.stdout.decode(errors="replace"), ""

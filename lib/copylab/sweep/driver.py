@@ -6,7 +6,8 @@ Layout of output/<name>/ (flent-style: every result carries its metadata, runs a
   runs/group-<s>-<k>.ipynb     the executed experiment notebook of a group of points (each record
                                names its notebook)
   results.csv                  rebuilt from the records after every group of points
-  meta.json                    host, kernel, perf, network settings, the grid, sessions
+  meta.json                    host, kernel, perf, network settings, the grid, sessions (topology
+                               ssh: each host's machine, NIC, build and settings under "hosts")
   sweep.log                    one line per point
 A point is finished when its record is in runs/ with status ok; a re-run skips those (unless
 --force) and re-measures failed or missing ones. Records are renamed into place only when complete.
@@ -27,7 +28,7 @@ from .. import hostmeta
 from .. import perf as perfmod
 from ..contract import PEERS, check_cpus_available
 from ..errors import CopylabError, ErrorKind
-from ..experiment import spec_params
+from ..experiment import probe_topology, spec_params
 from ..fsutil import atomic_write_json, describe_os_error
 from ..params import Grid, load_grid
 from ..paths import NATIVE_DIR, NOTEBOOKS_DIR, OUTPUT_DIR
@@ -68,7 +69,8 @@ def run_sweep(params_path: str | Path, out_dir: str | Path | None = None, force:
     grid = load_grid(params_path)
     usable = os.sched_getaffinity(0)
     for key in ("pin_server", "pin_client"):
-        check_cpus_available(key, getattr(grid, key), usable)
+        if grid.topology != "ssh":  # on other hosts, their own CPUs
+            check_cpus_available(key, getattr(grid, key), usable)
     topology = choose_topology(grid.topology)
     estimate = est.estimate(grid)
     est.check(estimate, allow_large)
@@ -96,13 +98,18 @@ class Sweep:
         self.attempts: dict[str, int] = {}
         self.meta: SweepMeta | None = None
         self.bar = None
+        self.remote: Topology | None = None  # topology ssh: the hosts, connected before anything else
 
     # -- the session ------------------------------------------------------------------------------
 
     def run(self) -> SweepSummary:
         started = time.monotonic()
         status = "failed"
+        stack = contextlib.ExitStack()
         try:
+            if self.topology == "ssh":
+                self.say(f"connecting to {self.grid.server_host} and {self.grid.client_host}, building native/ there")
+                self.remote = stack.enter_context(open_topology("ssh", self.grid.ssh))
             queue = self._plan()
             self._build_and_probe(len(queue))
             self._measure(queue)
@@ -118,6 +125,8 @@ class Sweep:
                     self._clean_up(status, time.monotonic() - started)
                 except OSError as exc:  # the same full disk, met again while closing the books
                     raise CopylabError(f"{self.out}: {describe_os_error(exc)}") from None
+                finally:
+                    stack.close()
         return self.summary
 
     def _plan(self) -> list[str]:
@@ -139,9 +148,11 @@ class Sweep:
     def _drop_missing_peers(self) -> None:
         """A peer tool this host lacks: say so once and measure the rest (A1/A2/A3 need no peer)."""
         self.missing_peers = {}
+        hosts = list(self.remote.hosts().values()) if self.remote else [None]
         for impl in sorted({s.impl for s in self.specs.values()} & set(PEERS)):
             try:
-                program_for(impl).check_installed()
+                for host in hosts:
+                    program_for(impl).check_installed(host)
             except CopylabError as exc:
                 self.missing_peers[impl] = str(exc)
                 self.say(f"WARNING: {exc}; its points are left out of this sweep")
@@ -149,6 +160,9 @@ class Sweep:
             self.specs = {pid: s for pid, s in self.specs.items() if s.impl not in self.missing_peers}
 
     def _build_and_probe(self, to_measure: int) -> None:
+        if self.remote is not None:
+            self._probe_hosts(to_measure)
+            return
         self.say("building native programs (notebooks/build.ipynb)")
         tmp = self.out / ".build.tmp.ipynb"
         outcome = execute(NOTEBOOKS_DIR / "build.ipynb", tmp,
@@ -158,7 +172,21 @@ class Sweep:
             os.replace(tmp, self.out / "build.ipynb")
         if not outcome.ok:
             raise CopylabError(f"building native/ failed ({outcome.error}); see {self.out / 'build.ipynb'}")
-        self.plan = perfmod.probe()
+        self._start_meta(perfmod.probe(), to_measure)
+
+    def _probe_hosts(self, to_measure: int) -> None:
+        """topology ssh: perf on each host, and what each host contributes to meta.json."""
+        topo = self.remote
+        plan = probe_topology(topo)
+        hosts = {}
+        for side, host in topo.hosts().items():
+            hosts[side] = {**topo.details[side], **hostmeta.remote_host_meta(host),
+                           **hostmeta.net_meta(ifname=topo.details[side]["interface"], host=host)}
+        self._start_meta(plan, to_measure, hosts=hosts, **hostmeta.net_meta(ifname=topo.server_if,
+                                                                            host=topo.server_host))
+
+    def _start_meta(self, plan, to_measure: int, **extra) -> None:
+        self.plan = plan
         if self.plan.note:
             self.say(f"perf: {self.plan.note}")
         atomic_write_json(self.out / "perf_plan.json", self.plan.to_dict())
@@ -167,7 +195,7 @@ class Sweep:
             **hostmeta.host_meta(), "perf_events": self.plan.supported, "cycles_source": self.plan.cycles_source,
             "perf_note": self.plan.note, "params_file": self.grid.source, "params": self.grid.to_dict(),
             "grid_fingerprint": folder.fingerprint(self.grid), "topology": self.topology,
-            "peers_missing": self.missing_peers})
+            "peers_missing": self.missing_peers, **extra})
         self.meta.open_session(to_measure=to_measure)
 
     # -- measuring --------------------------------------------------------------------------------
@@ -178,8 +206,11 @@ class Sweep:
         self.bar = tqdm(total=len(self.specs), initial=self.skipped, unit="point", disable=not self.progress,
                         file=sys.stderr, dynamic_ncols=True,
                         bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} points [{elapsed}<{remaining}]{postfix}")
+        first = self.remote
         while queue:
-            with open_topology(self.topology) as topo:
+            scope = contextlib.nullcontext(first) if first else open_topology(self.topology, self.grid.ssh)
+            first = None
+            with scope as topo:
                 for warning in topo.warnings:
                     self.say(f"WARNING: {warning}")
                 if "tcp_wmem" not in self.meta.data:  # the sysctls and link as the server's namespace sees them
@@ -187,7 +218,9 @@ class Sweep:
                 while queue:
                     group = self._take_group(queue)
                     if not self._run_group(group, topo, queue):
-                        break  # the namespaces are gone: open a fresh pair for the rest
+                        # the namespaces are gone: open a fresh pair for the rest; a host
+                        # that cannot be reached again stops the sweep with one line
+                        break
 
     def _take_group(self, queue: list[str]) -> list[PointSpec]:
         """The next points for one notebook execution, from the front of the queue."""
@@ -213,7 +246,7 @@ class Sweep:
         self.pending.mkdir(exist_ok=True)
         watch = _GroupWatch(self, group)
         params = {"points": [spec_params(s) for s in group], "topology": topo.kind,
-                  "server_ns": topo.server_ns, "client_ns": topo.client_ns, "perf_plan": self.plan.to_dict(),
+                  "topology_params": topo.to_params(), "perf_plan": self.plan.to_dict(),
                   "record_dir": str(self.runs), "work_dir": str(self.work), "profile_dir": str(self.out / "profiles"),
                   "notebook": f"runs/{name}.ipynb"}
         budget = sum(_point_limit(s) for s in group) + KERNEL_START_GRACE_S
@@ -233,7 +266,7 @@ class Sweep:
             # the point in progress takes the blame; the ones after it were never started
             self._record_failure(missing[0], outcome.kind, outcome.error)
             missing = missing[1:]
-        lost = any(self.rows[s.point_id()].get("error_kind") == ErrorKind.NAMESPACE_LOST
+        lost = any(self.rows[s.point_id()].get("error_kind") in (ErrorKind.NAMESPACE_LOST, ErrorKind.HOST_LOST)
                    for s in group if s.point_id() in watch.done)
         for spec in reversed(missing):
             pid = spec.point_id()

@@ -21,7 +21,8 @@ from ..params import Grid
 
 # the grid keys that decide what is measured; the report's author fields and the description do not
 MEASURED_KEYS = ("impls", "modes", "msg_sizes", "threads", "receive", "profile", "peers", "repetitions", "duration_s",
-                 "warmup_s", "topology", "pin_server", "pin_client", "shuffle", "seed", "verify")
+                 "warmup_s", "topology", "pin_server", "pin_client", "shuffle", "seed", "verify", "server_host",
+                 "client_host", "server_addr", "client_addr")
 
 
 def fingerprint(grid: Grid) -> str:
