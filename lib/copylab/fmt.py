@@ -104,6 +104,15 @@ def system_fields(meta: dict) -> dict:
 
 
 def system_summary(meta: dict) -> str:
+    """One line for a figure: the machine, or (topology ssh) each host the programs ran on."""
     f = system_fields(meta)
+    hosts = meta.get("hosts") or {}
+    if hosts:
+        parts = []
+        for side in ("server", "client"):
+            h = system_fields(hosts.get(side) or {})
+            parts.append(f"{side} {(hosts.get(side) or {}).get('destination', '?')}: Linux {h['kernel']}, "
+                         f"{h['CPU']}, {h['cores']} cores")
+        return " · ".join(parts) + f" · topology ssh · cycles: {f['cycles']}"
     return (f"Linux {f['kernel']} · {f['CPU']} · {f['cores']} cores · {f['memory']} · "
             f"topology {f['topology']} · cycles: {f['cycles']}")

@@ -86,19 +86,24 @@ def system_markdown(meta: dict, df) -> str:
              ("tcp_rmem", meta.get("tcp_rmem")), ("veth MTU", meta.get("veth_mtu")),
              ("git revision", meta.get("git_revision")), ("started", meta.get("started_at")),
              ("finished", meta.get("finished_at"))]
+    if meta.get("hosts"):  # the network settings are the hosts' own, in their table
+        extra = [(k, v) for k, v in extra if k not in ("net.core.optmem_max", "tcp_wmem", "tcp_rmem", "veth MTU")]
     rows = list(f.items()) + [(k, v) for k, v in extra if v not in (None, "")]
     events = meta.get("perf_events") or {}
     if events:
         rows.append(("perf events counted", ", ".join(e for e, ok in events.items() if ok) or "none"))
         rows.append(("perf events not supported", ", ".join(e for e, ok in events.items() if not ok) or "none"))
     offloads = meta.get("offloads") or {}
-    if offloads:
+    if offloads and not meta.get("hosts"):
         # the ones that change how much a send costs; the full list stays in meta.json
         key = [k for k in KEY_OFFLOADS if k in offloads]
         shown = ", ".join(f"{k}={'on' if offloads[k] in (True, 'on') else 'off'}" for k in key)
         rows.append(("veth offloads", f"{shown} ({len(offloads)} in meta.json)"))
     table = "| setting | value |\n|:---|:---|\n" + "\n".join(
         f"| {k} | {md_escape(v).replace('|', '/')} |" for k, v in rows)
+    if meta.get("hosts"):
+        table = (hosts_markdown(meta["hosts"]) + "\n\nThe driver (this table) ran the notebooks, the records and "
+                 "the report; the programs ran on the hosts above.\n\n" + table)
     sizes = ", ".join(fmt_size(s) for s in sorted(df["msg_size"].unique()))
     threads = ", ".join(str(t) for t in sorted(df["threads"].unique()))
     reps = df.groupby(["impl", "mode", "msg_size", "threads"])["rep"].nunique()
@@ -113,6 +118,28 @@ def system_markdown(meta: dict, df) -> str:
                  f"{first.get('mode')} {first.get('msg_size')} B × {first.get('threads')} threads: "
                  f"{first.get('error') or 'no error recorded'}.")
     return head + table + grid
+
+
+def hosts_markdown(hosts: dict) -> str:
+    """topology ssh: the two hosts side by side, as each contributed itself to meta.json."""
+    def cell(side: str, key: str) -> str:
+        h = hosts.get(side) or {}
+        if key == "nic":
+            nic = h.get("nic") or {}
+            value = ", ".join(f"{k} {v}" for k, v in nic.items() if v) if nic else None
+        elif key == "offloads":
+            offloads = h.get("offloads") or {}
+            value = ", ".join(f"{k}={'on' if offloads[k] else 'off'}" for k in KEY_OFFLOADS if k in offloads) or None
+        else:
+            value = h.get(key)
+        return "unknown" if value in (None, "", []) else md_escape(value).replace("|", "/")
+    rows = [("ssh destination", "destination"), ("data-path address", "address"), ("interface", "interface"),
+            ("NIC (ethtool -i)", "nic"), ("MTU", "veth_mtu"), ("offloads", "offloads"), ("hostname", "hostname"),
+            ("kernel", "kernel"), ("CPU", "cpu_model"), ("cores", "cores"), ("memory (GiB)", "memory_gib"),
+            ("perf", "perf_version"), ("compiler", "compiler"), ("compile command", "compile_command"),
+            ("net.core.optmem_max", "optmem_max"), ("tcp_wmem", "tcp_wmem"), ("tcp_rmem", "tcp_rmem")]
+    return ("| host | server (sender) | client (receiver) |\n|:---|:---|:---|\n"
+            + "\n".join(f"| {label} | {cell('server', key)} | {cell('client', key)} |" for label, key in rows))
 
 
 def measurement_markdown(meta: dict, df) -> str:
@@ -249,15 +276,16 @@ def build_report(results_dir, output_dir=None, author=None, roll_no=None, repo_u
 
     Raises CopylabError on bad input, a failing notebook or a missing tool (after writing
     what it could: without xelatex or chromium the HTML is still written)."""
-    from nbconvert import HTMLExporter, PDFExporter
-    from nbconvert.exporters.pdf import LatexFailed
-    import nbformat
-
     results_dir = Path(results_dir).resolve()
     output_dir = Path(output_dir).resolve() if output_dir else results_dir
     df, meta = load_results(results_dir)  # fails fast, one line, before anything is written
     if ai_declaration and not Path(ai_declaration).is_file():
         raise CopylabError(f"--ai-declaration {ai_declaration}: no such file")
+    # imported once the input is known good: nbconvert alone takes ~2 s to import
+    from nbconvert import HTMLExporter, PDFExporter
+    from nbconvert.exporters.pdf import LatexFailed
+    import nbformat
+
     _say(progress, f"[1/4] {results_dir / 'results.csv'}: {len(df)} measurements used, "
                    f"{df.attrs['rows_failed']} failed point(s) left out")
     fields = resolve_author(meta, author=author, roll_no=roll_no, repo_url=repo_url,

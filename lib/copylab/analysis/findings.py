@@ -85,13 +85,26 @@ def q1_finding(df: pd.DataFrame, break_even) -> tuple[dict, pd.Series | None]:
     out["a3_not_best_sizes"] = [int(s) for s, b in best.items() if b != "a3"]
     share = zc_copied_share(df)
     out["zc_copied_share_pct"] = None if math.isnan(share) else share
+    # the completions the device sent from the user's pages (what MSG_ZEROCOPY is for)
+    out["zc_not_copied_share_pct"] = None if math.isnan(share) else 100.0 - share
+    out["path"] = data_path(df)
     top = zero_copy_finding(df).cpu_at_size
     if {"a2", "a3"} <= set(top.dropna().index):
         out["cpu_ns_per_byte_at_largest_size"] = {
             "msg_size": int(tp["msg_size"].max()),
             "sender": {k: float(v) for k, v in top["srv_cpu_ns_per_byte"].items()},
             "receiver": {k: float(v) for k, v in top["cli_cpu_ns_per_byte"].items()}}
+        srv = top["srv_cpu_ns_per_byte"]
+        if "a1" in srv.dropna().index and srv["a1"] > 0:
+            out["sender_cpu_saving_vs_a1_pct_at_largest_size"] = float((1 - srv["a3"] / srv["a1"]) * 100)
     return out, best
+
+
+def data_path(df: pd.DataFrame) -> str:
+    """'local' when server and client shared a host (netns, loopback: the kernel copies every
+    MSG_ZEROCOPY send on delivery), 'hosts' when they were two machines (topology ssh)."""
+    kinds = set(df["topology"].dropna()) if "topology" in df.columns else set()
+    return "hosts" if kinds == {"ssh"} else "local" if kinds and "ssh" not in kinds else "mixed" if kinds else "unknown"
 
 
 CACHE_LEVELS = {"L1": "l1_misses_per_byte", "LLC": "llc_misses_per_byte"}

@@ -33,6 +33,8 @@ METRICS = {
                                    "A3 error-queue notifications / messages sent"),
     "zc_copied_share": ("share of completions the kernel copied (%)",
                         "completions flagged SO_EE_CODE_ZEROCOPY_COPIED / all completions"),
+    "zc_not_copied_share": ("share of completions sent without a copy (%)",
+                            "completions not flagged COPIED / all completions: the NIC read the user pages"),
 }
 # metrics that mean a round trip only in latency mode (in throughput mode latency_us is the time per
 # message per connection, and the percentiles are empty)
@@ -155,6 +157,7 @@ def add_derived(df: pd.DataFrame) -> pd.DataFrame:
         "user_copy_bytes_per_message": _ratio(df["user_copy_bytes"], df["server_messages"]),
         "zc_completions_per_message": _ratio(df["zc_completions"], df["server_messages"]),
         "zc_copied_share": _ratio(df["zc_copied"], df["zc_completions"], 100.0),
+        "zc_not_copied_share": _ratio(df["zc_completions"] - df["zc_copied"], df["zc_completions"], 100.0),
     }
     kept = df.drop(columns=[c for c in derived if c in df.columns])
     return pd.concat([kept, pd.DataFrame(derived, index=df.index)], axis=1)

@@ -163,6 +163,9 @@ def zero_copy_evidence_text(zc) -> str:
         text += (", so on this path the kernel's copy is deferred to delivery rather than avoided: "
                  "A3 skips A1's user-space serialisation and the copy at send time, and the kernel "
                  "copies the pinned pages when the receiving socket takes them")
+    else:
+        text += (f"; the other {fmt_pct(100 - share)} left without a copy: the device read the pinned "
+                 "user pages itself (DMA), the case MSG_ZEROCOPY exists for")
     at = zc.cpu_at_size
     if {"a1", "a3"} <= set(at.dropna().index):
         srv, cli = at["srv_cpu_ns_per_byte"], at["cli_cpu_ns_per_byte"]
@@ -174,6 +177,30 @@ def zero_copy_evidence_text(zc) -> str:
 
 # ------------------------------------------------------------------------------------------------
 # Q1
+
+def zero_copy_share_sentence(share: float, path: str, saving_pct: float | None) -> str:
+    """What the COPIED share means on this sweep's path: between namespaces every send is copied
+    on delivery; between hosts the share not copied is what the NIC sent from user pages."""
+    if path == "local" or (share >= 99.5 and path != "hosts"):
+        return (f"Of A3's zero-copy completions, {fmt_pct(share)} carried SO_EE_CODE_ZEROCOPY_COPIED: the kernel "
+                "copied the data after all, because delivery to a socket on the same host (veth between "
+                "namespaces) must not leave the receiver holding references to the sender's pinned pages.")
+    text = (f"Of A3's zero-copy completions, {fmt_pct(share)} carried SO_EE_CODE_ZEROCOPY_COPIED and "
+            f"{fmt_pct(100 - share)} did not: ")
+    if share >= 99.5:
+        text += ("between these two hosts the kernel still copied every send, so the device cannot "
+                 "send from user pages (no scatter-gather or checksum offload on the sending NIC, or "
+                 "a virtual or loopback device in the path: see the hosts' offloads in the system table).")
+    else:
+        text += ("those sends left the sender without a copy, the NIC reading the pinned user pages "
+                 "by DMA")
+        text += (", and a copied completion is the kernel falling back (a device or route that "
+                 "cannot take user pages, or sends the kernel chose to copy)." if share >= 0.5 else ".")
+    if saving_pct is not None:
+        text += (f" At the largest size the sender spends {fmt_pct(abs(saving_pct))} "
+                 f"{'less' if saving_pct >= 0 else 'more'} CPU per byte with A3 than with A1.")
+    return text
+
 
 def q1_text(f: dict, best) -> str:
     parts = []
@@ -196,10 +223,8 @@ def q1_text(f: dict, best) -> str:
         parts.append("It never overtakes A1 for good in this grid (Q5).")
     share = f["zc_copied_share_pct"]
     if share is not None:
-        parts.append(f"Of A3's zero-copy completions, {fmt_pct(share)} carried "
-                     "SO_EE_CODE_ZEROCOPY_COPIED: the kernel copied the data after all, because "
-                     "delivery to a socket on the same host (veth between namespaces) must not "
-                     "leave the receiver holding references to the sender's pinned pages.")
+        parts.append(zero_copy_share_sentence(share, f.get("path", "local"),
+                                              f.get("sender_cpu_saving_vs_a1_pct_at_largest_size")))
     else:
         parts.append("The zero-copy completion counters were not recorded in this sweep, so the "
                      "share the kernel copied after all cannot be stated.")
