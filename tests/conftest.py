@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -58,6 +59,25 @@ def quick_sweep_dir(tmp_path_factory, native_build) -> Path:
     proc = run_copylab("sweep", "params/quick.yaml", "--out", str(out), "--no-progress", timeout=900)
     assert proc.returncode == 0, f"quick sweep failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr[-3000:]}"
     return out
+
+
+# the author fields of the one report built from the quick sweep (the report and bundle tests read it)
+QUICK_AUTHOR = {"author": "Ada Bundle", "roll_no": "T15-cs_007", "repo_url": "https://example.org/ada/copylab"}
+QUICK_DECLARATION = "AI-usage declaration: TEST text, written for the bundle tests."
+
+
+@pytest.fixture(scope="session")
+def quick_report(quick_sweep_dir, tmp_path_factory) -> dict:
+    """A copy of the quick sweep reported once through the CLI, with author fields: its folder and
+    the completed `copylab report` process."""
+    folder = tmp_path_factory.mktemp("quick-report") / "quick"
+    shutil.copytree(quick_sweep_dir, folder)
+    declaration = folder.parent / "ai.txt"
+    declaration.write_text(QUICK_DECLARATION)
+    proc = run_copylab("report", str(folder), "--author", QUICK_AUTHOR["author"], "--roll-no", QUICK_AUTHOR["roll_no"],
+                       "--repo-url", QUICK_AUTHOR["repo_url"], "--ai-declaration", str(declaration), timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return {"dir": folder, "proc": proc}
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_copylab
+from conftest import QUICK_AUTHOR, QUICK_DECLARATION, run_copylab
 from copylab import report
 from copylab.analysis import load_results
 from copylab.bundle import csource
@@ -29,11 +29,11 @@ from copylab.errors import CopylabError
 from native_helpers import _LISTENING
 from test_reliability import UNPRIVILEGED, assert_one_line_error, folder_state
 
-ROLL = "T15-cs_007"
+ROLL = QUICK_AUTHOR["roll_no"]
 NAME = f"{ROLL}_PA02"
-AUTHOR = "Ada Bundle"
-REPO = "https://example.org/ada/copylab"
-DECLARATION = "AI-usage declaration: TEST text, written for the bundle tests."
+AUTHOR = QUICK_AUTHOR["author"]
+REPO = QUICK_AUTHOR["repo_url"]
+DECLARATION = QUICK_DECLARATION
 PLOT_NAMES = ("throughput_vs_size", "latency_vs_threads", "cache_misses_vs_size", "cycles_per_byte_vs_size")
 # what a plot script may import: matplotlib and a little of the standard library, nothing that reads data
 PLOT_IMPORTS = {"math", "textwrap", "pathlib", "matplotlib", "matplotlib.pyplot"}
@@ -46,15 +46,9 @@ SWEEP_FILES = ("results.csv", "meta.json", "report.pdf", "analysis.ipynb")
 # fixtures: one reported copy of the quick sweep, one bundle of it, unzipped and built once
 
 @pytest.fixture(scope="module")
-def reported(quick_sweep_dir, tmp_path_factory) -> Path:
-    """The quick sweep with a report built with author fields (the session's folder stays as it is)."""
-    folder = tmp_path_factory.mktemp("bundle-source") / "quick"
-    shutil.copytree(quick_sweep_dir, folder)
-    declaration = folder.parent / "ai.txt"
-    declaration.write_text(DECLARATION)
-    report.build_report(folder, author=AUTHOR, roll_no=ROLL, repo_url=REPO,
-                        ai_declaration=str(declaration), progress=None)
-    return folder
+def reported(quick_report) -> Path:
+    """The quick sweep with a report built with author fields (conftest's, shared with test_report)."""
+    return quick_report["dir"]
 
 
 def extract(archive: Path, into: Path) -> None:

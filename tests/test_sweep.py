@@ -73,7 +73,7 @@ def test_second_run_skips_finished_points_and_keeps_results(quick_sweep_dir: Pat
 
 def _small_grid(tmp_path: Path, name: str) -> Path:
     grid = {"name": name, "impls": ["a1", "a2", "a3"], "modes": ["throughput"], "msg_sizes": [1024, 65536],
-            "threads": [1, 2], "duration_s": 0.3, "warmup_s": 0.1}
+            "threads": [1, 2], "duration_s": 0.2, "warmup_s": 0.05, "profile": False}
     path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump(grid))
     return path

@@ -15,7 +15,6 @@ from .errors import CopylabError
 from .fsutil import describe_os_error
 
 
-
 class _OneLineParser(argparse.ArgumentParser):
     """argparse prints usage + error over several lines; we want one line naming the problem."""
 
@@ -26,7 +25,8 @@ class _OneLineParser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _OneLineParser(prog="copylab", description=__doc__.splitlines()[0])
+    parser = _OneLineParser(prog="copylab", description="copylab: what moving bytes through a Linux TCP socket "
+                            "costs, measured (see README.md)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_OneLineParser)
     sub.required = True
     for name in COMMANDS:

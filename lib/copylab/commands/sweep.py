@@ -21,7 +21,10 @@ def register(subparsers) -> None:
 
 
 def sweep_command(args) -> int:
-    from ..sweep import describe, run_sweep  # pandas & papermill load only when a sweep runs
+    from ..params import load_grid
+
+    load_grid(args.params)  # a bad grid is refused before pandas & papermill are even imported
+    from ..sweep import describe, run_sweep
 
     def say(text: str) -> None:
         print(f"copylab sweep: {text}", file=sys.stderr)
