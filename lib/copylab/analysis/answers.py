@@ -9,7 +9,7 @@ import pandas as pd
 
 from ..fsutil import atomic_write_json, jsonable
 from . import findings as fnd
-from . import prose
+from . import evidence_prose, prose
 from .profiles import profile_finding
 from .significance import comparisons, significance_answer
 from .stats import measured, study_rows, throughput_rows
@@ -103,7 +103,7 @@ def answers(df: pd.DataFrame, meta: dict) -> dict:
         return jsonable(_nothing_measured(df, rows_used))
     reps = fnd.reps_range(df)
     profile = profile_finding(df)
-    cite = prose.profile_sentences(profile) if "reason" not in profile else {}
+    cite = evidence_prose.profile_sentences(profile) if "reason" not in profile else {}
     q4 = _cited(crossover_answer(df, "a2", reps), cite, "a1_a2")
     q5 = _cited(crossover_answer(df, "a3", reps), cite, "a3")
     q2 = q2_answer(df, meta)
