@@ -415,10 +415,14 @@ def test_killed_run_leaves_a_folder_that_clean_removes(native_build, tmp_path):
     assert not list(tmp.glob(f"{WORKDIR_PREFIX}{proc.pid}-*"))
 
 
-def test_results_are_readable_by_others(tmp_path, native_build):
+def test_results_are_readable_by_others_and_relative_paths_work(tmp_path, native_build):
+    grid_file(tmp_path)
     out = tmp_path / "out"
-    proc = sweep(grid_file(tmp_path), out)
+    # paths relative to where the user stands (papermill changes the working folder while it runs)
+    proc = subprocess.run([sys.executable, "-m", "copylab", "sweep", "grid.yaml", "--out", "out", "--no-progress"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
+    assert len(list((out / "runs").glob("*.json"))) == 2
     for path in [out / "results.csv", out / "meta.json", *(out / "runs").glob("*.json")]:
         assert stat.S_IMODE(path.stat().st_mode) & 0o044 == 0o044, f"{path} is not readable by others"
 

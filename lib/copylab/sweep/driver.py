@@ -74,7 +74,8 @@ def run_sweep(params_path: str | Path, out_dir: str | Path | None = None, force:
     topology = choose_topology(grid.topology)
     estimate = est.estimate(grid)
     est.check(estimate, allow_large)
-    out = Path(out_dir) if out_dir else OUTPUT_DIR / grid.name
+    # absolute: papermill changes the working folder while a notebook runs
+    out = (Path(out_dir) if out_dir else OUTPUT_DIR / grid.name).resolve()
     folder.prepare(out)
     with folder.exclusive(out):
         folder.claim(out, grid, restart, say)
