@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pandas as pd
+import plotly
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
@@ -69,27 +70,29 @@ def zerocopy_completions(df: pd.DataFrame, meta: dict):
     metrics = ["zc_completions_per_message", "zc_copied_share", "zc_not_copied_share"]
     agg = aggregate(a3, metrics, by=("impl", "threads", "msg_size"))
     saving = _sender_saving(rows)
-    titles = ["completions per message", "copied, or not (%)"]
+    titles = ["completions per message", "copied (solid) or not (dotted), %"]
     if saving is not None:
         titles.append("sender saving vs A1 (%)")
     fig = make_subplots(rows=1, cols=len(titles), horizontal_spacing=0.08, subplot_titles=titles)
-    for threads, g in agg.groupby("threads"):
+    palette = plotly.colors.qualitative.Plotly
+    for k, (threads, g) in enumerate(agg.groupby("threads")):
         g = g.sort_values("msg_size")
         label = f"A3, {threads} thread{'s' if threads != 1 else ''}"
-        for col, metric, dash, suffix in ((1, "zc_completions_per_message", None, ""),
-                                          (2, "zc_copied_share", None, " copied"),
-                                          (2, "zc_not_copied_share", "dot", " not copied")):
+        color = palette[k % len(palette)]  # one colour per thread count across the panels
+        for col, metric, dash in ((1, "zc_completions_per_message", None), (2, "zc_copied_share", None),
+                                  (2, "zc_not_copied_share", "dot")):
             ci = g[f"{metric}_ci"]
-            fig.add_trace(go.Scatter(x=g["msg_size"], y=g[metric], mode="lines+markers", line=dict(dash=dash),
-                                     name=label + (suffix if col == 2 else ""), legendgroup=str(threads),
-                                     showlegend=col == 2 or agg["threads"].nunique() == 1 and col == 1,
+            fig.add_trace(go.Scatter(x=g["msg_size"], y=g[metric], mode="lines+markers",
+                                     line=dict(dash=dash, color=color), name=label, legendgroup=str(threads),
+                                     showlegend=col == 1,
                                      error_y=dict(type="data", array=ci.fillna(0), visible=bool(ci.notna().any()))),
                           row=1, col=col)
         if saving is not None:
             s = saving[saving["threads"] == threads].sort_values("msg_size")
             fig.add_trace(go.Scatter(x=s["msg_size"], y=s["saving_pct"], mode="lines+markers", name=label,
-                                     legendgroup=str(threads), showlegend=False), row=1, col=3)
-    fig.update_xaxes(**_size_ticks(agg["msg_size"]))
+                                     line=dict(color=color), legendgroup=str(threads), showlegend=False),
+                          row=1, col=3)
+    fig.update_xaxes(**_size_ticks(agg["msg_size"], compact=True))
     _shared_title(fig, "x", "message size (bytes, log scale)")
     fig.update_yaxes(title_text=METRICS["zc_completions_per_message"][0], row=1, col=1)
     fig.update_yaxes(title_text="share of completions (%)", range=[0, 105], row=1, col=2)
