@@ -319,6 +319,22 @@ def test_port_already_taken_fails_the_point_cleanly(native_build, plan, monkeypa
     assert own_descendants("/a1_server") == [] and own_descendants("/client") == []
 
 
+def test_a_port_held_for_a_moment_is_traded_for_another(native_build, plan, monkeypatch):
+    """The random port of the first attempt is held (as by a connection in TIME_WAIT, which
+    sockperf cannot bind past): the server is started again on another port and the point is ok."""
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen()
+        ports = iter([squatter.getsockname()[1], pointmod.free_port()])
+        monkeypatch.setattr(pointmod, "free_port", lambda: next(ports))
+        spec = PointSpec(impl="a1", mode="throughput", msg_size=4096, threads=1, duration_s=0.2, warmup_s=0.05,
+                         topology="loopback")
+        with loopback() as topo:
+            row, raw = run_point(spec, plan, topo)
+    assert row["status"] == "ok", row["error"]
+    assert row["bytes"] > 0 and next(ports, None) is None  # both ports were asked for
+
+
 def test_native_programs_not_built_is_one_line(plan, monkeypatch, tmp_path):
     monkeypatch.setattr(pathsmod, "BUILD_DIR", tmp_path / "empty-build")
     spec = PointSpec(impl="a2", mode="throughput", msg_size=4096, threads=1, topology="loopback")

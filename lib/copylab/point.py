@@ -37,6 +37,10 @@ LISTEN_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 10.0
 POLL_S = 0.01
 SUPERVISE_S = 0.2  # how often the supervisor looks at the topology and the deadline between exits
+# a server that cannot bind its random port is started again on another (sockperf sets no
+# SO_REUSEADDR); on another host its folder goes with the failed attempt, so that fails the point
+BIND_ATTEMPTS = 3
+PORT_TAKEN = ("Address already in use", "Can`t bind socket", "Can't bind socket")
 
 
 @dataclass(frozen=True)
@@ -185,20 +189,26 @@ class _Measurement:
 
     def _run_sides(self) -> Failure | None:
         spec, topo, program = self.spec, self.topo, self.program
-        port = free_port() if topo.kind == "loopback" else topo.next_port()
         if self.profiler is not None:
             self.profiler.start_system()
-        ready = threading.Event()
         self.wake = threading.Event()
-        self.server = self._start("server", spec.pin_server, program.server_argv(
-            spec, topo.server_addr, port, self.dirs["server"], self.hosts["server"].build_dir),
-            [lambda stream, line: ready.set() if program.server_ready(stream, line) else None])
-        if not self._wait(ready, self.server):
+        for attempt in range(1, BIND_ATTEMPTS + 1):
+            port = free_port() if topo.kind == "loopback" else topo.next_port()
+            ready = threading.Event()
+            self.server = self._start("server", spec.pin_server, program.server_argv(
+                spec, topo.server_addr, port, self.dirs["server"], self.hosts["server"].build_dir),
+                [lambda stream, line, ready=ready: ready.set() if program.server_ready(stream, line) else None])
+            if self._wait(ready, self.server):
+                break
             code = self.server.poll()
             if self.server.lost:
                 return ErrorKind.HOST_LOST, f"the ssh connection to host {self.hosts['server'].name} was lost"
+            error = program.error_of(self.server)
+            if (attempt < BIND_ATTEMPTS and code is not None and not self.hosts["server"].remote
+                    and any(words in error for words in PORT_TAKEN)):
+                continue  # the random port is held, e.g. by a connection of a moment ago in TIME_WAIT
             what = f"exited with status {code}" if code is not None else f"did not listen within {LISTEN_TIMEOUT_S:g} s"
-            return ErrorKind.SERVER, f"server {what}: {program.error_of(self.server) or 'no message'}"
+            return ErrorKind.SERVER, f"server {what}: {error or 'no message'}"
         if self.profiler is not None:
             self.profiler.attach("srv", self.server.program_pid())
         self.client = self._start("client", spec.pin_client, program.client_argv(
