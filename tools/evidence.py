@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""Benchmarks (not tests) behind the numbers docs/methodology.md and the README quote.
+
+    sudo .venv/bin/python tools/evidence.py overhead [--reps 5]   # what --profile costs a point
+    sudo .venv/bin/python tools/evidence.py peers [--reps 3]      # copylab against iperf3 and sockperf
+    sudo .venv/bin/python tools/evidence.py small [--reps 3]      # why the receive strategy matters at 64 B
+    sudo .venv/bin/python tools/evidence.py agreement OUT1 OUT2   # do two sweeps give the same answers?
+
+Each measurement goes through the engine a sweep uses (two namespaces joined by veth, sender on
+CPU 0, receiver on CPU 1, perf stat on both sides), the variants of one comparison alternating in
+a freshly shuffled order per repetition, so a drift of the host cannot favour one of them. Means
+come with 95% intervals (Welch for differences, Fieller for ratios: copylab.analysis.significance).
+Results are printed and written as JSON to output/evidence-<what>.json. Run on an idle machine:
+numbers taken while other work runs measure that work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
+
+from copylab import perf as perfmod  # noqa: E402
+from copylab.analysis.significance import compare  # noqa: E402
+from copylab.point import PointSpec, run_point  # noqa: E402
+from copylab.topology import open_topology  # noqa: E402
+
+WINDOW = dict(duration_s=1.0, warmup_s=0.2)
+
+
+def measure(variants: dict[str, PointSpec], reps: int, seed: int) -> dict[str, list[dict]]:
+    """Each variant `reps` times, alternating in a shuffled order; the ok rows per variant."""
+    rng = random.Random(seed)
+    plan = perfmod.probe()
+    rows: dict[str, list[dict]] = {name: [] for name in variants}
+    started = time.monotonic()
+    with open_topology("netns") as topo:
+        for rep in range(reps):
+            order = list(variants)
+            rng.shuffle(order)
+            for k, name in enumerate(order):
+                row, _ = run_point(variants[name], plan, topo)
+                if row["status"] == "ok":
+                    rows[name].append(row)
+                else:
+                    print(f"\n{name}: {row['error']}", file=sys.stderr)
+                print(f"\rrep {rep + 1}/{reps} {k + 1}/{len(order)} {time.monotonic() - started:.0f} s", end="",
+                      file=sys.stderr, flush=True)
+    print(file=sys.stderr)
+    return rows
+
+
+def spec(impl: str, mode: str, size: int, **extra) -> PointSpec:
+    return PointSpec(impl=impl, mode=mode, msg_size=size, threads=1, topology="netns", pin_server="0",
+                     pin_client="1", **{**WINDOW, **extra})
+
+
+def values(rows: list[dict], key: str) -> list[float]:
+    return [float(r[key]) for r in rows if r.get(key) is not None and r[key] == r[key]]
+
+
+def ratio_line(label: str, x: list[float], base: list[float], unit: str) -> dict:
+    c = compare(x, base)
+    text = (f"{label}: {c.mean_x:.4g} vs {c.mean_base:.4g} {unit} (n={c.n_x}/{c.n_base}), ratio {c.ratio:.3f}, "
+            f"95% CI {c.ratio_low:.3f}-{c.ratio_high:.3f}")
+    print(text)
+    return {**c.to_dict(), "label": label, "unit": unit, "text": text}
+
+
+def overhead(args) -> dict:
+    """Throughput with and without --profile, at the profiled default points (1 thread)."""
+    variants = {}
+    for impl in ("a1", "a2", "a3"):
+        for size in (64, 65536):
+            for prof in (False, True):
+                variants[f"{impl} {size} {'profiled' if prof else 'plain'}"] = spec(impl, "throughput", size,
+                                                                                    profile=prof)
+    rows = measure(variants, args.reps, args.seed)
+    out = []
+    for impl in ("a1", "a2", "a3"):
+        for size in (64, 65536):
+            out.append(ratio_line(f"{impl} {size} B throughput, profiled / plain",
+                                  values(rows[f"{impl} {size} profiled"], "throughput_gbps"),
+                                  values(rows[f"{impl} {size} plain"], "throughput_gbps"), "Gbit/s"))
+    return {"ratios": out, "rows": rows}
+
+
+def peers(args) -> dict:
+    """A1 against iperf3 (throughput, 64 B and 64 KiB), A2 against sockperf (64 B round trip p50)."""
+    variants = {f"{impl} {size}": spec(impl, "throughput", size) for impl in ("a1", "iperf3") for size in (64, 65536)}
+    variants.update({f"{impl} 64 rtt": spec(impl, "latency", 64) for impl in ("a2", "sockperf")})
+    rows = measure(variants, args.reps, args.seed)
+    out = [ratio_line(f"A1 / iperf3 at {size} B", values(rows[f"a1 {size}"], "throughput_gbps"),
+                      values(rows[f"iperf3 {size}"], "throughput_gbps"), "Gbit/s") for size in (64, 65536)]
+    out.append(ratio_line("A2 / sockperf round trip p50 at 64 B", values(rows["a2 64 rtt"], "latency_p50_us"),
+                          values(rows["sockperf 64 rtt"], "latency_p50_us"), "µs"))
+    return {"ratios": out, "rows": rows}
+
+
+def small(args) -> dict:
+    """At 64 B: the receiver reading one message per recv() against draining its socket, per
+    message: throughput, the receiver's recv() calls and context switches, the sender's."""
+    variants = {f"{impl} {receive}": spec(impl, "throughput", 64, receive=receive)
+                for impl in ("a1", "a2") for receive in ("message", "bulk")}
+    rows = measure(variants, args.reps, args.seed)
+    out = {}
+    for name, found in rows.items():
+        per = {key: [float(r[key]) / float(r["messages"]) for r in found if r.get(key) == r.get(key)
+                     and r.get(key) is not None and r.get("messages")]
+               for key in ("recv_calls", "cli_context_switches", "srv_context_switches")}
+        summary = {"throughput_gbps": values(found, "throughput_gbps"),
+                   **{f"{k}_per_message": v for k, v in per.items()}}
+        out[name] = {k: (sum(v) / len(v) if v else None) for k, v in summary.items()}
+        print(f"{name}: " + ", ".join(f"{k} {v:.4g}" for k, v in out[name].items() if v is not None))
+    for impl in ("a1", "a2"):
+        ratio_line(f"{impl} 64 B throughput, message / bulk", values(rows[f"{impl} message"], "throughput_gbps"),
+                   values(rows[f"{impl} bulk"], "throughput_gbps"), "Gbit/s")
+    return {"means": out, "rows": rows}
+
+
+def agreement(args) -> dict:
+    """How many of the Part E answers two sweeps of one grid share."""
+    docs = [json.loads((Path(d) / "answers.json").read_text()) for d in (args.first, args.second)]
+    # the part of each answer that is a conclusion (sizes, levels, kinds), not a measured magnitude
+    keys = {"q1_zero_copy_not_always_best": ("a3_not_best_sizes", "break_even_bytes"),
+            "q2_cache_level": None,
+            "q3_threads_cache_contention": ("peak_threads",),
+            "q4_one_copy_vs_two_copy": ("significant_crossover_bytes",),
+            "q5_zero_copy_vs_two_copy": ("significant_crossover_bytes",),
+            "q6_unexpected_result": ("kind",)}
+    out = {}
+    for key, fields in keys.items():
+        a, b = docs[0].get(key), docs[1].get(key)
+        if fields is None:
+            same = a == b
+            out[key] = {"first": a, "second": b, "same": same}
+        elif fields == ("peak_threads",):  # per implementation
+            picked = [{impl: v.get("peak_threads") for impl, v in (d or {}).get("per_impl", {}).items()} for d in (a, b)]
+            out[key] = {"first": picked[0], "second": picked[1], "same": picked[0] == picked[1]}
+        else:
+            picked = [{f: (d or {}).get(f) for f in fields} if isinstance(d, dict) else d for d in (a, b)]
+            out[key] = {"first": picked[0], "second": picked[1], "same": picked[0] == picked[1]}
+        print(f"{key}: {'same' if out[key]['same'] else 'DIFFERENT'}: {out[key]['first']} | {out[key]['second']}")
+    agreed = sum(v["same"] for v in out.values())
+    print(f"{agreed} of {len(out)} answers agree")
+    return {"answers": out, "agreed": agreed, "of": len(out)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="what", required=True)
+    for name in ("overhead", "peers", "small"):
+        p = sub.add_parser(name)
+        p.add_argument("--reps", type=int, default=5 if name == "overhead" else 3)
+        p.add_argument("--seed", type=int, default=11)
+    p = sub.add_parser("agreement")
+    p.add_argument("first")
+    p.add_argument("second")
+    args = parser.parse_args()
+    started = time.monotonic()
+    result = {"overhead": overhead, "peers": peers, "small": small, "agreement": agreement}[args.what](args)
+    result["wall_s"] = round(time.monotonic() - started, 1)
+    result["measured_at"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    out = Path("output") / f"evidence-{args.what}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1, default=str))
+    print(f"-> {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
