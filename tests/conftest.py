@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,19 @@ def run_copylab(*args: str, timeout: float = 600, check: bool = False, env: dict
                           timeout=timeout, cwd=ROOT, env=env, **kwargs)
     if check and proc.returncode != 0:
         raise AssertionError(f"copylab {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def start_sweep(params: Path, out: Path, records: int = 1, timeout: float = 120) -> subprocess.Popen:
+    """`copylab sweep` in the background, returned once `records` points are in out/runs (or it
+    ended, or timeout passed: the caller's assertions say which)."""
+    proc = subprocess.Popen([sys.executable, "-m", "copylab", "sweep", str(params), "--out", str(out),
+                             "--no-progress"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + timeout
+    while proc.poll() is None and time.monotonic() < deadline:
+        if (out / "runs").is_dir() and len(list((out / "runs").glob("*.json"))) >= records:
+            break
+        time.sleep(0.05)
     return proc
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import ROOT, benchmark_processes, copylab_namespaces, run_copylab
+from conftest import ROOT, benchmark_processes, copylab_namespaces, run_copylab, start_sweep
 from copylab.errors import CopylabError
 from copylab.params import load_grid
 from copylab.point import WORKDIR_PREFIX
@@ -218,11 +218,7 @@ def test_sigterm_mid_sweep_closes_the_books(tmp_path, native_build, signals):
     params = grid_file(tmp_path, impls=["a1", "a2", "a3"], msg_sizes=[1024, 4096, 65536], duration_s=0.5,
                        topology="netns")
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-m", "copylab", "sweep", str(params), "--out", str(out), "--no-progress"],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
-    while len(list((out / "runs").glob("*.json"))) < 2 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    proc = start_sweep(params, out, records=2)
     for _ in range(signals):
         proc.send_signal(signal.SIGTERM)
         time.sleep(0.05)
@@ -326,11 +322,8 @@ def test_output_folder_deleted_mid_sweep_stops_without_recreating_it(tmp_path, n
     params = grid_file(tmp_path, impls=["a1", "a2", "a3"], msg_sizes=[1024, 4096, 65536], duration_s=0.5,
                        topology="netns")
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-m", "copylab", "sweep", str(params), "--out", str(out), "--no-progress"],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
-    while len(list((out / "runs").glob("*.json"))) < 1 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    proc = start_sweep(params, out, records=1)
+    assert proc.poll() is None, "the sweep ended before its first point"
     shutil.rmtree(out)
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode != 0 and "Traceback" not in stderr

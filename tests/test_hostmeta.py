@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from copylab import hostmeta
+from copylab.hosts import LocalHost
 from copylab.hostmeta import git_revision, host_meta, net_meta, parse_ethtool_features
 
 
@@ -72,7 +73,7 @@ def test_net_meta_reads_the_namespace_it_is_given():
     try:
         subprocess.run(in_ns + ["sysctl", "-q", "-w", "net.ipv4.tcp_wmem=" + " ".join(map(str, wanted))],
                        check=True)
-        meta = net_meta(in_ns, ifname="lo")
+        meta = net_meta("lo", LocalHost(ns))
         assert meta["tcp_wmem"] == wanted
         assert isinstance(meta["optmem_max"], int) and meta["optmem_max"] > 0
         assert meta["veth_mtu"] == 65536  # lo's default MTU
@@ -86,13 +87,13 @@ def test_net_meta_reads_the_namespace_it_is_given():
 
 
 def test_missing_tools_and_namespaces_give_none(monkeypatch, tmp_path):
-    meta = net_meta(["ip", "netns", "exec", "cltest-no-such-namespace"], ifname="nope0")
+    meta = net_meta("nope0", LocalHost("cltest-no-such-namespace"))
     assert meta == {"optmem_max": None, "tcp_wmem": None, "tcp_rmem": None, "veth_mtu": None, "offloads": None,
                     "nic": None}
     monkeypatch.setenv("PATH", str(tmp_path))  # no cc, git, perf, ip, ethtool
     meta = host_meta()
     assert meta["compiler"] is None and meta["git_revision"] is None and meta["perf_version"] is None
-    assert net_meta(ifname="lo")["offloads"] is None
+    assert net_meta("lo")["offloads"] is None
 
 
 def test_parse_ethtool_features():

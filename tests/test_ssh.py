@@ -8,14 +8,13 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 import yaml
 
-from conftest import ROOT, run_copylab
+from conftest import run_copylab, start_sweep
 from copylab.errors import ErrorKind
 from copylab.hosts import REMOTE_WORKDIR_PREFIX
 from sshrig import DATA, ssh_rig
@@ -136,13 +135,8 @@ def _sweep_in_background(rig, tmp_path: Path, name: str) -> tuple[subprocess.Pop
     grid = rig.grid(name, impls=["a1", "a2", "a3"], modes=["throughput", "latency"], msg_sizes=[4096, 65536],
                     duration_s=0.4)
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-m", "copylab", "sweep", str(grid_file(tmp_path, grid)), "--out",
-                             str(out), "--no-progress"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
-    deadline = time.monotonic() + 120
-    while not list((out / "runs").glob("*.json")) if (out / "runs").is_dir() else True:
-        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-        time.sleep(0.1)
+    proc = start_sweep(grid_file(tmp_path, grid), out)
+    assert proc.poll() is None and list((out / "runs").glob("*.json")), proc.communicate()
     return proc, out
 
 

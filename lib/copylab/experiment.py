@@ -18,7 +18,7 @@ from .fsutil import atomic_write_json, jsonable
 from .paths import OUTPUT_DIR
 from .point import PointSpec, run_point
 from .hosts import SshSettings
-from .topology import attach, attach_params, choose_topology, open_topology
+from .topology import attach_params, choose_topology, open_topology
 
 SPEC_FIELDS = ("impl", "mode", "msg_size", "threads", "rep", "duration_s", "warmup_s", "pin_server",
                "pin_client", "verify", "receive", "profile")
@@ -39,13 +39,13 @@ def spec_params(spec: PointSpec) -> dict:
     return {key: getattr(spec, key) for key in SPEC_FIELDS}
 
 
-def measure_points(points: list[dict], *, topology: str = "auto", server_ns: str | None = None,
-                   client_ns: str | None = None, topology_params: dict | None = None, ssh: dict | None = None,
+def measure_points(points: list[dict], *, topology: str = "auto", topology_params: dict | None = None,
+                   ssh: dict | None = None,
                    perf_plan: dict | None = None, record_dir: str | None = None, work_dir: str | None = None,
                    profile_dir: str | None = None, notebook: str | None = None, say=print) -> list[dict]:
     """Measure each point in turn; write each record to record_dir/<point_id>.json when it is done.
 
-    With topology_params (or server_ns/client_ns) the sweep driver's topology is used: its
+    With topology_params the sweep driver's topology is used: its
     namespaces, or its ssh connections. Without them (the notebook opened by hand) the points open
     and close their own; topology ssh then needs ssh = {server_host, client_host, server_addr,
     client_addr[, ssh_config]}.
@@ -56,8 +56,6 @@ def measure_points(points: list[dict], *, topology: str = "auto", server_ns: str
     specs = [spec_from_params(p, topology) for p in points]
     if topology_params:
         scope = contextlib.nullcontext(attach_params(topology_params))
-    elif server_ns or topology == "loopback":
-        scope = contextlib.nullcontext(attach(topology, server_ns, client_ns))
     else:
         scope = open_topology(topology, SshSettings(**ssh) if ssh else None)
     records = []
@@ -96,7 +94,7 @@ def probe_topology(topo) -> "perfmod.PerfPlan":
 def measure(*, record_path: str | None = None, **params) -> dict:
     """One point (the notebook opened by hand); its record is also written to record_path."""
     topology = params.pop("topology", "auto")
-    ns = {key: params.pop(key, None) for key in ("server_ns", "client_ns", "topology_params", "ssh", "perf_plan")}
+    ns = {key: params.pop(key, None) for key in ("topology_params", "ssh", "perf_plan")}
     record = measure_points([params], topology=topology, say=lambda _text: None, **ns)[0]
     if record_path:
         atomic_write_json(record_path, record)

@@ -9,13 +9,12 @@ from __future__ import annotations
 import json
 import os
 import platform
-import shutil
 import socket
-import subprocess
 from pathlib import Path
 
+from .hosts import LocalHost
 from .paths import PROJECT_ROOT
-from .perf import c_locale_env, first_line, perf_version
+from .perf import first_line, perf_version
 
 _TIMEOUT_S = 10
 
@@ -28,18 +27,10 @@ NET_SYSCTLS = {
 
 
 def _run(argv: list[str], host=None) -> str | None:
-    """stdout of argv (run here, or on host: a hosts.LocalHost/SshHost), or None if the program
-    is missing, fails or hangs."""
-    if host is not None:
-        proc = host.run(argv, timeout=_TIMEOUT_S)
-        return proc.stdout.decode(errors="replace") if proc.returncode == 0 else None
-    if shutil.which(argv[0]) is None:
-        return None
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=_TIMEOUT_S, env=c_locale_env())
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return proc.stdout if proc.returncode == 0 else None
+    """stdout of argv run on host (a hosts.LocalHost/SshHost; default this machine as it is), or
+    None if the program is missing, fails or hangs."""
+    proc = (host or LocalHost()).run(argv, timeout=_TIMEOUT_S)
+    return proc.stdout.decode(errors="replace") if proc.returncode == 0 else None
 
 
 def _cpu_model(host=None) -> str | None:
@@ -112,24 +103,22 @@ def remote_host_meta(host) -> dict:
     }
 
 
-def net_meta(exec_prefix: list[str] | None = None, ifname: str | None = None, host=None) -> dict:
-    """Network settings as a program run with exec_prefix (e.g. ["ip", "netns", "exec", NS]), or
-    on host, sees them.
+def net_meta(ifname: str | None = None, host=None) -> dict:
+    """Network settings as programs on host see them (hosts.LocalHost(ns) for a namespace: /proc/sys/net
+    shows the reader's namespace; default this machine as it is).
 
     optmem_max is an int, tcp_wmem/tcp_rmem are [min, default, max]; with ifname also veth_mtu (int,
     the interface's MTU whatever its kind), offloads (ethtool -k: feature -> on/off as bool) and
     nic (ethtool -i: driver, version, firmware-version, bus-info). Unreadable values are None.
     """
-    prefix = list(exec_prefix or [])
     meta: dict = {}
     for key, rel in NET_SYSCTLS.items():
-        # /proc/sys/net shows the reader's namespace, so the reader must run inside it
-        numbers = _ints(_run(prefix + ["cat", f"/proc/sys/{rel}"], host))
+        numbers = _ints(_run(["cat", f"/proc/sys/{rel}"], host))
         meta[key] = numbers[0] if numbers and key == "optmem_max" else numbers
     if ifname is not None:
-        meta["veth_mtu"] = _mtu(prefix, ifname, host)
-        meta["offloads"] = parse_ethtool_features(_run(prefix + ["ethtool", "-k", ifname], host))
-        meta["nic"] = parse_ethtool_driver(_run(prefix + ["ethtool", "-i", ifname], host))
+        meta["veth_mtu"] = _mtu(ifname, host)
+        meta["offloads"] = parse_ethtool_features(_run(["ethtool", "-k", ifname], host))
+        meta["nic"] = parse_ethtool_driver(_run(["ethtool", "-i", ifname], host))
     return meta
 
 
@@ -150,8 +139,8 @@ def _ints(text: str | None) -> list[int] | None:
         return None
 
 
-def _mtu(prefix: list[str], ifname: str, host=None) -> int | None:
-    out = _run(prefix + ["ip", "-j", "link", "show", "dev", ifname], host)
+def _mtu(ifname: str, host=None) -> int | None:
+    out = _run(["ip", "-j", "link", "show", "dev", ifname], host)
     try:
         return int(json.loads(out)[0]["mtu"]) if out else None
     except (ValueError, KeyError, IndexError, TypeError):

@@ -53,7 +53,6 @@ class Topology:
     server_host: LocalHost | SshHost | None = None  # default: this host, in server_ns
     client_host: LocalHost | SshHost | None = None
     details: dict = field(default_factory=dict)  # topology ssh: each host's interface and build
-    _last_check: float = 0.0
 
     def __post_init__(self):
         self.server_host = self.server_host or LocalHost(self.server_ns)
@@ -67,10 +66,10 @@ class Topology:
         return self.client_host.command(argv)
 
     def server_prefix(self) -> list[str]:
-        return _exec_prefix(self.server_ns)
+        return self.server_host.command([])
 
     def client_prefix(self) -> list[str]:
-        return _exec_prefix(self.client_ns)
+        return self.client_host.command([])
 
     def hosts(self) -> dict:
         return {"server": self.server_host, "client": self.client_host}
@@ -91,11 +90,7 @@ class Topology:
     def check_alive(self) -> None:
         """Raise MeasurementError if a namespace of this topology vanished under us, or the ssh
         connection to a host is gone."""
-        if self.kind == "ssh":
-            # a local question to each ssh master, but a process each: not more than once a second
-            if time.monotonic() - self._last_check < 1.0:
-                return
-            self._last_check = time.monotonic()
+        if self.kind == "ssh":  # asked between points; during one, a side's ssh ends with its connection
             for host in (self.server_host, self.client_host):
                 if not host.alive():
                     raise HostLost(f"the ssh connection to host {host.name} was lost")
@@ -110,10 +105,6 @@ class Topology:
 
 class HostLost(MeasurementError):
     """The ssh connection to a host of topology ssh is gone."""
-
-
-def _exec_prefix(ns: str | None) -> list[str]:
-    return ["ip", "netns", "exec", ns] if ns else []
 
 
 def _ip(*args: str) -> None:
@@ -196,18 +187,6 @@ def loopback() -> Iterator[Topology]:
                   "two namespaces joined by veth (run as root with topology netns)"
                   + (f" [{namespace_support()[1]}]" if not namespace_support()[0] else "")],
     )
-
-
-def attach(kind: str, server_ns: str | None = None, client_ns: str | None = None) -> Topology:
-    """A Topology for namespaces someone else created and owns (the sweep driver, for its notebooks)."""
-    if kind == "loopback":
-        return Topology(kind="loopback", server_addr="127.0.0.1", client_addr="127.0.0.1")
-    if not server_ns or not client_ns:
-        raise CopylabError("topology netns: attach needs both namespace names")
-    topo = Topology(kind="netns", server_addr=SERVER_ADDR, client_addr=CLIENT_ADDR, server_ns=server_ns,
-                    client_ns=client_ns, server_if=SERVER_IF, client_if=CLIENT_IF)
-    topo.check_alive()
-    return topo
 
 
 def attach_params(params: dict) -> Topology:

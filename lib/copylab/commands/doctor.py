@@ -64,7 +64,7 @@ def check_namespaces() -> dict:
         return _check(False, reason, lack)
     try:
         with netns_pair() as topo:
-            seen = net_meta(topo.server_prefix(), ifname=SERVER_IF)
+            seen = net_meta(SERVER_IF, topo.server_host)
     except Exception as exc:  # any failure here is the diagnosis, not a crash of doctor
         return _check(False, f"creating the namespace pair failed: {exc}", lack)
     detail = (f"created and removed a namespace pair joined by veth (MTU {seen['veth_mtu']}, "

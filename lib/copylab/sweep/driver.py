@@ -27,7 +27,7 @@ from pathlib import Path
 from .. import hostmeta
 from .. import perf as perfmod
 from ..contract import PEERS, check_cpus_available
-from ..errors import CopylabError, ErrorKind
+from ..errors import CopylabError, ErrorKind, MeasurementError
 from ..experiment import probe_topology, spec_params
 from ..fsutil import atomic_write_json, describe_os_error
 from ..params import Grid, load_grid
@@ -182,9 +182,8 @@ class Sweep:
         hosts = {}
         for side, host in topo.hosts().items():
             hosts[side] = {**topo.details[side], **hostmeta.remote_host_meta(host),
-                           **hostmeta.net_meta(ifname=topo.details[side]["interface"], host=host)}
-        self._start_meta(plan, to_measure, hosts=hosts, **hostmeta.net_meta(ifname=topo.server_if,
-                                                                            host=topo.server_host))
+                           **hostmeta.net_meta(topo.details[side]["interface"], host)}
+        self._start_meta(plan, to_measure, hosts=hosts, **hostmeta.net_meta(topo.server_if, topo.server_host))
 
     def _start_meta(self, plan, to_measure: int, **extra) -> None:
         self.plan = plan
@@ -215,7 +214,7 @@ class Sweep:
                 for warning in topo.warnings:
                     self.say(f"WARNING: {warning}")
                 if "tcp_wmem" not in self.meta.data:  # the sysctls and link as the server's namespace sees them
-                    self.meta.update(**hostmeta.net_meta(topo.server_prefix() or None, topo.server_if))
+                    self.meta.update(**hostmeta.net_meta(topo.server_if, topo.server_host))
                 while queue:
                     group = self._take_group(queue)
                     if not self._run_group(group, topo, queue):
@@ -268,7 +267,7 @@ class Sweep:
             self._record_failure(missing[0], outcome.kind, outcome.error)
             missing = missing[1:]
         lost = any(self.rows[s.point_id()].get("error_kind") in (ErrorKind.NAMESPACE_LOST, ErrorKind.HOST_LOST)
-                   for s in group if s.point_id() in watch.done)
+                   for s in group if s.point_id() in watch.done) or not _alive(topo)
         for spec in reversed(missing):
             pid = spec.point_id()
             self.attempts[pid] = self.attempts.get(pid, 0) + 1
@@ -349,6 +348,15 @@ class _GroupWatch:
         if time.monotonic() - self.last_progress > limit:
             return Outcome(ErrorKind.TIMEOUT, f"the point did not finish within {limit:.0f} s")
         return None
+
+
+def _alive(topo: Topology) -> bool:
+    """Are the topology's namespaces, or its ssh connections, still there (lost between points)?"""
+    try:
+        topo.check_alive()
+    except MeasurementError:
+        return False
+    return True
 
 
 def _point_limit(spec: PointSpec) -> float:
