@@ -8,66 +8,35 @@
  *    local delivery: loopback, or veth between namespaces of one host);
  *  - the queue is drained every A3_DRAIN_EVERY sends, on ENOBUFS (optmem / locked-page limit:
  *    back-pressure, drain and retry) and before a buffer is reused;
- *  - a message buffer is never reused while in flight: messages rotate through a ring of slots
- *    (each a whole 8-field message), each remembering the ids of the calls that sent it, and a
- *    slot is reused only after all of those completed. At the end every completion is awaited
- *    before the buffers are freed.
- * The ring is sized so that it, rather than the socket buffer, does not limit what is in flight
- * (else small messages would measure our ring depth, not MSG_ZEROCOPY), within a memory cap.
- *
- * Ring memory is also bounded for the whole process: without that, 256 connections at 64 KiB held
- * 1.5 GiB and 1024 would have asked for 6 GiB. All live rings share A3_RING_BUDGET, an atomic count
- * of bytes reserved; a connection reserves its ring before allocating it and returns the
- * reservation when it ends (also when setting up fails). The budget counts what the allocator
- * really keeps per field (see slot_cost), not the payload. Policy, first come first served:
- *  - a connection gets the ring it wants if that fits in what is left of the budget, else as many
- *    slots as fit;
- *  - it always gets at least A3_SLOTS_MIN slots, even when that overdraws the budget: a client that
- *    was accepted must be served (refusing it would turn load into errors), and a small ring only
- *    lowers that connection's depth in flight. Worst case memory is therefore A3_RING_BUDGET plus
- *    A3_SLOTS_MIN slots per connection beyond it (1024 x 64 KiB: about 0.6 GiB instead of 6 GiB);
- *  - a ring keeps its size for the life of the connection: growing it later would change what is
- *    measured mid-run, and shrinking it would have to wait for the slots' completions.
- * At one or a few connections nothing changes: a whole ring (at most A3_RING_MEMORY) fits. */
+ *  - a message buffer is never reused while in flight: each message of the ring remembers the
+ *    ids of the calls that sent it, and is sent again only after all of those completed. At the
+ *    end every completion is awaited before the buffers are freed.
+ * The messages come from the connection's ring (ring.h), whose size the working set sets the same for
+ * every implementation; at least RING_MESSAGES_MIN are in it, so some are always free to send.
+ * A notification that is not what the kernel documents (truncated control data, another origin,
+ * a non-zero ee_errno) ends the connection with a named error, as the selftest does: a lost or
+ * garbled notification must not show up later as a stall. */
 #include <errno.h>
 #include <time.h> /* before linux/errqueue.h, which needs struct timespec */
 #include <linux/errqueue.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include "message.h"
-#include "protocol.h"
 #include "server_common.h"
 #include "sockutil.h"
 #include "timing.h"
 
-#define A3_SLOTS_MIN 4
-#define A3_INFLIGHT_BYTES (4u << 20)  /* Linux's default tcp_wmem maximum */
-#define A3_RING_MEMORY (8u << 20)     /* per connection, counting each field's whole pages */
-#define A3_RING_BUDGET ((size_t)256 << 20) /* all connections together, counted by slot_cost() */
 #define A3_DRAIN_EVERY 32
 /* Completions come when the peer has ACKed the data (or the connection died and the queue was
  * purged): this long without any is a fault, not back-pressure. */
 #define A3_STALL_NS (10 * 1000000000LL)
 #define A3_POLL_MS 100
 
-struct a3_slot {
-	struct message msg;
-	struct iovec iov[MESSAGE_FIELDS];
-	uint64_t first_id, end_id; /* ids [first_id, end_id) of the calls that sent its last message */
-	uint64_t pending;          /* how many of those have not completed */
-};
-
 struct a3_conn {
-	struct a3_slot *slot;
-	unsigned nslots;
-	size_t reserved; /* bytes of A3_RING_BUDGET this ring holds, returned by free_ring() */
-	unsigned next_slot;
 	uint64_t next_id; /* id of the next successful zerocopy send (ids are 64-bit here, 32 on the wire) */
 	unsigned since_drain;
 };
@@ -83,13 +52,43 @@ static void account(struct conn *c, struct a3_conn *s, uint32_t lo32, uint32_t h
 	c->st.zc_completions += n;
 	if (copied)
 		c->st.zc_copied += n;
-	for (unsigned k = 0; k < s->nslots; k++) {
-		struct a3_slot *sl = &s->slot[k];
+	for (unsigned k = 0; k < c->ring.n; k++) {
+		struct ring_slot *sl = &c->ring.slot[k];
 		uint64_t a = sl->first_id > lo ? sl->first_id : lo;
 		uint64_t b = sl->end_id < hi_end ? sl->end_id : hi_end;
 		if (a < b)
 			sl->pending -= (b - a) < sl->pending ? (b - a) : sl->pending;
 	}
+}
+
+/* One notification's control message, checked as the kernel selftest checks it. 0, or -1 with
+ * errno EPROTO and c->error naming what was wrong. */
+static int take_notification(struct conn *c, struct a3_conn *s, const struct msghdr *mh)
+{
+	struct cmsghdr *cm = CMSG_FIRSTHDR(mh);
+	struct sock_extended_err serr;
+
+	if (mh->msg_flags & MSG_CTRUNC) {
+		conn_fail(c, "zerocopy notification: control data truncated");
+	} else if (!cm) {
+		conn_fail(c, "zerocopy notification: no control message");
+	} else if (!((cm->cmsg_level == SOL_IP && cm->cmsg_type == IP_RECVERR) ||
+		     (cm->cmsg_level == SOL_IPV6 && cm->cmsg_type == IPV6_RECVERR))) {
+		conn_fail(c, "zerocopy notification: unexpected control message %d.%d", cm->cmsg_level,
+			  cm->cmsg_type);
+	} else {
+		memcpy(&serr, CMSG_DATA(cm), sizeof(serr));
+		if (serr.ee_origin != SO_EE_ORIGIN_ZEROCOPY)
+			conn_fail(c, "zerocopy notification: wrong origin %u", serr.ee_origin);
+		else if (serr.ee_errno != 0)
+			conn_fail(c, "zerocopy notification: error %u (%s)", serr.ee_errno, strerror((int)serr.ee_errno));
+		else {
+			account(c, s, serr.ee_info, serr.ee_data, (serr.ee_code & SO_EE_CODE_ZEROCOPY_COPIED) != 0);
+			return 0;
+		}
+	}
+	errno = EPROTO;
+	return -1;
 }
 
 /* Read every notification queued now (never blocks). Returns how many send calls completed, or
@@ -109,23 +108,15 @@ static int64_t drain(struct conn *c)
 				continue;
 			return -1;
 		}
-		for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
-			struct sock_extended_err serr;
-			if (!((cm->cmsg_level == SOL_IP && cm->cmsg_type == IP_RECVERR) ||
-			      (cm->cmsg_level == SOL_IPV6 && cm->cmsg_type == IPV6_RECVERR)))
-				continue;
-			memcpy(&serr, CMSG_DATA(cm), sizeof(serr));
-			if (serr.ee_origin != SO_EE_ORIGIN_ZEROCOPY || serr.ee_errno != 0)
-				continue;
-			account(c, s, serr.ee_info, serr.ee_data, (serr.ee_code & SO_EE_CODE_ZEROCOPY_COPIED) != 0);
-		}
+		if (take_notification(c, s, &mh) < 0)
+			return -1;
 	}
 	return (int64_t)(c->st.zc_completions - before);
 }
 
 /* Block until slot has no call in flight (slot != NULL), or until at least min_completions
  * completions were counted in total. 0, or -1 with errno set and c->error filled. */
-static int wait_completions(struct conn *c, const struct a3_slot *slot, uint64_t min_completions)
+static int wait_completions(struct conn *c, const struct ring_slot *slot, uint64_t min_completions)
 {
 	int64_t last_progress = now_ns();
 
@@ -155,74 +146,9 @@ static int wait_completions(struct conn *c, const struct a3_slot *slot, uint64_t
 	}
 }
 
-/* Bytes of A3_RING_BUDGET reserved by live rings (may exceed it: the minimum is always granted). */
-static atomic_size_t ring_budget_used;
-
-/* Enough slots to keep A3_INFLIGHT_BYTES in flight, at least A3_SLOTS_MIN, within A3_RING_MEMORY. */
-static unsigned ring_slots(size_t msg_size, size_t page)
-{
-	size_t per_slot = 0;
-
-	for (int k = 0; k < MESSAGE_FIELDS; k++)
-		per_slot += (message_field_len(msg_size, k) + page - 1) / page * page;
-	size_t want = (A3_INFLIGHT_BYTES + msg_size - 1) / msg_size;
-	size_t fit = A3_RING_MEMORY / per_slot;
-	size_t n = want < fit ? want : fit;
-	return n < A3_SLOTS_MIN ? A3_SLOTS_MIN : (unsigned)n;
-}
-
-/* What one slot costs in resident memory, for the process budget. posix_memalign puts the chunk
- * header (two words) just before each page-aligned field, so a field of whole pages spills into one
- * more page, and the gap left before the alignment is not reused by the next field of the same size.
- * Checked against the server's RSS: 64 KiB messages take 96 KiB per slot, 1 MiB ones 1056 KiB. */
-static size_t slot_cost(size_t msg_size, size_t page)
-{
-	size_t cost = 0;
-
-	for (int k = 0; k < MESSAGE_FIELDS; k++)
-		cost += (message_field_len(msg_size, k) + 2 * sizeof(size_t) + page - 1) / page * page;
-	return cost;
-}
-
-/* Reserve budget for a ring of up to want slots of cost bytes each: as many as fit in what is
- * left, never fewer than A3_SLOTS_MIN (see the header). Returns the number of slots; the caller
- * holds nslots * cost bytes until budget_release(). */
-static unsigned budget_reserve(unsigned want, size_t cost)
-{
-	size_t used = atomic_load_explicit(&ring_budget_used, memory_order_relaxed);
-	unsigned n;
-
-	do {
-		size_t left = used < A3_RING_BUDGET ? A3_RING_BUDGET - used : 0;
-		size_t fit = left / cost;
-		n = fit < want ? (unsigned)fit : want;
-		if (n < A3_SLOTS_MIN)
-			n = A3_SLOTS_MIN;
-		/* on failure used is reloaded: another connection reserved or released meanwhile */
-	} while (!atomic_compare_exchange_weak_explicit(&ring_budget_used, &used, used + (size_t)n * cost,
-							memory_order_relaxed, memory_order_relaxed));
-	return n;
-}
-
-static void budget_release(size_t bytes)
-{
-	atomic_fetch_sub_explicit(&ring_budget_used, bytes, memory_order_relaxed);
-}
-
-/* Free the slots allocated so far and give the ring's reservation back to the budget. */
-static void free_ring(struct a3_conn *s)
-{
-	for (unsigned k = 0; k < s->nslots; k++)
-		message_free(&s->slot[k].msg);
-	free(s->slot);
-	budget_release(s->reserved);
-	free(s);
-}
-
 static int a3_conn_init(struct conn *c)
 {
 	int one = 1;
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	struct a3_conn *s;
 
 	if (setsockopt(c->fd, SOL_SOCKET, SO_ZEROCOPY, &one, sizeof(one)) < 0) {
@@ -230,27 +156,9 @@ static int a3_conn_init(struct conn *c)
 		conn_fail(c, "setsockopt(SO_ZEROCOPY): %s", strerror(errno));
 		return -1;
 	}
-	s = calloc(1, sizeof(*s));
-	if (!s) {
+	if (!(s = calloc(1, sizeof(*s)))) {
 		conn_fail(c, "out of memory");
 		return -1;
-	}
-	size_t cost = slot_cost(c->msg_size, page);
-	unsigned granted = budget_reserve(ring_slots(c->msg_size, page), cost);
-	s->reserved = (size_t)granted * cost; /* from here on free_ring() returns it */
-	if (!(s->slot = calloc(granted, sizeof(*s->slot)))) {
-		conn_fail(c, "out of memory");
-		free_ring(s);
-		return -1;
-	}
-	for (; s->nslots < granted; s->nslots++) {
-		struct a3_slot *sl = &s->slot[s->nslots];
-		if (message_alloc(&sl->msg, c->msg_size, page) < 0) {
-			conn_fail(c, "cannot allocate %u page-aligned %zu-byte messages", granted, c->msg_size);
-			free_ring(s);
-			return -1;
-		}
-		message_iovec(&sl->msg, sl->iov);
 	}
 	c->impl = s;
 	return 0;
@@ -259,7 +167,7 @@ static int a3_conn_init(struct conn *c)
 static int a3_send_message(struct conn *c)
 {
 	struct a3_conn *s = c->impl;
-	struct a3_slot *sl = &s->slot[s->next_slot];
+	struct ring_slot *sl = &c->ring.slot[c->ring.next];
 	struct iovec rest[MESSAGE_FIELDS];
 	struct msghdr mh = {.msg_iov = sl->iov, .msg_iovlen = MESSAGE_FIELDS};
 	size_t left = c->msg_size;
@@ -267,7 +175,7 @@ static int a3_send_message(struct conn *c)
 
 	if (sl->pending > 0 && wait_completions(c, sl, 0) < 0)
 		return -1;
-	s->next_slot = (s->next_slot + 1) % s->nslots;
+	ring_next(&c->ring);
 	sl->first_id = sl->end_id = s->next_id;
 
 	while (left > 0) {
@@ -315,16 +223,16 @@ static int a3_conn_finish(struct conn *c)
 
 	if (c->st.zc_completions < c->st.zc_sends)
 		rc = wait_completions(c, NULL, c->st.zc_sends);
-	/* On failure the buffers are freed anyway: the kernel holds its own page references, so this
-	 * is memory-safe, and the connection is ending in error. */
-	free_ring(s);
+	/* On failure the ring is freed anyway (server_common): the kernel holds its own page
+	 * references, so this is memory-safe, and the connection is ending in error. */
+	free(s);
 	c->impl = NULL;
 	return rc;
 }
 
 static const struct send_strategy a3 = {
 	.name = "a3",
-	.impl_id = IMPL_A3,
+	.page_aligned = 1,
 	.conn_init = a3_conn_init,
 	.send_message = a3_send_message,
 	.conn_finish = a3_conn_finish,

@@ -10,9 +10,9 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "limits.h"
+
 #define MESSAGE_FIELDS 8
-#define MSG_SIZE_MIN 8              /* one byte per field at least */
-#define MSG_SIZE_MAX (64u << 20)    /* 64 MiB */
 
 struct message {
 	char *field[MESSAGE_FIELDS];

@@ -7,11 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "message.h"
+#include "limits.h"
 #include "protocol.h"
+#include "registry.h"
 
 enum opt_kind { OPT_ADDR, OPT_PORT, OPT_PORT_OR_ZERO, OPT_MSG_SIZE, OPT_MODE, OPT_RECEIVE, OPT_THREADS, OPT_DURATION,
-		OPT_SECONDS_OR_ZERO, OPT_SWITCH };
+		OPT_SECONDS_OR_ZERO, OPT_INTERVAL, OPT_BYTES, OPT_CONGESTION, OPT_SWITCH };
 
 struct opt_spec {
 	const char *name;
@@ -47,8 +48,8 @@ static int parse_uint(const char *text, unsigned long long lo, unsigned long lon
 	return 0;
 }
 
-/* Decimal seconds (e.g. "0.5"), finite, within [min, SECONDS_MAX]. */
-static int parse_seconds(const char *text, double min, double *out)
+/* Decimal seconds (e.g. "0.5", "2e-1"), finite, within [min, max]. */
+static int parse_seconds(const char *text, double min, double max, double *out)
 {
 	char *end;
 
@@ -56,10 +57,36 @@ static int parse_seconds(const char *text, double min, double *out)
 		return -1;
 	errno = 0;
 	double v = strtod(text, &end);
-	if (errno != 0 || *end != '\0' || !isfinite(v) || v < min || v > SECONDS_MAX)
+	if (errno != 0 || *end != '\0' || !isfinite(v) || v < min || v > max)
 		return -1;
 	*out = v;
 	return 0;
+}
+
+static int congestion_name_ok(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n == 0 || n >= CONGESTION_NAME_MAX)
+		return 0;
+	for (const char *p = name; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_' ||
+		      *p == '-'))
+			return 0;
+	return 1;
+}
+
+/* A congestion control the kernel would refuse is a bad flag, found before any connection: a
+ * socket of our own tries it (root may select any available one; others only the allowed ones). */
+static void check_congestion(const char *prog, const char *name)
+{
+	char available[256] = "";
+
+	if (!name || try_congestion(name, available, sizeof(available)) == 0)
+		return;
+	if (available[0])
+		fail(prog, "--congestion: '%s' cannot be used here: %s (available: %s)", name, strerror(errno), available);
+	fail(prog, "--congestion: '%s' cannot be used here: %s", name, strerror(errno));
 }
 
 static void take_value(const char *prog, struct opt_spec *s, const char *value)
@@ -98,12 +125,8 @@ static void take_value(const char *prog, struct opt_spec *s, const char *value)
 			fail(prog, "%s: must be 'throughput' or 'latency', got '%s'", s->name, value);
 		break;
 	case OPT_RECEIVE:
-		if (strcmp(value, "message") == 0)
-			*(int *)s->dst = RECEIVE_MESSAGE;
-		else if (strcmp(value, "bulk") == 0)
-			*(int *)s->dst = RECEIVE_BULK;
-		else
-			fail(prog, "%s: must be 'message' or 'bulk', got '%s'", s->name, value);
+		if (!(*(int *)s->dst = receive_by_name(value)))
+			fail(prog, "%s: must be one of %s, got '%s'", s->name, receive_names(), value);
 		break;
 	case OPT_THREADS:
 		if (parse_uint(value, 1, THREADS_MAX, &u) < 0)
@@ -111,13 +134,29 @@ static void take_value(const char *prog, struct opt_spec *s, const char *value)
 		*(unsigned *)s->dst = (unsigned)u;
 		break;
 	case OPT_DURATION:
-		if (parse_seconds(value, DURATION_MIN_S, (double *)s->dst) < 0)
+		if (parse_seconds(value, DURATION_MIN_S, SECONDS_MAX, (double *)s->dst) < 0)
 			fail(prog, "%s: must be a number of seconds from %g to %g, got '%s'", s->name, DURATION_MIN_S,
 			     SECONDS_MAX, value);
 		break;
 	case OPT_SECONDS_OR_ZERO:
-		if (parse_seconds(value, 0, (double *)s->dst) < 0)
+		if (parse_seconds(value, 0, SECONDS_MAX, (double *)s->dst) < 0)
 			fail(prog, "%s: must be a number of seconds from 0 to %g, got '%s'", s->name, SECONDS_MAX, value);
+		break;
+	case OPT_INTERVAL:
+		if (parse_seconds(value, INTERVAL_MIN_S, SECONDS_MAX, (double *)s->dst) < 0)
+			fail(prog, "%s: must be a number of seconds from %g to %g, got '%s'", s->name, INTERVAL_MIN_S,
+			     SECONDS_MAX, value);
+		break;
+	case OPT_BYTES:
+		if (parse_uint(value, 1, WORKING_SET_MAX, &u) < 0)
+			fail(prog, "%s: must be a number of bytes from 1 to %u, got '%s'", s->name, WORKING_SET_MAX, value);
+		*(size_t *)s->dst = (size_t)u;
+		break;
+	case OPT_CONGESTION:
+		if (!congestion_name_ok(value))
+			fail(prog, "%s: must be the name of a TCP congestion control (letters, digits, '_' or '-', "
+			     "at most %d), got '%s'", s->name, CONGESTION_NAME_MAX - 1, value);
+		*(const char **)s->dst = value;
 		break;
 	case OPT_SWITCH:
 		break;
@@ -134,12 +173,15 @@ static void usage_line(FILE *f, const char *prog, const struct opt_spec *specs, 
 		case OPT_PORT: case OPT_PORT_OR_ZERO: meta = " PORT"; break;
 		case OPT_MSG_SIZE: meta = " BYTES"; break;
 		case OPT_MODE: meta = " throughput|latency"; break;
-		case OPT_RECEIVE: meta = " message|bulk"; break;
+		case OPT_RECEIVE: meta = receive_names(); break;
 		case OPT_THREADS: meta = " N"; break;
-		case OPT_DURATION: case OPT_SECONDS_OR_ZERO: meta = " SECONDS"; break;
+		case OPT_DURATION: case OPT_SECONDS_OR_ZERO: case OPT_INTERVAL: meta = " SECONDS"; break;
+		case OPT_BYTES: meta = " BYTES"; break;
+		case OPT_CONGESTION: meta = " NAME"; break;
 		case OPT_SWITCH: break;
 		}
-		fprintf(f, specs[k].required ? " %s%s" : " [%s%s]", specs[k].name, meta);
+		fprintf(f, specs[k].required ? " %s%s%s" : " [%s%s%s]", specs[k].name,
+			specs[k].kind == OPT_RECEIVE ? " " : "", meta);
 	}
 	fputc('\n', f);
 }
@@ -193,16 +235,21 @@ void parse_server_options(int argc, char **argv, const char *prog, struct server
 		{"--port", OPT_PORT_OR_ZERO, &o->port, 1, 0},
 		{"--msg-size", OPT_MSG_SIZE, &o->msg_size, 1, 0},
 		{"--mode", OPT_MODE, &o->mode, 1, 0},
+		{"--working-set", OPT_BYTES, &o->working_set, 0, 0},
+		{"--congestion", OPT_CONGESTION, &o->congestion, 0, 0},
 		{"--json", OPT_SWITCH, &o->json, 0, 0},
 	};
+	o->working_set = WORKING_SET_DEFAULT;
 	parse(argc, argv, prog, specs, (int)(sizeof(specs) / sizeof(specs[0])));
 	endpoint_parse(&o->ep, o->bind, o->port); /* validated above */
+	check_congestion(prog, o->congestion);
 }
 
 void parse_client_options(int argc, char **argv, const char *prog, struct client_options *o)
 {
 	memset(o, 0, sizeof(*o));
-	o->receive = RECEIVE_MESSAGE;
+	o->receive = RECEIVE_message;
+	o->interval_s = INTERVAL_DEFAULT_S;
 	struct opt_spec specs[] = {
 		{"--connect", OPT_ADDR, &o->connect, 1, 0},
 		{"--port", OPT_PORT, &o->port, 1, 0},
@@ -211,20 +258,15 @@ void parse_client_options(int argc, char **argv, const char *prog, struct client
 		{"--threads", OPT_THREADS, &o->threads, 1, 0},
 		{"--duration", OPT_DURATION, &o->duration_s, 1, 0},
 		{"--warmup", OPT_SECONDS_OR_ZERO, &o->warmup_s, 1, 0},
+		{"--steady-max", OPT_SECONDS_OR_ZERO, &o->steady_max_s, 0, 0},
+		{"--interval", OPT_INTERVAL, &o->interval_s, 0, 0},
 		{"--receive", OPT_RECEIVE, &o->receive, 0, 0},
+		{"--congestion", OPT_CONGESTION, &o->congestion, 0, 0},
 		{"--verify", OPT_SWITCH, &o->verify, 0, 0},
 		{"--announce-window", OPT_SWITCH, &o->announce, 0, 0},
 		{"--json", OPT_SWITCH, &o->json, 0, 0},
 	};
 	parse(argc, argv, prog, specs, (int)(sizeof(specs) / sizeof(specs[0])));
 	endpoint_parse(&o->ep, o->connect, o->port);
-}
-
-const char *receive_name(int receive)
-{
-	switch (receive) {
-	case RECEIVE_MESSAGE: return "message";
-	case RECEIVE_BULK: return "bulk";
-	default: return "?";
-	}
+	check_congestion(prog, o->congestion);
 }

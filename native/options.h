@@ -9,25 +9,21 @@
 
 #include <stddef.h>
 
+#include "limits.h"
 #include "sockutil.h"
 
-#define THREADS_MAX 1024
-#define SECONDS_MAX 3600.0
+#define CONGESTION_NAME_MAX 16 /* TCP_CA_NAME_MAX, with the terminating NUL */
 
 struct server_options {
 	const char *bind;
 	unsigned port; /* 0: any free port (announced on stderr) */
 	size_t msg_size;
 	int mode;      /* enum mode */
+	size_t working_set; /* bytes of distinct messages each connection cycles through */
+	const char *congestion; /* TCP congestion control of every connection; NULL: the host's */
 	int json;
 	struct endpoint ep;
 };
-
-/* How the client asks for data: one message's (remaining) bytes per recv(), as an application that
- * reads whole messages does (and iperf3 does), or up to RECV_BULK_BYTES per recv(). */
-enum receive_strategy { RECEIVE_MESSAGE = 1, RECEIVE_BULK = 2 };
-#define RECV_BULK_BYTES (256 * 1024)
-#define DURATION_MIN_S 0.01 /* shorter windows hold no meaningful measurement */
 
 struct client_options {
 	const char *connect;
@@ -36,16 +32,16 @@ struct client_options {
 	int mode;
 	unsigned threads;
 	double duration_s;
-	double warmup_s;
-	int receive;   /* enum receive_strategy */
+	double warmup_s;   /* fixed warm-up; with steady_max_s, the least warm-up */
+	double steady_max_s; /* > 0: after warmup_s, open the window once the rates are steady, at most this later */
+	double interval_s; /* the rate is reported per interval of this length */
+	int receive;   /* enum receive_strategy (registry.h) */
+	const char *congestion; /* TCP congestion control of every connection; NULL: the host's */
 	int verify;
 	int announce;  /* print "window open"/"window closed" on stderr for a harness */
 	int json;
 	struct endpoint ep;
 };
-
-/* "message", "bulk" or "?" */
-const char *receive_name(int receive);
 
 void parse_server_options(int argc, char **argv, const char *prog, struct server_options *o);
 void parse_client_options(int argc, char **argv, const char *prog, struct client_options *o);

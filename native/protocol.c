@@ -82,16 +82,6 @@ const char *mode_name(int mode)
 	}
 }
 
-const char *impl_name(int impl)
-{
-	switch (impl) {
-	case IMPL_A1: return "a1";
-	case IMPL_A2: return "a2";
-	case IMPL_A3: return "a3";
-	default: return "?";
-	}
-}
-
 void describe_refusal(const struct hello *asked, const struct reply *r, char *buf, size_t len)
 {
 	switch (r->status) {

@@ -32,8 +32,6 @@ enum hello_status {
 	STATUS_SERVER_ERROR = 4, /* the server could not set the connection up (its stderr says why) */
 };
 
-enum impl_id { IMPL_A1 = 1, IMPL_A2 = 2, IMPL_A3 = 3 };
-
 struct hello {
 	uint32_t magic;
 	uint16_t version;
@@ -44,7 +42,7 @@ struct hello {
 struct reply {
 	uint32_t magic;
 	uint16_t status;
-	uint16_t impl;
+	uint16_t impl;     /* the server's wire id in the registry (registry.def) */
 	uint16_t mode;     /* the server's --mode */
 	uint16_t version;
 	uint64_t msg_size; /* the server's --msg-size */
@@ -60,8 +58,6 @@ uint64_t get_be64(const unsigned char *p);
 
 /* "throughput", "latency" or "?" */
 const char *mode_name(int mode);
-/* "a1".."a3" or "?" */
-const char *impl_name(int impl);
 /* Why a server refused, as a phrase ("the server's --mode is latency, the client asked for throughput"). */
 void describe_refusal(const struct hello *asked, const struct reply *r, char *buf, size_t len);
 

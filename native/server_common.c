@@ -15,9 +15,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "json.h"
 #include "options.h"
+#include "output.h"
 #include "protocol.h"
+#include "registry.h"
 #include "sockutil.h"
 #include "timing.h"
 
@@ -29,6 +30,7 @@
 #define LINGER_FOR_CLIENT_MS 5000
 
 static const struct send_strategy *strategy;
+static int impl_id; /* strategy's wire id, from the registry */
 static struct server_options opts;
 static char prog[32];
 static atomic_int stopping;
@@ -41,6 +43,10 @@ static unsigned nlive;
 static struct conn_stats totals;
 static uint64_t served, refused, errors, malformed;
 static int64_t first_start_ns = -1, last_end_ns = -1;
+/* what the served connections ran with: congestion control (the first's; "mixed" if they differ)
+ * and the fewest distinct messages any of them cycled through */
+static char congestion_used[CONGESTION_NAME_MAX];
+static unsigned ring_min;
 
 void conn_fail(struct conn *c, const char *fmt, ...)
 {
@@ -58,6 +64,34 @@ int server_stopping(void)
 	return atomic_load_explicit(&stopping, memory_order_relaxed);
 }
 
+/* What every connection gets before its strategy's own set-up: Nagle off in latency mode, the
+ * congestion control asked for, the ring of messages. 0, or -1 after conn_fail(). */
+static int conn_setup(struct conn *c)
+{
+	if (c->mode == MODE_LATENCY)
+		set_nodelay(c->fd); /* a response's last segment must not wait for an ACK (Nagle) */
+	/* the listening socket already carries it (accepted sockets inherit it); set again so that a
+	 * refusal is seen here, per connection, rather than silently running the host's default */
+	if (opts.congestion && set_congestion(c->fd, opts.congestion) < 0) {
+		conn_fail(c, "setsockopt(TCP_CONGESTION, %s): %s", opts.congestion, strerror(errno));
+		return -1;
+	}
+	get_congestion(c->fd, c->congestion, sizeof(c->congestion));
+	if (ring_init(&c->ring, c->msg_size, opts.working_set,
+		      strategy->page_aligned ? (size_t)sysconf(_SC_PAGESIZE) : 0) < 0) {
+		conn_fail(c, "cannot allocate the ring of %u %zu-byte messages: %s",
+			  ring_messages(c->msg_size, opts.working_set), c->msg_size, strerror(errno));
+		return -1;
+	}
+	c->ring_messages = c->ring.n;
+	c->initialised = strategy->conn_init(c) == 0;
+	if (!c->initialised) {
+		ring_free(&c->ring);
+		return -1;
+	}
+	return 0;
+}
+
 /* The client's hello against our flags. The connection is set up (conn_init) before the reply,
  * so the client's clock, which starts after every handshake, never times our allocations.
  * On refusal or failure c->error / stderr say why on our side. */
@@ -65,7 +99,7 @@ static int handshake(struct conn *c)
 {
 	unsigned char buf[REPLY_SIZE > HELLO_SIZE ? REPLY_SIZE : HELLO_SIZE];
 	struct hello h;
-	struct reply r = {.magic = PROTO_MAGIC, .status = STATUS_OK, .impl = (uint16_t)strategy->impl_id,
+	struct reply r = {.magic = PROTO_MAGIC, .status = STATUS_OK, .impl = (uint16_t)impl_id,
 			  .mode = (uint16_t)opts.mode, .version = PROTO_VERSION, .msg_size = opts.msg_size};
 	ssize_t n = recv_all(c->fd, buf, HELLO_SIZE);
 
@@ -84,13 +118,8 @@ static int handshake(struct conn *c)
 		r.status = STATUS_MODE_MISMATCH;
 	else if (h.msg_size != opts.msg_size)
 		r.status = STATUS_SIZE_MISMATCH;
-	if (r.status == STATUS_OK) {
-		if (c->mode == MODE_LATENCY)
-			set_nodelay(c->fd); /* a response's last segment must not wait for an ACK (Nagle) */
-		c->initialised = strategy->conn_init(c) == 0;
-		if (!c->initialised)
-			r.status = STATUS_SERVER_ERROR;
-	}
+	if (r.status == STATUS_OK && conn_setup(c) < 0)
+		r.status = STATUS_SERVER_ERROR;
 	reply_encode(&r, buf);
 	if (send_all(c->fd, buf, REPLY_SIZE) < 0 && r.status == STATUS_OK) {
 		conn_fail(c, "handshake: send: %s", strerror(errno));
@@ -224,6 +253,14 @@ static void retire(struct conn *c)
 	close(c->fd); /* under the lock: the stop path never shuts down a reused fd number */
 	add_stats(&totals, &c->st);
 	served += (uint64_t)c->served;
+	if (c->served) {
+		if (!congestion_used[0])
+			snprintf(congestion_used, sizeof(congestion_used), "%s", c->congestion);
+		else if (strcmp(congestion_used, c->congestion) != 0)
+			snprintf(congestion_used, sizeof(congestion_used), "mixed");
+		if (ring_min == 0 || c->ring_messages < ring_min)
+			ring_min = c->ring_messages;
+	}
 	refused += (uint64_t)c->refused;
 	malformed += (uint64_t)c->malformed;
 	if (c->error[0])
@@ -254,8 +291,10 @@ static void *conn_thread(void *arg)
 		else
 			latency_loop(c);
 	}
-	if (c->initialised)
+	if (c->initialised) {
 		strategy->conn_finish(c);
+		ring_free(&c->ring);
+	}
 	if (c->served && !c->error[0] && !server_stopping()) {
 		shutdown(c->fd, SHUT_WR);
 		wait_for_client_close(c->fd);
@@ -316,49 +355,41 @@ static void stop_all(void)
 	pthread_mutex_unlock(&lock);
 }
 
+/* The totals, in one description for both formats (output.h); every flag is echoed, so the
+ * output alone says how the run was made. */
 static void report(int64_t wall_ns)
 {
 	double active_s = last_end_ns > first_start_ns ? ns_to_s(last_end_ns - first_start_ns) : NAN;
-	double gbps = (double)totals.bytes * 8 / active_s / 1e9;
+	struct output o;
 
-	if (!opts.json) {
-		printf("%s: served %" PRIu64 " connections in %.3f s: %" PRIu64 " bytes in %" PRIu64
-		       " messages (%.3f Gbit/s while active), %" PRIu64 " send calls, %" PRIu64
-		       " bytes copied in user space",
-		       prog, served, ns_to_s(wall_ns), totals.bytes, totals.messages, isfinite(gbps) ? gbps : 0.0,
-		       totals.send_calls, totals.user_copy_bytes);
-		if (strategy->impl_id == IMPL_A3)
-			printf(", zerocopy: %" PRIu64 " sends, %" PRIu64 " completions, %" PRIu64 " copied, %" PRIu64
-			       " ENOBUFS",
-			       totals.zc_sends, totals.zc_completions, totals.zc_copied, totals.enobufs);
-		printf("; %" PRIu64 " refused, %" PRIu64 " errors\n", refused, errors);
-		fflush(stdout);
-		return;
-	}
-	struct json_out j;
-	json_begin(&j, stdout);
-	json_str(&j, "role", "server");
-	json_str(&j, "impl", strategy->name);
-	json_str(&j, "mode", mode_name(opts.mode));
-	json_u64(&j, "msg_size", opts.msg_size);
-	json_u64(&j, "threads", served);
-	json_num(&j, "duration_s", ns_to_s(wall_ns));
-	json_u64(&j, "bytes", totals.bytes);
-	json_u64(&j, "messages", totals.messages);
-	json_num(&j, "throughput_gbps", gbps);
-	json_null(&j, "latency_us"); /* only the client can time round trips */
-	json_null(&j, "latency_p50_us");
-	json_null(&j, "latency_p99_us");
-	json_bool(&j, "verified", malformed == 0);
-	json_u64(&j, "user_copy_bytes", totals.user_copy_bytes);
-	json_u64(&j, "send_calls", totals.send_calls);
-	json_u64(&j, "zc_sends", totals.zc_sends);
-	json_u64(&j, "zc_completions", totals.zc_completions);
-	json_u64(&j, "zc_copied", totals.zc_copied);
-	json_u64(&j, "enobufs", totals.enobufs);
-	json_u64(&j, "connections_refused", refused);
-	json_u64(&j, "errors", errors);
-	json_end(&j);
+	out_begin(&o, stdout, opts.json);
+	out_str(&o, "role", "server");
+	out_str(&o, "impl", strategy->name);
+	out_str(&o, "mode", mode_name(opts.mode));
+	out_u64(&o, "msg_size", opts.msg_size);
+	out_u64(&o, "working_set", opts.working_set);
+	out_str(&o, "congestion_asked", opts.congestion ? opts.congestion : "host");
+	out_str(&o, "congestion", congestion_used[0] ? congestion_used : "?");
+	out_u64(&o, "ring_messages", ring_min);
+	out_u64(&o, "threads", served);
+	out_num(&o, "duration_s", ns_to_s(wall_ns));
+	out_num(&o, "active_s", active_s);
+	out_u64(&o, "bytes", totals.bytes);
+	out_u64(&o, "messages", totals.messages);
+	out_num(&o, "throughput_gbps", (double)totals.bytes * 8 / active_s / 1e9);
+	out_null(&o, "latency_us"); /* only the client can time round trips */
+	out_null(&o, "latency_p50_us");
+	out_null(&o, "latency_p99_us");
+	out_bool(&o, "verified", malformed == 0);
+	out_u64(&o, "user_copy_bytes", totals.user_copy_bytes);
+	out_u64(&o, "send_calls", totals.send_calls);
+	out_u64(&o, "zc_sends", totals.zc_sends);
+	out_u64(&o, "zc_completions", totals.zc_completions);
+	out_u64(&o, "zc_copied", totals.zc_copied);
+	out_u64(&o, "enobufs", totals.enobufs);
+	out_u64(&o, "connections_refused", refused);
+	out_u64(&o, "errors", errors);
+	out_end(&o);
 }
 
 int server_main(int argc, char **argv, const struct send_strategy *s)
@@ -368,6 +399,11 @@ int server_main(int argc, char **argv, const struct send_strategy *s)
 
 	strategy = s;
 	snprintf(prog, sizeof(prog), "%s_server", s->name);
+	impl_id = impl_by_name(s->name);
+	if (impl_id == IMPL_NONE) {
+		fprintf(stderr, "%s: '%s' is not in native/registry.def\n", prog, s->name);
+		return 1;
+	}
 	parse_server_options(argc, argv, prog, &opts);
 
 	signal(SIGPIPE, SIG_IGN); /* a vanished client must end its connection, not the server */
@@ -384,6 +420,12 @@ int server_main(int argc, char **argv, const struct send_strategy *s)
 
 	endpoint_format((const struct sockaddr *)&opts.ep.addr, where, sizeof(where));
 	int lfd = listen_on(&opts.ep, 4096);
+	if (lfd >= 0 && opts.congestion && set_congestion(lfd, opts.congestion) < 0) {
+		fprintf(stderr, "%s: --congestion: setsockopt(TCP_CONGESTION, %s): %s\n", prog, opts.congestion,
+			strerror(errno));
+		close(lfd);
+		return 1;
+	}
 	if (lfd < 0) {
 		fprintf(stderr, "%s: cannot listen on %s: %s\n", prog, where, strerror(errno));
 		return 1;

@@ -68,7 +68,7 @@ int listen_on(const struct endpoint *ep, int backlog)
 	return fd;
 }
 
-int connect_to(const struct endpoint *ep, double timeout_s)
+int connect_to(const struct endpoint *ep, double timeout_s, const char *congestion)
 {
 	int fd = socket(ep->addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	int err = 0;
@@ -76,6 +76,9 @@ int connect_to(const struct endpoint *ep, double timeout_s)
 
 	if (fd < 0)
 		return -1;
+	/* before connect(), so the whole connection, from its SYN, runs it */
+	if (congestion && set_congestion(fd, congestion) < 0)
+		goto fail;
 	/* non-blocking, so an address that never answers costs timeout_s, not the kernel's minutes */
 	if (connect(fd, (const struct sockaddr *)&ep->addr, ep->len) < 0) {
 		if (errno != EINPROGRESS)
@@ -198,4 +201,42 @@ void msghdr_resume(struct msghdr *mh, const struct iovec *registered, struct iov
 		mh->msg_iov++;
 		mh->msg_iovlen--;
 	}
+}
+
+int set_congestion(int fd, const char *name)
+{
+	return setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, (socklen_t)strlen(name));
+}
+
+void get_congestion(int fd, char *buf, size_t len)
+{
+	socklen_t n = (socklen_t)(len - 1);
+
+	if (getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, buf, &n) < 0 || n == 0) {
+		snprintf(buf, len, "?");
+		return;
+	}
+	buf[n] = '\0'; /* n <= len - 1; the kernel pads the name with NULs */
+}
+
+int try_congestion(const char *name, char *available, size_t len)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int rc = fd < 0 ? -1 : set_congestion(fd, name);
+	int saved = errno;
+
+	if (fd >= 0)
+		close(fd);
+	available[0] = '\0';
+	if (rc < 0) {
+		FILE *f = fopen("/proc/sys/net/ipv4/tcp_available_congestion_control", "r");
+		if (f) {
+			if (!fgets(available, (int)len, f))
+				available[0] = '\0';
+			available[strcspn(available, "\n")] = '\0';
+			fclose(f);
+		}
+		errno = saved;
+	}
+	return rc;
 }

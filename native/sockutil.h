@@ -20,11 +20,19 @@ void endpoint_format(const struct sockaddr *sa, char *buf, size_t len);
 
 /* Bound, listening TCP socket (SO_REUSEADDR, close-on-exec); -1 with errno on failure. */
 int listen_on(const struct endpoint *ep, int backlog);
-/* Connected TCP socket, giving up after timeout_s (errno ETIMEDOUT); -1 with errno on failure. */
-int connect_to(const struct endpoint *ep, double timeout_s);
+/* Connected TCP socket, giving up after timeout_s (errno ETIMEDOUT), with the congestion control
+ * named (NULL: the host's); -1 with errno on failure. */
+int connect_to(const struct endpoint *ep, double timeout_s, const char *congestion);
 /* The port a socket is bound to. */
 unsigned local_port(int fd);
 int set_nodelay(int fd);
+/* TCP congestion control of one socket (TCP_CONGESTION); -1 with errno on failure. */
+int set_congestion(int fd, const char *name);
+/* Its name into buf ("?" if it cannot be read). */
+void get_congestion(int fd, char *buf, size_t len);
+/* Can a new TCP socket use this congestion control? 0, or -1 with errno set and the host's
+ * available ones (space separated, possibly empty) in available. */
+int try_congestion(const char *name, char *available, size_t len);
 /* Receive timeout so a silent peer cannot hang us forever. */
 int set_recv_timeout(int fd, double seconds);
 

@@ -17,7 +17,8 @@ def test_shipped_grids_are_valid_and_sized_as_documented():
     assert len(default.msg_sizes) >= 4 and len(default.threads) >= 4  # what the study asks for
     assert default.repetitions >= 3 and default.shuffle  # confidence by default (issue 11)
     study = [p for p in default.points("netns") if p.impl in ("a1", "a2", "a3")]
-    assert len(study) == 3 * 2 * len(default.msg_sizes) * len(default.threads) * default.repetitions
+    measured = [p for p in study if not p.profile]
+    assert len(measured) == 3 * 2 * len(default.msg_sizes) * len(default.threads) * default.repetitions
     assert {p.impl for p in default.points("netns")} >= {"iperf3", "sockperf"}
     assert any(p.profile for p in study) and not all(p.profile for p in study)
     assert full.repetitions == 5 and full.shuffle and max(full.msg_sizes) == 1048576
@@ -31,11 +32,17 @@ def test_shipped_grids_are_valid_and_sized_as_documented():
 
 def test_points_encode_every_parameter_and_shuffle_is_reproducible():
     grid = parse_grid({**GOOD, "repetitions": 3, "shuffle": True, "seed": 7})
-    ids = [p.point_id() for p in grid.points("netns")]
-    assert len(set(ids)) == len(ids) == 2 * 2 * 2 * 3
+    points = grid.points("netns")
+    ids = [p.point_id() for p in points]
+    assert len(set(ids)) == len(ids)
+    assert len([p for p in points if not p.profile]) == 2 * 2 * 2 * 3
+    # the profiled runs are extra runs at the end, one per selected point (throughput at 1 thread)
+    profiled = [p for p in points if p.profile]
+    assert points[-len(profiled):] == profiled and {(p.threads, p.rep) for p in profiled} == {(1, 0)}
+    assert len(profiled) == 2 * 2
     assert ids == [p.point_id() for p in grid.points("netns")]  # same seed, same order
     assert ids != sorted(ids)
-    assert "a1_throughput_4096B_2thr_rmessage_rep1_d2s_w0.5s_netns" in ids
+    assert "a1_throughput_4096B_2thr_rmessage_rep1_d2s_w0.5s_netns_cccubic_ws4194304B" in ids
 
 
 SSH = {**GOOD, "topology": "ssh", "server_host": "root@h1", "client_host": "h2", "server_addr": "10.0.0.1",

@@ -8,25 +8,50 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
+from . import registry
 from .errors import CopylabError
+from .paths import NATIVE_DIR
 
-IMPLS = ("a1", "a2", "a3")          # the study's implementations; Part E compares only these
-# reference programs measured by the same engine: iperf3 in throughput mode, sockperf in latency
-# mode (its server answers one client at a time, so at one thread)
-PEERS = ("iperf3", "sockperf")
-PEER_MODES = {"iperf3": "throughput", "sockperf": "latency"}
+# what can be measured: native/registry.def, read by registry.py
+IMPLS = registry.names(kind="native")       # copylab's own senders (the study's and the extra ones)
+PEERS = registry.names(kind="peer")         # reference programs measured by the same engine
+PEER_MODES = registry.peer_modes()          # the one mode each peer measures
 ALL_IMPLS = IMPLS + PEERS
 MODES = ("throughput", "latency")
-# how the receiver asks for data: one message's bytes per recv() (as iperf3 does), or large reads
-RECEIVE_STRATEGIES = ("message", "bulk")
+# how the receiver asks for data (registry.def: RECEIVE)
+RECEIVE_STRATEGIES = registry.receive_strategies()
 TOPOLOGIES = ("netns", "loopback", "ssh")  # what a measurement runs on; grids also accept "auto"
+# TCP congestion control of every connection: a kernel name, or "host" for what the host defaults
+# to. cubic is Linux's default and what most hosts run (docs/methodology.md: it moves the answers)
+CONGESTION_DEFAULT = "cubic"
+CONGESTION_HOST = "host"
+_CONGESTION_NAME = re.compile(r"[A-Za-z0-9_-]{1,15}")
 
-# Limits shared by `copylab run`, the grid schema and the native programs' own flags
-MSG_SIZE_RANGE = (8, 64 * 1024 * 1024)   # bytes; 8: one byte per field
-THREADS_RANGE = (1, 1024)
-DURATION_RANGE = (0.1, 3600.0)           # measured seconds
-WARMUP_RANGE = (0.0, 600.0)              # seconds discarded before the window
+
+@lru_cache(maxsize=None)
+def native_limits() -> dict[str, float]:
+    """The #define NAME VALUE lines of native/limits.h: the limits C and Python share."""
+    values = {}
+    for line in (NATIVE_DIR / "limits.h").read_text().splitlines():
+        match = re.match(r"#define\s+([A-Z_]+)\s+([0-9.]+)\s*(?:/\*.*)?$", line)
+        if match:
+            text = match.group(2)
+            values[match.group(1)] = float(text) if "." in text else int(text)
+    return values
+
+
+_L = native_limits()
+# Limits shared by `copylab run`, the grid schema and the native programs' own flags (limits.h)
+MSG_SIZE_RANGE = (_L["MSG_SIZE_MIN"], _L["MSG_SIZE_MAX"])       # bytes; 8: one byte per field
+THREADS_RANGE = (1, _L["THREADS_MAX"])
+DURATION_RANGE = (_L["DURATION_MIN_S"], _L["SECONDS_MAX"])      # measured seconds
+WARMUP_RANGE = (0.0, _L["WARMUP_MAX_S"])                        # seconds discarded before the window
+STEADY_MAX_RANGE = (0.0, _L["WARMUP_MAX_S"])                    # how much later a steady state may open it
+WORKING_SET_RANGE = (1, _L["WORKING_SET_MAX"])                  # bytes of distinct messages cycled through
+WORKING_SET_DEFAULT = _L["WORKING_SET_DEFAULT"]
+INTERVAL_DEFAULT_S = _L["INTERVAL_DEFAULT_S"]
 REPETITIONS_RANGE = (1, 100)
 SEED_RANGE = (0, 2**32 - 1)
 
@@ -60,7 +85,7 @@ PROFILE_BUCKETS = ("user_copy", "kernel_copy_from_user", "zerocopy_pin", "deferr
 CAI_CATEGORIES = ("data_copy", "tcp_ip", "netdevice", "skb_mgmt", "mem_alloc", "lock", "scheduling", "other")
 
 REQUIRED = (
-    _text("impl", "implementation: a1, a2 or a3; iperf3 or sockperf for the reference rows"),
+    _text("impl", "implementation: a name of native/registry.def (a sender of copylab's or a reference peer)"),
     _text("mode", "throughput or latency"),
     _numeric("msg_size", "bytes per message"),
     _numeric("threads", "client threads = connections"),
@@ -77,16 +102,34 @@ REQUIRED = (
 
 EXTRA = (
     _text("point_id", "file-name-safe name encoding every parameter of the point"),
+    _text("run_kind", "measure (a run of the statistics, results.csv) or profile (an extra run under perf "
+                      "record, profiles.csv: never in the statistics)"),
     _text("status", "ok or failed"),
     _text("error", "why the point failed, one line"),
     _text("error_kind", "why the point failed, as a word: server_failed, client_failed, namespace_lost, "
                         "timeout, no_result, not_verified, notebook_failed, kernel_died"),
     _text("started_at", "UTC time the point started"),
-    _text("topology", "netns or loopback"),
+    _text("topology", "netns, loopback or ssh"),
     _text("pin_server", "taskset CPU list of the server (sender), empty if not pinned"),
     _text("pin_client", "taskset CPU list of the client (receiver), empty if not pinned"),
     _numeric("warmup_s", "seconds discarded before the window"),
     _text("receive", "how the receiver asked for data: message (one message's bytes per recv) or bulk"),
+    _text("congestion", "the TCP congestion control asked for: a kernel name, or host (the host's default)"),
+    _text("srv_congestion", "the congestion control the sender's connections ran, as the kernel reported it"),
+    _text("cli_congestion", "the congestion control the receiver's connections ran, as the kernel reported it"),
+    _numeric("working_set_bytes", "bytes of distinct messages each sender connection cycled through, asked"),
+    _numeric("ring_messages", "distinct messages the sender's connections cycled through (the fewest of any)"),
+    _numeric("steady_max_s", "how much later than warmup_s a steady state was awaited (0: fixed warm-up)"),
+    _text("warmup_end", "what ended the warm-up: fixed, steady (the rates settled), bound (steady_max_s "
+                        "reached), timer or peer (the peer's own)"),
+    _numeric("interval_s", "length of the reporting intervals inside the window"),
+    _numeric("intervals", "whole intervals inside the window"),
+    _numeric("interval_cv", "coefficient of variation of the window's interval rates (throughput; round "
+                            "trips in latency mode)"),
+    _text("bimodal", "True when the window's interval values fall into two levels (Hartigan's dip test, p < 0.05)"),
+    _numeric("level_low", "the lower level of a bimodal window (Gbit/s; latency mode: mean round trip, us)"),
+    _numeric("level_high", "the higher level of a bimodal window"),
+    _numeric("level_high_share", "share of the window's intervals at the higher level"),
     _text("window_source", "what opened and closed the counting window: client (its own markers), timer, peer"),
     _numeric("latency_p50_us", "median round trip (latency mode)"),
     _numeric("latency_p99_us", "99th percentile round trip (latency mode)"),
@@ -99,10 +142,10 @@ EXTRA = (
     _numeric("recv_calls", "recv() calls of the client that returned data in the window"),
     _numeric("send_calls", "send/sendmsg calls of the server that returned > 0"),
     _numeric("user_copy_bytes", "bytes the server copied in user space (A1's serialisation)"),
-    _numeric("zc_sends", "A3: sendmsg(MSG_ZEROCOPY) calls"),
-    _numeric("zc_completions", "A3: send calls whose completion arrived"),
-    _numeric("zc_copied", "A3: of those, completions flagged SO_EE_CODE_ZEROCOPY_COPIED"),
-    _numeric("enobufs", "A3: sendmsg calls refused with ENOBUFS (back-pressure)"),
+    _numeric("zc_sends", "zero-copy senders: send calls that returned > 0"),
+    _numeric("zc_completions", "zero-copy senders: send calls whose completion arrived"),
+    _numeric("zc_copied", "zero-copy senders: of those, completions saying the kernel copied after all"),
+    _numeric("enobufs", "zero-copy senders: send calls refused with ENOBUFS (back-pressure)"),
     _text("verified", "the client found every checked byte as sent"),
     _numeric("rep_cv", "coefficient of variation of the point's repetitions (throughput, or p50 round trip)"),
     _text("unstable", "True when rep_cv exceeds 10%: the point's repetitions disagree"),
@@ -112,6 +155,8 @@ EXTRA = (
       for key in COUNTER_KEYS for side in ("srv", "cli")),
     _numeric("srv_cpu_busy", "share of the sender's CPU busy in the window (/proc/stat; pinned local runs)"),
     _numeric("cli_cpu_busy", "share of the receiver's CPU busy in the window (/proc/stat; pinned local runs)"),
+    _numeric("srv_cpu_steal", "share of the sender's CPU time stolen by the hypervisor in the window"),
+    _numeric("cli_cpu_steal", "share of the receiver's CPU time stolen by the hypervisor in the window"),
     _text("profile_mode", "per_cpu (perf record -a on the pinned CPUs) or per_process; empty if not profiled"),
     _text("profile_event", "the sampled event (cpu-clock without a PMU, cycles with one) and its rate"),
     _text("profile_note", "why the profile columns are empty, or what limits them"),
@@ -180,6 +225,14 @@ def check_seconds(key: str, value, bounds: tuple[float, float]) -> float:
     if not ok or not low <= value <= high:
         raise CopylabError(f"{key}: must be a number of seconds from {low:g} to {high:g}, got {value!r}")
     return float(value)
+
+
+def check_congestion(key: str, value) -> str:
+    """"host", or a congestion control's name as the kernel spells them."""
+    if not isinstance(value, str) or not (value == CONGESTION_HOST or _CONGESTION_NAME.fullmatch(value)):
+        raise CopylabError(f"{key}: must be a TCP congestion control (cubic, bbr, reno, ...) or 'host', "
+                           f"got {value!r}")
+    return value
 
 
 def check_choice(key: str, value, options) -> str:

@@ -12,6 +12,7 @@ import json
 import math
 from pathlib import Path
 
+from . import contract
 from . import perf as perfmod
 from .errors import ErrorKind, MeasurementError
 from .fsutil import atomic_write_json, jsonable
@@ -21,7 +22,7 @@ from .hosts import SshSettings
 from .topology import attach_params, choose_topology, open_topology
 
 SPEC_FIELDS = ("impl", "mode", "msg_size", "threads", "rep", "duration_s", "warmup_s", "pin_server",
-               "pin_client", "verify", "receive", "profile")
+               "pin_client", "verify", "receive", "profile", "congestion", "working_set", "steady_max_s")
 
 
 def spec_from_params(params: dict, topology: str) -> PointSpec:
@@ -31,7 +32,10 @@ def spec_from_params(params: dict, topology: str) -> PointSpec:
                      duration_s=float(params.get("duration_s", 2.0)), warmup_s=float(params.get("warmup_s", 0.5)),
                      topology=topology, pin_server=params.get("pin_server"),
                      pin_client=params.get("pin_client"), verify=bool(params.get("verify", False)),
-                     receive=params.get("receive", "message"), profile=bool(params.get("profile", False))).validate()
+                     receive=params.get("receive", "message"), profile=bool(params.get("profile", False)),
+                     congestion=params.get("congestion", contract.CONGESTION_DEFAULT),
+                     working_set=int(params.get("working_set", contract.WORKING_SET_DEFAULT)),
+                     steady_max_s=float(params.get("steady_max_s", 0.0))).validate()
 
 
 def spec_params(spec: PointSpec) -> dict:

@@ -21,6 +21,8 @@ _TIMEOUT_S = 10
 # sysctls that bound what a socket may buffer or pin; all per network namespace on current kernels
 NET_SYSCTLS = {
     "optmem_max": "net/core/optmem_max",   # MSG_ZEROCOPY's notification/pinning budget (ENOBUFS)
+    "tcp_congestion_control": "net/ipv4/tcp_congestion_control",  # what a socket runs unless told
+    "tcp_allowed_congestion_control": "net/ipv4/tcp_allowed_congestion_control",  # what others may pick
     "tcp_wmem": "net/ipv4/tcp_wmem",       # min default max send buffer
     "tcp_rmem": "net/ipv4/tcp_rmem",
 }
@@ -113,13 +115,29 @@ def net_meta(ifname: str | None = None, host=None) -> dict:
     """
     meta: dict = {}
     for key, rel in NET_SYSCTLS.items():
-        numbers = _ints(_run(["cat", f"/proc/sys/{rel}"], host))
+        text = _run(["cat", f"/proc/sys/{rel}"], host)
+        if "congestion" in key:
+            meta[key] = text.strip() if text and text.strip() else None
+            continue
+        numbers = _ints(text)
         meta[key] = numbers[0] if numbers and key == "optmem_max" else numbers
     if ifname is not None:
         meta["veth_mtu"] = _mtu(ifname, host)
+        meta["qdisc"] = qdisc(ifname, host)
         meta["offloads"] = parse_ethtool_features(_run(["ethtool", "-k", ifname], host))
         meta["nic"] = parse_ethtool_driver(_run(["ethtool", "-i", ifname], host))
     return meta
+
+
+def qdisc(ifname: str, host=None) -> str | None:
+    """The root queueing discipline of an interface ("noqueue", "fq", "pfifo_fast", ...): with
+    noqueue or pfifo_fast, BBR paces in TCP itself; fq paces for it."""
+    out = _run(["tc", "qdisc", "show", "dev", ifname], host)
+    for line in (out or "").splitlines():
+        words = line.split()
+        if len(words) >= 2 and words[0] == "qdisc" and "root" in words:
+            return words[1]
+    return None
 
 
 def parse_ethtool_driver(text: str | None) -> dict[str, str] | None:

@@ -74,6 +74,12 @@ class GridSchema(BaseModel):
     msg_sizes: Annotated[list[MsgSize], Field(min_length=1)]
     threads: Annotated[list[Threads], Field(min_length=1)]
     receive: Annotated[list[Literal[contract.RECEIVE_STRATEGIES]], Field(min_length=1)] = ["message"]  # type: ignore[valid-type]
+    congestion: Annotated[list[str], Field(min_length=1)] = [contract.CONGESTION_DEFAULT]
+    working_set: Annotated[int, Field(ge=contract.WORKING_SET_RANGE[0], le=contract.WORKING_SET_RANGE[1])] = \
+        contract.WORKING_SET_DEFAULT
+    steady_max_s: _seconds(contract.STEADY_MAX_RANGE) = 0.0
+    equivalence_margin: Annotated[float, Field(gt=0.0, le=1.0, allow_inf_nan=False)] = 0.10
+    budget_min: Optional[Annotated[float, Field(ge=0.0, le=24 * 60, allow_inf_nan=False)]] = None
     profile: Union[bool, ProfileSelection] = ProfileSelection(**DEFAULT_PROFILE)
     peers: Optional[PeerSelection] = None
     repetitions: Annotated[int, Field(ge=contract.REPETITIONS_RANGE[0], le=contract.REPETITIONS_RANGE[1])] = 1
@@ -98,7 +104,14 @@ class GridSchema(BaseModel):
     repo_url: Optional[str] = None
     ai_declaration: Optional[str] = None  # a text file, relative to the params file or the project
 
-    @field_validator("impls", "modes", "msg_sizes", "threads", "receive")
+    @field_validator("congestion")
+    @classmethod
+    def _congestion(cls, value: list) -> list:
+        for item in value:
+            contract.check_congestion("congestion", item)
+        return value
+
+    @field_validator("impls", "modes", "msg_sizes", "threads", "receive", "congestion")
     @classmethod
     def _no_repeats(cls, value: list) -> list:
         seen = set()
@@ -183,6 +196,11 @@ class Grid:
     msg_sizes: tuple[int, ...]
     threads: tuple[int, ...]
     receive: tuple[str, ...] = ("message",)
+    congestion: tuple[str, ...] = (contract.CONGESTION_DEFAULT,)
+    working_set: int = contract.WORKING_SET_DEFAULT
+    steady_max_s: float = 0.0
+    equivalence_margin: float = 0.10
+    budget_min: float | None = None
     profile: object = True  # True (every point), False, or a ProfileSelection
     peers: object = None    # a PeerSelection, or None
     repetitions: int = 1
@@ -213,35 +231,59 @@ class Grid:
         return SshSettings(self.server_host, self.client_host, self.server_addr, self.client_addr, self.ssh_config)
 
     def points(self, topology: str) -> list[PointSpec]:
-        """Every (impl, mode, size, threads, rep), repetition by repetition. With shuffle each
-        repetition is a freshly shuffled full pass (flent's default), so a slow drift of the host
-        cannot line up with one implementation, and every repetition completes before the next."""
+        """Every (impl, mode, size, threads, receive, congestion, rep), repetition by repetition,
+        then the profiled runs. With shuffle each repetition is a freshly shuffled full pass
+        (flent's default), so a slow drift of the host cannot line up with one implementation, and
+        every repetition completes before the next. The profiled runs are extra runs of the points
+        the profile selection names (perf record costs the programs CPU: they never enter the
+        statistics), together at the end so that their perf script work never runs next to a
+        measured point."""
         rng = random.Random(self.seed)
         specs = []
         peers = self.peers
         for rep in range(max(self.repetitions, peers.repetitions if peers else 0)):
-            one_pass = [self._spec(impl, mode, size, thr, receive, rep, topology)
-                        for impl in self.impls for mode in self.modes for size in self.msg_sizes
-                        for thr in self.threads for receive in self.receive] if rep < self.repetitions else []
+            one_pass = self.pass_points(rep, topology) if rep < self.repetitions else []
             if peers and rep < peers.repetitions:
-                one_pass += [self._spec(tool, contract.PEER_MODES[tool], size, thr, "message", rep, topology)
+                one_pass += [self._spec(tool, contract.PEER_MODES[tool], size, thr, "message", cc, rep, topology)
                              for tool in peers.tools for size in self.msg_sizes for thr in peers.threads
-                             if contract.PEER_MODES[tool] in self.modes and (tool != "sockperf" or thr == 1)]
+                             for cc in self.congestion
+                             if contract.PEER_MODES[tool] in self.modes
+                             and (contract.PEER_MODES[tool] != "latency" or thr == 1)]
             if self.shuffle:
                 rng.shuffle(one_pass)
             specs.extend(one_pass)
-        return specs
+        return specs + self.profile_points(topology)
 
-    def _spec(self, impl, mode, size, threads, receive, rep, topology) -> PointSpec:
-        spec = PointSpec(impl=impl, mode=mode, msg_size=size, threads=threads, rep=rep, duration_s=self.duration_s,
+    def pass_points(self, rep: int, topology: str, keep=None) -> list[PointSpec]:
+        """One pass over the study's grid (unshuffled); keep(spec) selects a part of it."""
+        specs = [self._spec(impl, mode, size, thr, receive, cc, rep, topology)
+                 for impl in self.impls for mode in self.modes for size in self.msg_sizes
+                 for thr in self.threads for receive in self.receive for cc in self.congestion]
+        return [s for s in specs if keep is None or keep(s)]
+
+    def profile_points(self, topology: str) -> list[PointSpec]:
+        """The extra runs that record call graphs: one per selected point (and peer point)."""
+        if self.profile is False:
+            return []
+        selected = (lambda s: True) if self.profile is True else self.profile.matches
+        candidates = self.pass_points(0, topology)
+        if self.peers:
+            candidates += [self._spec(tool, contract.PEER_MODES[tool], size, thr, "message", cc, 0, topology)
+                           for tool in self.peers.tools for size in self.msg_sizes for thr in self.peers.threads
+                           for cc in self.congestion
+                           if contract.PEER_MODES[tool] in self.modes
+                           and (contract.PEER_MODES[tool] != "latency" or thr == 1)]
+        return [replace(s, profile=True) for s in candidates if selected(s)]
+
+    def _spec(self, impl, mode, size, threads, receive, congestion, rep, topology) -> PointSpec:
+        return PointSpec(impl=impl, mode=mode, msg_size=size, threads=threads, rep=rep, duration_s=self.duration_s,
                          warmup_s=self.warmup_s, topology=topology, pin_server=self.pin_server,
-                         pin_client=self.pin_client, verify=self.verify, receive=receive)
-        profile = self.profile if isinstance(self.profile, bool) else self.profile.matches(spec)
-        return replace(spec, profile=profile)
+                         pin_client=self.pin_client, verify=self.verify, receive=receive, congestion=congestion,
+                         working_set=self.working_set, steady_max_s=self.steady_max_s)
 
     def to_dict(self) -> dict:
         out = {key: getattr(self, key) for key in _FIELDS}
-        for key in ("impls", "modes", "msg_sizes", "threads", "receive"):
+        for key in ("impls", "modes", "msg_sizes", "threads", "receive", "congestion"):
             out[key] = list(out[key])
         if isinstance(self.profile, ProfileSelection):
             out["profile"] = self.profile.model_dump(exclude_none=True)
@@ -280,7 +322,7 @@ def parse_grid(data, source: str = "<params>") -> Grid:
     except ValidationError as exc:
         raise CopylabError(_first_error(exc, source)) from None
     values = schema.model_dump()
-    for key in ("impls", "modes", "msg_sizes", "threads", "receive"):
+    for key in ("impls", "modes", "msg_sizes", "threads", "receive", "congestion"):
         values[key] = tuple(values[key])
     values["profile"] = schema.profile
     values["peers"] = schema.peers

@@ -24,10 +24,11 @@ from pathlib import Path
 
 from . import contract
 from . import perf as perfmod
+from . import intervals
 from .contract import COLUMNS, COUNTER_KEYS, SUMMED_COUNTERS
 from .errors import CopylabError, ErrorKind, MeasurementError
 from .profile.record import Profiler, empty_columns
-from .programs import SOCKPERF_WARMUP_S, Failure, program_for
+from .runners import Failure, runner_for
 from .sides import PerfControl, Side, Window
 from .topology import Topology, pid_alive
 
@@ -37,10 +38,9 @@ LISTEN_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 10.0
 POLL_S = 0.01
 SUPERVISE_S = 0.2  # how often the supervisor looks at the topology and the deadline between exits
-# a server that cannot bind its random port is started again on another (sockperf sets no
+# a server that cannot bind its random port is started again on another (a program may set no
 # SO_REUSEADDR); on another host its folder goes with the failed attempt, so that fails the point
 BIND_ATTEMPTS = 3
-PORT_TAKEN = ("Address already in use", "Can`t bind socket", "Can't bind socket")
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,9 @@ class PointSpec:
     sanitize: bool = False  # use the ASan/UBSan builds
     receive: str = "message"  # how the client asks for data (contract.RECEIVE_STRATEGIES)
     profile: bool = False  # record call graphs over the window
+    congestion: str = contract.CONGESTION_DEFAULT  # TCP congestion control of every connection, or "host"
+    working_set: int = contract.WORKING_SET_DEFAULT  # bytes of distinct messages each sender connection cycles
+    steady_max_s: float = 0.0  # > 0: after warmup_s, open the window once the rates are steady, at most this later
 
     def validate(self) -> "PointSpec":
         contract.check_choice("impl", self.impl, contract.ALL_IMPLS)
@@ -72,22 +75,28 @@ class PointSpec:
         contract.check_seconds("warmup_s", self.warmup_s, contract.WARMUP_RANGE)
         contract.check_choice("topology", self.topology, contract.TOPOLOGIES)
         contract.check_choice("receive", self.receive, contract.RECEIVE_STRATEGIES)
+        contract.check_congestion("congestion", self.congestion)
+        contract.check_int("working_set", self.working_set, contract.WORKING_SET_RANGE)
+        contract.check_seconds("steady_max_s", self.steady_max_s, contract.STEADY_MAX_RANGE)
         for name in ("pin_server", "pin_client"):
             if getattr(self, name) is not None:
                 contract.parse_cpu_list(name, getattr(self, name))
         peer_mode = contract.PEER_MODES.get(self.impl)
         if peer_mode and self.mode != peer_mode:
             raise CopylabError(f"impl {self.impl}: measures {peer_mode} mode only, not {self.mode}")
-        if self.impl == "sockperf" and self.threads != 1:
-            raise CopylabError("impl sockperf: its server answers one client at a time, so threads must be 1")
-        if self.impl in contract.PEERS and self.receive != "message":
+        if peer_mode and self.mode == "latency" and self.threads != 1:
+            raise CopylabError(f"impl {self.impl}: its server answers one client at a time, so threads must be 1")
+        if peer_mode and self.receive != "message":
             raise CopylabError(f"impl {self.impl}: reads one message per call; receive must be 'message'")
         return self
 
     def point_id(self) -> str:
         """A file-name-safe name that encodes every parameter of the point."""
+        warmup = f"w{self.warmup_s:g}s" if not self.steady_max_s else f"w{self.warmup_s:g}-{self.warmup_s + self.steady_max_s:g}s"
         parts = [self.impl, self.mode, f"{self.msg_size}B", f"{self.threads}thr", f"r{self.receive}",
-                 f"rep{self.rep}", f"d{self.duration_s:g}s", f"w{self.warmup_s:g}s", self.topology]
+                 f"rep{self.rep}", f"d{self.duration_s:g}s", warmup, self.topology, f"cc{self.congestion}"]
+        if self.impl in contract.IMPLS:
+            parts.append(f"ws{self.working_set}B")
         if self.pin_server is not None or self.pin_client is not None:
             parts.append(f"pin{self.pin_server or 'any'}-{self.pin_client or 'any'}".replace(",", "."))
         for flag in ("verify", "profile"):
@@ -117,9 +126,10 @@ def run_point(spec: PointSpec, plan: "perfmod.PerfPlan", topo: Topology, workdir
               profile_dir: Path | None = None) -> tuple[dict, dict]:
     """Measure one point. Returns (row, raw): raw holds both sides' argv, stdout, stderr and perf text."""
     spec.validate()
-    program = program_for(spec.impl, spec.sanitize)
+    program = runner_for(spec.impl, spec.sanitize)
     for host in dict.fromkeys(topo.hosts().values()):
         program.check_installed(host)
+    topo.set_congestion(spec.congestion)  # netns: every connection of the point, peers included
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     # the FIFOs and perf files of this point; named by our pid so `clean` can tell stale ones
     workdir = workdir or Path(tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-"))
@@ -179,7 +189,9 @@ class _Measurement:
             self.profiler.stop()
         raw["server"] = self.server.raw(self._perf_text("server"))
         raw["client"] = self.client.raw(self._perf_text("client")) if self.client else None
-        return self._row(failure), raw
+        row, series = self._row(failure)
+        raw["series"] = series.to_dict() if series is not None else None
+        return row, raw
 
     def _run_sides(self) -> Failure | None:
         spec, topo, program = self.spec, self.topo, self.program
@@ -199,7 +211,7 @@ class _Measurement:
                 return ErrorKind.HOST_LOST, f"the ssh connection to host {self.hosts['server'].name} was lost"
             error = program.error_of(self.server)
             if (attempt < BIND_ATTEMPTS and code is not None and not self.hosts["server"].remote
-                    and any(words in error for words in PORT_TAKEN)):
+                    and any(words in error for words in program.port_taken)):
                 continue  # the random port is held, e.g. by a connection of a moment ago in TIME_WAIT
             what = f"exited with status {code}" if code is not None else f"did not listen within {LISTEN_TIMEOUT_S:g} s"
             return ErrorKind.SERVER, f"server {what}: {error or 'no message'}"
@@ -208,19 +220,22 @@ class _Measurement:
         self.client = self._start("client", spec.pin_client, program.client_argv(
             spec, topo.server_addr, port, self.dirs["client"], self.hosts["client"].build_dir), [self._client_line])
         started = time.monotonic()
-        if program.window_source == "timer":
-            self.window.open_in(spec.warmup_s, "timer")
-            self.window.close_in(spec.warmup_s + spec.duration_s)
+        timer = program.timer_window(spec)
+        if timer is not None:
+            self.window.open_in(timer[0], program.window_source)
+            self.window.close_in(timer[1])
         return self._supervise(started)
 
     def _client_line(self, stream: str, line: str) -> None:
         event = self.program.client_event(stream, line)
-        if event == "open":
-            self.window.open("client")
-        elif event == "open_after_warmup":
-            self.window.open_in(SOCKPERF_WARMUP_S, "peer")
-        elif event == "close":
+        if event is None:
+            return
+        if event.action == "close":
             self.window.close()
+        elif event.delay_s:
+            self.window.open_in(event.delay_s, event.source)
+        else:
+            self.window.open(event.source)
 
     @staticmethod
     def _wait(flag: threading.Event, side: Side) -> bool:
@@ -236,9 +251,8 @@ class _Measurement:
     def _supervise(self, started: float) -> Failure | None:
         """Wait for the client while watching the server and the topology; then stop the server."""
         spec, server, client = self.spec, self.server, self.client
-        peer_time = getattr(self.program, "run_seconds", lambda s: 0)(spec) + (3 if spec.impl == "sockperf" else 0)
         # generous: connection set-up for many threads, the drain after STOP, a slow sanitizer build
-        deadline = started + max(spec.warmup_s + spec.duration_s, peer_time) + 15.0 + 0.02 * spec.threads
+        deadline = started + self.program.run_seconds(spec) + 15.0 + 0.02 * spec.threads
         failure = None
         while True:
             self.wake.wait(SUPERVISE_S)  # an exit wakes it at once
@@ -302,8 +316,8 @@ class _Measurement:
             return ErrorKind.HOST_LOST, f"the ssh connection to host {server.host.name} was lost"
         code = server.returncode
         # perf stat re-raises the SIGINT it got after writing its counters: -SIGINT is a normal stop,
-        # and a peer server stopped by our SIGINT reports 1 (iperf3) after a finished test
-        normal = (0, -signal.SIGINT) + ((1,) if self.program.server_exits_by_itself else ())
+        # and some servers report another status when stopped after a finished test (their runner says)
+        normal = (0, -signal.SIGINT) + tuple(self.program.server_stops_with_status)
         if code not in normal and not failure:
             return ErrorKind.SERVER, f"server exited with status {code}: {self.program.error_of(server) or 'no message'}"
         return failure
@@ -335,11 +349,16 @@ class _Measurement:
             return empty, f"perf stat of the {side} wrote no counters"
         return perfmod.side_counters(perfmod.parse_stat_csv(text), self.plan), ""
 
-    def _row(self, failure: Failure | None) -> dict:
+    def _row(self, failure: Failure | None):
+        """The results row, and the run's interval series (for the record)."""
         spec, plan = self.spec, self.plan
         row = empty_row(spec, self.topo.kind)
         result = self.program.result(spec, self.server, self.client, self.hosts["client"].read_text)
         row.update(result.fields)
+        row.update(intervals.summarise(result.series))
+        for side, host_side in (("srv", "server"), ("cli", "client")):
+            if not row.get(f"{side}_congestion"):  # a program that cannot say: what its side runs
+                row[f"{side}_congestion"] = self.topo.effective_congestion(host_side)
         failure = failure or result.failure
         srv, srv_note = self._counters("server")
         cli, cli_note = self._counters("client")
@@ -355,13 +374,14 @@ class _Measurement:
         row["counters_note"] = "; ".join(dict.fromkeys(notes))
         row["window_source"] = self.window.source
         row["srv_cpu_busy"], row["cli_cpu_busy"] = self.window.busy("srv"), self.window.busy("cli")
+        row["srv_cpu_steal"], row["cli_cpu_steal"] = self.window.steal("srv"), self.window.steal("cli")
         if self.profiler is not None:
             row.update(self.profiler.columns(spec.point_id()))
         elif spec.profile:
             row.update(empty_columns("", plan.note or "perf is not installed: no profile"))
         row["status"] = "failed" if failure else "ok"
         row["error_kind"], row["error"] = failure or (ErrorKind.NONE, "")
-        return row
+        return row, result.series
 
 
 def process_state(pid: int | None) -> str:
@@ -382,8 +402,11 @@ def empty_row(spec: PointSpec, topology: str) -> dict:
     """A row with the point's identity filled in and every measurement empty (NaN)."""
     row: dict = {col: math.nan for col in COLUMNS}
     row.update(impl=spec.impl, mode=spec.mode, msg_size=spec.msg_size, threads=spec.threads, rep=spec.rep,
-               point_id=spec.point_id(), topology=topology, pin_server=spec.pin_server or "",
+               point_id=spec.point_id(), run_kind="profile" if spec.profile else "measure", topology=topology, pin_server=spec.pin_server or "",
                pin_client=spec.pin_client or "", warmup_s=spec.warmup_s, receive=spec.receive, verified="",
+               congestion=spec.congestion, srv_congestion="", cli_congestion="", steady_max_s=spec.steady_max_s,
+               working_set_bytes=spec.working_set if spec.impl in contract.IMPLS else math.nan, warmup_end="",
+               bimodal="",
                cycles_source="", counters_note="", window_source="", profile_mode="", profile_event="",
                profile_note="", status="failed", error="", error_kind="")
     return row

@@ -230,8 +230,12 @@ class PerfControl:
         return self.host.send_fifo(self.ctl, command + "\n")
 
 
-def cpu_times(stat: Path = Path("/proc/stat")) -> dict[int, tuple[int, int]]:
-    """{cpu: (busy, total)} jiffies from /proc/stat; {} where it cannot be read."""
+def cpu_times(stat: Path = Path("/proc/stat")) -> dict[int, tuple[int, int, int]]:
+    """{cpu: (busy, steal, total)} jiffies from /proc/stat; {} where it cannot be read.
+
+    busy is the time the CPU ran something (user, nice, system, irq, softirq); steal, the time the
+    hypervisor gave the virtual CPU to another guest, is apart: a CPU that waits for its host is not
+    busy with our work. guest time is already inside user."""
     out = {}
     try:
         lines = stat.read_text().splitlines()
@@ -241,9 +245,10 @@ def cpu_times(stat: Path = Path("/proc/stat")) -> dict[int, tuple[int, int]]:
         name, *fields = line.split()
         if not name.startswith("cpu") or name == "cpu":
             continue
-        values = [int(v) for v in fields[:8]]
-        idle = values[3] + values[4]  # idle + iowait
-        out[int(name[3:])] = (sum(values) - idle, sum(values))
+        values = [int(v) for v in fields[:8]] + [0] * (8 - len(fields[:8]))
+        user, nice, system, idle, iowait, irq, softirq, steal = values
+        busy = user + nice + system + irq + softirq
+        out[int(name[3:])] = (busy, steal, busy + steal + idle + iowait)
     return out
 
 
@@ -303,15 +308,23 @@ class Window:
         for timer in self._timers:
             timer.cancel()
 
-    def busy(self, side: str) -> float:
-        """Share of the side's pinned CPUs busy in the window (NaN when unknown)."""
+    def _share(self, side: str, part: int) -> float:
+        """Share of the side's pinned CPUs' time in the window spent in part (0 busy, 1 steal)."""
         cpus = self.cpus.get(side)
         if not cpus or not self._stat_open or not self._stat_close:
             return float("nan")
-        busy = total = 0
+        spent = total = 0
         for cpu in cpus:
             if cpu not in self._stat_open or cpu not in self._stat_close:
                 return float("nan")
-            busy += self._stat_close[cpu][0] - self._stat_open[cpu][0]
-            total += self._stat_close[cpu][1] - self._stat_open[cpu][1]
-        return busy / total if total > 0 else float("nan")
+            spent += self._stat_close[cpu][part] - self._stat_open[cpu][part]
+            total += self._stat_close[cpu][2] - self._stat_open[cpu][2]
+        return spent / total if total > 0 else float("nan")
+
+    def busy(self, side: str) -> float:
+        """Share of the side's pinned CPUs busy with work in the window (steal apart; NaN when unknown)."""
+        return self._share(side, 0)
+
+    def steal(self, side: str) -> float:
+        """Share of the side's pinned CPUs' time the hypervisor took in the window."""
+        return self._share(side, 1)

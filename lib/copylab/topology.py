@@ -10,6 +10,7 @@ run of another process and never touches anything that is not ours.
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import os
 import re
 import secrets
@@ -53,6 +54,8 @@ class Topology:
     server_host: LocalHost | SshHost | None = None  # default: this host, in server_ns
     client_host: LocalHost | SshHost | None = None
     details: dict = field(default_factory=dict)  # topology ssh: each host's interface and build
+    congestion_set: str | None = None  # netns: the congestion control the namespaces' routes carry
+    _default_congestion: dict = field(default_factory=dict)  # side -> what its host runs by default
 
     def __post_init__(self):
         self.server_host = self.server_host or LocalHost(self.server_ns)
@@ -86,6 +89,33 @@ class Topology:
         (sockperf) cannot bind a port whose connections of a moment ago are still in TIME_WAIT,
         and every notebook of a sweep attaches to the namespaces anew, so no counter survives."""
         return PORT_BASE + secrets.randbelow(PORT_SPAN)
+
+    def set_congestion(self, name: str) -> None:
+        """topology netns: every connection in both namespaces runs name, from its first segment,
+        whichever program made it: the link route's congctl attribute (iproute2), which the kernel
+        applies to connections made and accepted over it and which, unlike the namespace's sysctl,
+        needs no entry in the host's tcp_allowed_congestion_control. "host" removes it. Elsewhere
+        the programs set it on their own sockets where they can (their runners say)."""
+        if self.kind != "netns" or name == self.congestion_set:
+            return
+        network = f"{ipaddress.ip_interface(f'{SERVER_ADDR}/{PREFIX_LEN}').network}"
+        for ns, ifname, addr in ((self.server_ns, self.server_if, self.server_addr),
+                                 (self.client_ns, self.client_if, self.client_addr)):
+            args = ["-n", ns, "route", "replace", network, "dev", ifname, "proto", "kernel", "scope", "link",
+                    "src", addr]
+            _ip(*args, *([] if name == "host" else ["congctl", name]))
+        self.congestion_set = name
+
+    def effective_congestion(self, side: str) -> str:
+        """The congestion control a connection made on side ("server" or "client") runs when its
+        program does not choose one: the routes' (netns), else its host's default."""
+        if self.kind == "netns" and self.congestion_set not in (None, "host"):
+            return self.congestion_set
+        if side not in self._default_congestion:
+            proc = self.hosts()[side].run(["cat", "/proc/sys/net/ipv4/tcp_congestion_control"], timeout=10)
+            text = proc.stdout.decode(errors="replace").strip() if proc.returncode == 0 else ""
+            self._default_congestion[side] = text or "?"
+        return self._default_congestion[side]
 
     def check_alive(self) -> None:
         """Raise MeasurementError if a namespace of this topology vanished under us, or the ssh

@@ -12,23 +12,31 @@ from ..errors import CopylabError
 from ..experiment import probe_topology, show
 from ..hosts import SshSettings
 from ..fsutil import jsonable
-from ..contract import ALL_IMPLS, COLUMNS, MODES, RECEIVE_STRATEGIES, check_cpus_available
+from ..contract import (ALL_IMPLS, COLUMNS, CONGESTION_DEFAULT, MODES, RECEIVE_STRATEGIES, WORKING_SET_DEFAULT,
+                        check_cpus_available)
 from ..params import parse_grid
 from ..paths import OUTPUT_DIR
 from ..point import PointSpec, run_point
-from ..programs import program_for
+from ..runners import runner_for
 from ..topology import choose_topology, open_topology
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("run", help="measure one point (impl, mode, size, threads) and print its row")
     p.add_argument("--impl", required=True, choices=ALL_IMPLS,
-                   help="a1/a2/a3, or a reference: iperf3 (throughput) or sockperf (latency, 1 thread)")
+                   help="an implementation of native/registry.def: a sender of copylab's, or a reference peer")
     p.add_argument("--mode", required=True, choices=MODES)
     p.add_argument("--msg-size", required=True, type=int, metavar="BYTES")
     p.add_argument("--threads", type=int, default=1, metavar="N")
     p.add_argument("--duration", type=float, default=2.0, metavar="S", help="measured seconds (default 2)")
     p.add_argument("--warmup", type=float, default=0.5, metavar="S", help="seconds discarded first (default 0.5)")
+    p.add_argument("--steady-max", type=float, default=0.0, metavar="S",
+                   help="after --warmup, wait until the rates are steady, at most S seconds more (default 0: fixed)")
+    p.add_argument("--congestion", default=CONGESTION_DEFAULT, metavar="NAME",
+                   help=f"TCP congestion control of every connection (default {CONGESTION_DEFAULT}; "
+                        "'host': the host's own)")
+    p.add_argument("--working-set", type=int, default=WORKING_SET_DEFAULT, metavar="BYTES",
+                   help=f"bytes of distinct messages each sender connection cycles through (default {WORKING_SET_DEFAULT})")
     p.add_argument("--topology", choices=("auto", "netns", "loopback", "ssh"), default="auto",
                    help="auto: netns when root, else loopback with a warning; ssh: two machines "
                         "(--server-host, --client-host, --server-addr, --client-addr)")
@@ -56,14 +64,15 @@ def run_command(args) -> int:
     spec = PointSpec(impl=args.impl, mode=args.mode, msg_size=args.msg_size, threads=args.threads,
                      duration_s=args.duration, warmup_s=args.warmup, topology=topology,
                      pin_server=args.pin_server, pin_client=args.pin_client, verify=args.verify,
-                     receive=args.receive, profile=args.profile).validate()
+                     receive=args.receive, profile=args.profile, congestion=args.congestion,
+                     working_set=args.working_set, steady_max_s=args.steady_max).validate()
     if topology != "ssh":  # CPUs of this machine; on other hosts taskset says what it lacks
         usable = os.sched_getaffinity(0)  # before any namespace or program exists
         check_cpus_available("--pin-server", spec.pin_server, usable)
         check_cpus_available("--pin-client", spec.pin_client, usable)
     ssh = _ssh_settings(args, topology)
     if topology != "ssh":
-        program_for(spec.impl).check_installed()
+        runner_for(spec.impl).check_installed()
     with open_topology(topology, ssh) as topo:
         for warning in topo.warnings:
             print(f"copylab run: WARNING: {warning}", file=sys.stderr)

@@ -33,7 +33,7 @@ from ..fsutil import atomic_write_json, describe_os_error
 from ..params import Grid, load_grid
 from ..paths import NATIVE_DIR, NOTEBOOKS_DIR, OUTPUT_DIR
 from ..point import PointSpec, kill_registered, remove_stale_workdirs
-from ..programs import program_for
+from ..runners import runner_for
 from ..topology import Topology, choose_topology, clean_leftovers, open_topology
 from . import estimate as est
 from . import folder
@@ -153,7 +153,7 @@ class Sweep:
         for impl in sorted({s.impl for s in self.specs.values()} & set(PEERS)):
             try:
                 for host in hosts:
-                    program_for(impl).check_installed(host)
+                    runner_for(impl).check_installed(host)
             except CopylabError as exc:
                 self.missing_peers[impl] = str(exc)
                 self.say(f"WARNING: {exc}; its points are left out of this sweep")

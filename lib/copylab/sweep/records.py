@@ -15,7 +15,8 @@ from ..contract import COLUMNS
 from ..fsutil import atomic_write_text
 from ..point import PointSpec, empty_row
 
-SORT_KEYS = ["impl", "mode", "msg_size", "threads", "rep"]
+SORT_KEYS = ["impl", "mode", "msg_size", "threads", "receive", "congestion", "rep"]
+PROFILES_CSV = "profiles.csv"  # the profiled runs: same columns, never part of the statistics
 
 
 def now() -> str:
@@ -52,9 +53,12 @@ def failed_row(spec: PointSpec, kind: str, error: str) -> dict:
 
 
 def write_results(out_dir: Path, runs: Path, rows: dict[str, dict]) -> Path:
-    """results.csv from the rows whose record is still on disk, in a stable order (a resumed sweep
-    rebuilds the same file)."""
+    """results.csv (the measured runs) and profiles.csv (the extra runs under perf record) from the
+    rows whose record is still on disk, in a stable order (a resumed sweep rebuilds the same files)."""
     kept = [row for point_id, row in rows.items() if record_path(runs, point_id).is_file()]
     frame = pd.DataFrame(kept, columns=list(COLUMNS))
-    frame = repetition_spread(frame.sort_values(SORT_KEYS, kind="stable").reset_index(drop=True))
-    return atomic_write_text(out_dir / "results.csv", frame.to_csv(index=False))
+    frame = frame.sort_values(SORT_KEYS, kind="stable").reset_index(drop=True)
+    profiled = frame["run_kind"] == "profile"
+    atomic_write_text(out_dir / PROFILES_CSV, frame[profiled].to_csv(index=False))
+    measured = repetition_spread(frame[~profiled].reset_index(drop=True))
+    return atomic_write_text(out_dir / "results.csv", measured.to_csv(index=False))

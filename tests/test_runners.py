@@ -1,4 +1,4 @@
-"""The peers (iperf3, sockperf) as implementations: their output parsed on recorded fixtures, and one
+"""Runners (lib/copylab/runners): the peers (iperf3, sockperf) as implementations: their output parsed on recorded fixtures, and one
 real short run each through the engine; copylab's own client takes the receive strategy."""
 
 from __future__ import annotations
@@ -12,7 +12,9 @@ import pytest
 from conftest import ROOT, run_copylab
 from copylab.errors import ErrorKind
 from copylab.point import PointSpec
-from copylab.programs import Iperf3, Native, Sockperf, iperf3_window, nearest_rank, sockperf_rtts
+from copylab.runners.iperf3 import Iperf3Runner as Iperf3, iperf3_window
+from copylab.runners.native import NativeRunner as Native
+from copylab.runners.sockperf import SockperfRunner as Sockperf, nearest_rank, sockperf_rtts
 
 PEERS = ROOT / "tests" / "data" / "peers"
 
@@ -111,9 +113,12 @@ def test_sockperf_failures_are_read_from_its_text(fixture, needle):
 
 def test_sockperf_readiness_and_window_lines():
     server_line = "[ 0] IP = 198.18.0.1      PORT =  5201 # TCP\n"
-    assert Sockperf.server_ready("stdout", server_line)
-    assert Sockperf.client_event("stdout", "sockperf: Starting test...\n") == "open_after_warmup"
-    assert Sockperf.client_event("stdout", "sockperf: Test end (interrupted by timer)\n") == "close"
+    runner = Sockperf()
+    assert runner.server_ready("stdout", server_line)
+    opening = runner.client_event("stdout", "sockperf: Starting test...\n")
+    assert (opening.action, opening.delay_s, opening.source) == ("open", 0.4, "peer")
+    assert runner.client_event("stdout", "sockperf: Test end (interrupted by timer)\n").action == "close"
+    assert runner.client_event("stdout", "sockperf: anything else\n") is None
 
 
 def test_peers_are_refused_where_they_do_not_fit():
@@ -129,7 +134,8 @@ def test_receive_strategy_reaches_the_client(native_build, receive):
     argv = Native("a1").client_argv(spec(impl="a1", receive=receive), "127.0.0.1", 1, Path("/tmp"))
     assert argv[argv.index("--receive") + 1] == receive
     proc = run_copylab("run", "--impl", "a1", "--mode", "throughput", "--msg-size", "1024", "--duration", "0.3",
-                       "--warmup", "0.1", "--receive", receive, "--topology", "loopback", "--json", timeout=120)
+                       "--warmup", "0.1", "--receive", receive, "--topology", "loopback", "--congestion", "host",
+                       "--json", timeout=120)
     assert proc.returncode == 0, proc.stderr
     row = json.loads(proc.stdout)
     assert row["receive"] == receive and row["status"] == "ok" and row["recv_calls"] > 0

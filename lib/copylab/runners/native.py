@@ -1,0 +1,99 @@
+"""copylab's own servers (one per registry IMPL) and its client."""
+
+from __future__ import annotations
+
+import math
+
+from ..contract import CONGESTION_HOST, SERVER_KEYS
+from ..errors import CopylabError, ErrorKind
+from ..intervals import from_bytes, from_round_trips
+from ..paths import BUILD_DIR, client_binary, server_binary
+from .. import registry
+from . import Result, Runner, WindowEvent, nan
+
+# stderr lines of copylab's programs that are not errors
+NOT_ERRORS = ("listening on", "window open", "window closed")
+
+
+class NativeRunner(Runner):
+    window_source = "client"
+
+    def __init__(self, impl: str, sanitize: bool = False):
+        self.impl, self.sanitize = impl, sanitize
+
+    def check_installed(self, host=None) -> None:
+        if host is not None and host.remote:
+            return  # built there when the topology was set up (sweep.remote)
+        for binary in (server_binary(self.impl, self.sanitize), client_binary(self.sanitize)):
+            if not binary.exists():
+                raise CopylabError(f"{binary} is missing: build the native programs first (make -C native)")
+
+    @staticmethod
+    def _congestion(spec) -> list[str]:
+        return [] if spec.congestion == CONGESTION_HOST else ["--congestion", spec.congestion]
+
+    def server_argv(self, spec, addr, port, workdir, build_dir=str(BUILD_DIR)) -> list[str]:
+        return [f"{build_dir}/{server_binary(self.impl, self.sanitize).name}", "--bind", addr, "--port", str(port),
+                "--msg-size", str(spec.msg_size), "--mode", spec.mode, "--working-set", str(spec.working_set),
+                *self._congestion(spec), "--json"]
+
+    def client_argv(self, spec, addr, port, workdir, build_dir=str(BUILD_DIR)) -> list[str]:
+        argv = [f"{build_dir}/{client_binary(self.sanitize).name}", "--connect", addr, "--port", str(port),
+                "--msg-size", str(spec.msg_size), "--mode", spec.mode, "--threads", str(spec.threads),
+                "--duration", f"{spec.duration_s:g}", "--warmup", f"{spec.warmup_s:g}",
+                "--steady-max", f"{spec.steady_max_s:g}", "--receive", spec.receive,
+                *self._congestion(spec), "--announce-window", "--json"]
+        return argv + (["--verify"] if spec.verify else [])
+
+    def server_ready(self, stream, line) -> bool:
+        return stream == "stderr" and line.startswith("listening on")
+
+    def client_event(self, stream, line) -> WindowEvent | None:
+        if stream == "stderr":
+            if line.startswith("window open"):
+                return WindowEvent("open")
+            if line.startswith("window closed"):
+                return WindowEvent("close")
+        return None
+
+    def error_of(self, side) -> str:
+        return side.last_error(NOT_ERRORS)
+
+    def result(self, spec, server, client, read_file) -> Result:
+        cli = client.json_output() if client else None
+        srv = server.json_output()
+        fields = {key: nan((cli or {}).get(key)) for key in (
+            "throughput_gbps", "latency_us", "bytes", "duration_s", "messages", "total_bytes", "latency_p50_us",
+            "latency_p99_us", "latency_min_us", "latency_max_us", "recv_calls", "warmup_s")}
+        fields["verified"] = (cli or {}).get("verified", "")
+        fields["receive"] = (cli or {}).get("receive", spec.receive)
+        fields["warmup_end"] = (cli or {}).get("warmup_end", "")
+        fields["cli_congestion"] = (cli or {}).get("congestion", "")
+        fields["srv_congestion"] = (srv or {}).get("congestion", "")
+        fields["server_bytes"] = nan((srv or {}).get("bytes"))
+        fields["server_messages"] = nan((srv or {}).get("messages"))
+        fields["ring_messages"] = nan((srv or {}).get("ring_messages"))
+        counted = registry.get(self.impl).counters
+        for key in SERVER_KEYS:  # what this implementation does not count stays empty, not 0
+            fields[key] = nan((srv or {}).get(key)) if key in counted else math.nan
+        failure = None
+        if not cli:
+            failure = (ErrorKind.NO_RESULT, "client printed no JSON result")
+        elif not srv:
+            failure = (ErrorKind.NO_RESULT, "server printed no JSON result")
+        elif cli.get("verified") is False:
+            failure = (ErrorKind.NOT_VERIFIED, "client could not verify the received data")
+        return Result(fields, failure, _series(spec, cli))
+
+
+def _series(spec, cli: dict | None):
+    """The client's per-interval counts as a Series (None when it printed none)."""
+    if not cli or not cli.get("interval_s") or cli.get("interval_bytes") is None:
+        return None
+    start = cli.get("warmup_s")
+    if start is None or (isinstance(start, float) and math.isnan(start)):
+        return None
+    if spec.mode == "latency" and cli.get("interval_rtts") is not None:
+        return from_round_trips(cli["interval_s"], cli["interval_rtts"], cli.get("interval_rtt_mean_us") or [],
+                                start, spec.duration_s)
+    return from_bytes(cli["interval_s"], cli["interval_bytes"], start, spec.duration_s)
