@@ -11,6 +11,7 @@ from ..fsutil import atomic_write_json, jsonable
 from . import findings as fnd
 from . import evidence_prose, prose
 from .profiles import profile_finding
+from .decisions import DEFAULT_MARGIN, decision_answer
 from .significance import comparisons, significance_answer
 from .stats import measured, study_rows, throughput_rows
 
@@ -32,12 +33,21 @@ def _unanswered(numbers: dict, reason: str, advice: str = "") -> dict:
     return {**numbers, "reason": reason, "text": prose.unanswerable(reason, advice)}
 
 
-def crossover_answer(df: pd.DataFrame, impl: str, reps) -> dict:
+def equivalence_margin(meta: dict) -> float:
+    """The grid's equivalence_margin (meta.json's params), else the default."""
+    params = meta.get("params") if isinstance(meta.get("params"), dict) else {}
+    value = params.get("equivalence_margin", DEFAULT_MARGIN)
+    return float(value) if isinstance(value, (int, float)) and 0 < value <= 1 else DEFAULT_MARGIN
+
+
+def crossover_answer(df: pd.DataFrame, impl: str, reps, margin: float = DEFAULT_MARGIN) -> dict:
     finding = fnd.crossover_finding(df, impl)
     sig = significance_answer(df, impl)
+    decided = decision_answer(df, impl, "a1", margin)
     public = {**{k: finding.public[k] for k in ("crossover_bytes", "per_threads")},
               "significant_crossover_bytes": sig["significant_crossover_bytes"],
               "significant_per_threads": sig["significant_per_threads"],
+              **decided,
               **{k: v for k, v in finding.public.items() if k not in ("crossover_bytes", "per_threads")},
               "repetitions": sig["repetitions"], "ratio_ci_by_size": sig["ratio_ci_by_size"]}
     if not finding.answerable:
@@ -104,8 +114,9 @@ def answers(df: pd.DataFrame, meta: dict) -> dict:
     reps = fnd.reps_range(df)
     profile = profile_finding(df)
     cite = evidence_prose.profile_sentences(profile) if "reason" not in profile else {}
-    q4 = _cited(crossover_answer(df, "a2", reps), cite, "a1_a2")
-    q5 = _cited(crossover_answer(df, "a3", reps), cite, "a3")
+    margin = equivalence_margin(meta)
+    q4 = _cited(crossover_answer(df, "a2", reps, margin), cite, "a1_a2")
+    q5 = _cited(crossover_answer(df, "a3", reps, margin), cite, "a3")
     q2 = q2_answer(df, meta)
     doc = {
         "q1_zero_copy_not_always_best": _cited(q1_answer(df, q5), cite, "a3", "bottleneck"),
@@ -131,11 +142,16 @@ def _nothing_measured(df: pd.DataFrame, rows_used: int) -> dict:
     return {"q1_zero_copy_not_always_best": dict(answer), "q2_cache_level": None, "q2_cache_detail": dict(answer),
             "q3_threads_cache_contention": dict(answer),
             "q4_one_copy_vs_two_copy": {"crossover_bytes": None, "per_threads": {}, "significant_crossover_bytes": None,
-                                        "significant_per_threads": {}, **answer},
+                                        "significant_per_threads": {}, **_no_decisions(), **answer},
             "q5_zero_copy_vs_two_copy": {"crossover_bytes": None, "per_threads": {}, "significant_crossover_bytes": None,
-                                         "significant_per_threads": {}, **answer},
+                                         "significant_per_threads": {}, **_no_decisions(), **answer},
             "q6_unexpected_result": dict(answer), "profile_evidence": {"reason": reason},
             "rows_used": int(rows_used), "rows_failed": int(failed)}
+
+
+def _no_decisions() -> dict:
+    return {"equivalence_margin": DEFAULT_MARGIN, "decision_by_size": {}, "decision_per_threads": {},
+            "decided_crossover_bytes": None, "decision_detail_by_size": {}}
 
 
 def write_answers(doc: dict, output_dir) -> Path:

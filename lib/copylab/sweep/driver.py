@@ -35,6 +35,7 @@ from ..paths import NATIVE_DIR, NOTEBOOKS_DIR, OUTPUT_DIR
 from ..point import PointSpec, kill_registered, remove_stale_workdirs
 from ..runners import runner_for
 from ..topology import Topology, choose_topology, clean_leftovers, open_topology
+from . import budget as budgeting
 from . import estimate as est
 from . import folder
 from .kernel import Outcome, WarmKernel, execute
@@ -113,7 +114,10 @@ class Sweep:
                 self.remote = stack.enter_context(open_topology("ssh", self.grid.ssh))
             queue = self._plan()
             self._build_and_probe(len(queue))
-            self._measure(queue)
+            self._start_bar()
+            self._measure([pid for pid in queue if not self.specs[pid].profile])
+            self._spend_budget(started, [pid for pid in queue if self.specs[pid].profile])
+            self._measure([pid for pid in queue if self.specs[pid].profile])
             status = "finished"
         except KeyboardInterrupt:
             status = "interrupted"
@@ -138,6 +142,8 @@ class Sweep:
             self.say(f"removed namespace {ns} left by an earlier crashed run")
         remove_stale_workdirs()
         self._drop_missing_peers()
+        for spec in budgeting.extra_specs_from(_recorded_specs(self.runs), self.grid, self.topology):
+            self.specs.setdefault(spec.point_id(), spec)  # an earlier session's extra passes
         self.rows = load_rows(self.runs, self.specs)
         done = set() if self.force else {pid for pid, row in self.rows.items() if row.get("status") == "ok"}
         self.skipped = len(done)
@@ -200,12 +206,52 @@ class Sweep:
 
     # -- measuring --------------------------------------------------------------------------------
 
-    def _measure(self, queue: list[str]) -> None:
+    def _start_bar(self) -> None:
         from tqdm.auto import tqdm
 
         self.bar = tqdm(total=len(self.specs), initial=self.skipped, unit="point", disable=not self.progress,
                         file=sys.stderr, dynamic_ncols=True,
                         bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} points [{elapsed}<{remaining}]{postfix}")
+
+    def _spend_budget(self, started: float, profiled: list[str]) -> None:
+        """Extra passes where a comparison is too wide to decide, while they fit in budget_min
+        (sweep/budget.py); each pass and the reason for stopping go to sweep.log and meta.json."""
+        if not budgeting.applies(self.grid):
+            return
+        deadline = started + self.grid.budget_min * 60
+        reserve = budgeting.pass_seconds([self.specs[pid] for pid in profiled]) + \
+            len(profiled) * est.PROFILE_S
+        rep = max([s.rep for s in self.specs.values() if not s.profile] + [self.grid.repetitions - 1]) + 1
+        record = {"budget_min": self.grid.budget_min, "margin": self.grid.equivalence_margin,
+                  "target_half_width": round(budgeting.target_half_width(self.grid.equivalence_margin), 4),
+                  "allocation": "by interval width only (sweep/budget.py)", "passes": []}
+        while True:
+            left = deadline - time.monotonic() - reserve
+            planned = budgeting.plan_pass(self.rows, self.grid, self.topology, rep, left, self.grid.seed)
+            if planned is None:
+                wide = budgeting.wide_comparisons(self.rows, self.grid)
+                record["stopped"] = (f"budget spent: {len(wide)} comparison(s) still wider than the target, "
+                                     f"{max(left, 0):.0f} s left" if wide else "every comparison is narrow enough to decide")
+                break
+            for spec in planned.specs:
+                self.specs[spec.point_id()] = spec
+            self.bar.total += len(planned.specs)
+            record["passes"].append(planned.to_dict())
+            self._log(f"budget: pass {rep}, {len(planned.specs)} points (about {planned.estimated_s:.0f} s) for "
+                      + ", ".join(f"{w['impl']}/{w['base']} {w['msg_size']} B (half-width {w['half_width']})"
+                                  for w in planned.why))
+            self.meta.update(budget=record)
+            self._measure([s.point_id() for s in planned.specs])
+            rep += 1
+        self._log(f"budget: stopped: {record['stopped']}")
+        self.meta.update(budget=record)
+
+    def _log(self, text: str) -> None:
+        with open(self.out / "sweep.log", "a") as log:
+            log.write(f"{now()} {text}\n")
+        self.say(text)
+
+    def _measure(self, queue: list[str]) -> None:
         first = self.remote
         while queue:
             scope = contextlib.nullcontext(first) if first else open_topology(self.topology, self.grid.ssh)
@@ -348,6 +394,19 @@ class _GroupWatch:
         if time.monotonic() - self.last_progress > limit:
             return Outcome(ErrorKind.TIMEOUT, f"the point did not finish within {limit:.0f} s")
         return None
+
+
+def _recorded_specs(runs: Path) -> list[dict]:
+    """The spec of every record in runs/ (unreadable ones are skipped: the sweep re-measures them)."""
+    import json
+
+    specs = []
+    for path in runs.glob("*.json"):
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError, UnicodeDecodeError):
+            spec = json.loads(path.read_text())["raw"]["spec"]
+            if isinstance(spec, dict):
+                specs.append(spec)
+    return specs
 
 
 def _alive(topo: Topology) -> bool:

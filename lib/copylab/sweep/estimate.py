@@ -90,12 +90,14 @@ def _matching(grid: Grid, values: dict) -> int:
 
 
 def estimate(grid: Grid) -> Estimate:
-    point_s = grid.warmup_s + grid.duration_s + PER_POINT_OVERHEAD_S
-    per_rep = len(grid.impls) * len(grid.modes) * len(grid.msg_sizes) * len(grid.threads) * len(grid.receive)
+    point_s = grid.warmup_s + grid.steady_max_s + grid.duration_s + PER_POINT_OVERHEAD_S
+    variants = len(grid.receive) * len(grid.congestion)
+    per_rep = len(grid.impls) * len(grid.modes) * len(grid.msg_sizes) * len(grid.threads) * variants
+    # the profiled runs are extra runs, one per selected point
     profiled = _matching(grid, {"impls": grid.impls, "modes": grid.modes, "msg_sizes": grid.msg_sizes,
-                                "threads": grid.threads}) * len(grid.receive) * grid.repetitions
-    points = per_rep * grid.repetitions
-    wall = points * point_s + profiled * PROFILE_S
+                                "threads": grid.threads}) * variants
+    points = per_rep * grid.repetitions + profiled
+    wall = (points - profiled) * point_s + profiled * (point_s + PROFILE_S)
     peers = grid.peers
     if peers is not None:
         for tool in peers.tools:
@@ -110,6 +112,8 @@ def estimate(grid: Grid) -> Estimate:
                 wall += n * (math.ceil(grid.duration_s + 0.45) + SOCKPERF_FIXED_S)
     groups = math.ceil(points / 16)
     wall += BUILD_S + groups * PER_GROUP_OVERHEAD_S
+    if grid.budget_min is not None and grid.repetitions >= 3:  # extra passes fill the budget
+        wall = max(wall, grid.budget_min * 60)
     # memory grows with size and threads: the largest of each is the peak for every implementation
     size, threads = max(grid.msg_sizes), max(grid.threads)
     impl = max(grid.impls, key=lambda i: point_memory(i, size, threads))

@@ -1,0 +1,251 @@
+"""A decision for every comparison: win, loss, equivalent or undecided (docs/contracts.md, "Decisions").
+
+The samples are the passes of a point: repetition r of every point was measured in pass r, in
+shuffled order, so a pass that ran a little faster or slower than the others (the host's state
+moves) shifts all of its points together. The analysis is on the log scale, where such a shift is
+additive and a ratio is a difference:
+
+1. pass effects: e_r, the median over points of (log value - the point's mean), iterated a few
+   times; they are removed from every value of their pass (blocking by pass). Points measured in
+   one pass only do not inform them.
+2. each point keeps its own spread: mean and variance of its pass-adjusted log values over its
+   own passes (no pooling, so quiet points never shrink a noisy point's interval).
+3. X against the baseline at one (size, threads): the difference of the two points' means with
+   Welch's variance and degrees of freedom; over all thread counts at one size: the mean of the
+   per-thread differences, its variance the sum of theirs over T^2, its degrees of freedom
+   Welch-Satterthwaite's over every component.
+4. ratio = exp(difference), with its 95% interval. With margin m (grid key equivalence_margin):
+   equivalent when the interval lies inside [1/(1+m), 1+m]; otherwise win when it lies above 1,
+   loss when below 1; undecided otherwise (also with fewer than 2 passes on either side).
+
+For an undecided comparison, passes_needed is how many more passes would likely decide it at the
+measured spread and the measured ratio: the smallest k with which the interval, as wide as the
+spread predicts for n+k passes, would lie inside the margin or exclude 1.
+
+An interval no wider than log(1+m)/2 on each side always decides (it either fits inside the margin
+or misses 1), whatever the ratio: target_half_width() is what the sweep's budget aims at, by
+spread alone (sweep/budget.py).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+
+CONFIDENCE = 0.95
+DEFAULT_MARGIN = 0.10
+PASS_ITERATIONS = 5
+MAX_PASSES_NEEDED = 100  # beyond this, "more than 100" is all that is worth saying
+DECISIONS = ("win", "loss", "equivalent", "undecided")
+
+
+@dataclass(frozen=True)
+class Decision:
+    """X against the baseline at one size (threads None: over all thread counts)."""
+
+    impl: str
+    base: str
+    size: int
+    threads: int | None
+    ratio: float          # X / base (geometric means of the passes, pass effects removed)
+    low: float            # 95% interval of the ratio (NaN with fewer than 2 passes on a side)
+    high: float
+    n_x: int              # passes of X (the fewest over the thread counts when threads is None)
+    n_base: int
+    df: float
+    margin: float
+    decision: str
+    passes_needed: int | None  # undecided only: more passes likely to decide (None: cannot tell)
+
+    @property
+    def half_width(self) -> float:
+        """Half the interval's width on the log scale."""
+        return (math.log(self.high) - math.log(self.low)) / 2 if self.low > 0 and self.high > 0 else math.inf
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def target_half_width(margin: float) -> float:
+    """The log-scale half-width at which every comparison is decided."""
+    return math.log1p(margin) / 2
+
+
+def _t(df: float) -> float:
+    return float(sps.t.ppf(0.5 + CONFIDENCE / 2, df)) if df > 0 and math.isfinite(df) else (
+        float(sps.norm.ppf(0.5 + CONFIDENCE / 2)) if df == math.inf else math.nan)
+
+
+def classify(low: float, high: float, margin: float) -> str:
+    """The decision for a ratio interval [low, high] and an equivalence margin m."""
+    if not (low > 0 and high > 0) or math.isnan(low) or math.isnan(high):
+        return "undecided"
+    if low >= 1 / (1 + margin) and high <= 1 + margin:
+        return "equivalent"
+    if low > 1:
+        return "win"
+    if high < 1:
+        return "loss"
+    return "undecided"
+
+
+# ------------------------------------------------------------------------------------------------
+# pass-adjusted log values
+
+
+def log_values(rows: pd.DataFrame, metric: str = "throughput_gbps") -> pd.DataFrame:
+    """impl, msg_size, threads, rep, y = log(metric) of the successful rows with a positive value
+    (one value per point and pass: repeated rows of one are averaged)."""
+    ok = rows
+    if "status" in ok:
+        status = ok["status"].astype("string").fillna("ok").str.strip().str.lower()
+        ok = ok[status.isin(["ok", ""])]
+    value = pd.to_numeric(ok[metric], errors="coerce")
+    ok = ok.assign(y=np.log(value.where(value > 0)))
+    ok = ok[ok["y"].notna()]
+    return ok.groupby(["impl", "msg_size", "threads", "rep"], as_index=False)["y"].mean()
+
+
+def pass_effects(values: pd.DataFrame) -> pd.Series:
+    """e_r per pass (rep): the median deviation of its points from their means, centred to mean 0."""
+    keys = ["impl", "msg_size", "threads"]
+    multi = values.groupby(keys)["rep"].transform("nunique") >= 2
+    data = values[multi]
+    effects = pd.Series(0.0, index=sorted(values["rep"].unique()))
+    if data.empty or data["rep"].nunique() < 2:
+        return effects
+    for _ in range(PASS_ITERATIONS):
+        adjusted = data["y"] - data["rep"].map(effects)
+        point_mean = adjusted.groupby([data[k] for k in keys]).transform("mean")
+        new = (data["y"] - point_mean).groupby(data["rep"]).median()
+        new = new - new.mean()
+        effects = new.reindex(effects.index, fill_value=0.0)
+    return effects
+
+
+def point_stats(rows: pd.DataFrame, metric: str = "throughput_gbps", block: bool = True) -> pd.DataFrame:
+    """Per (impl, msg_size, threads): n, mean and variance of the pass-adjusted log values."""
+    values = log_values(rows, metric)
+    if values.empty:
+        return pd.DataFrame(columns=["impl", "msg_size", "threads", "n", "mean", "var"])
+    if block:
+        values = values.assign(y=values["y"] - values["rep"].map(pass_effects(values)))
+    grouped = values.groupby(["impl", "msg_size", "threads"])["y"]
+    out = grouped.agg(n="count", mean="mean", var=lambda y: y.var(ddof=1) if len(y) >= 2 else math.nan)
+    return out.reset_index()
+
+
+# ------------------------------------------------------------------------------------------------
+# comparisons
+
+
+@dataclass(frozen=True)
+class _Diff:
+    d: float            # difference of log means
+    parts: tuple        # ((variance of a mean, its df), ...) for Welch-Satterthwaite
+    n_x: int
+    n_base: int
+
+    @property
+    def var(self) -> float:
+        return sum(v for v, _ in self.parts)
+
+    @property
+    def df(self) -> float:
+        denominator = sum(v * v / k for v, k in self.parts if v > 0)
+        return self.var ** 2 / denominator if denominator > 0 else math.inf
+
+
+def _point_diff(x: pd.Series, b: pd.Series) -> _Diff:
+    parts = tuple((p["var"] / p["n"], p["n"] - 1) for p in (x, b))
+    return _Diff(x["mean"] - b["mean"], parts, int(x["n"]), int(b["n"]))
+
+
+def _mean_diff(diffs: list[_Diff]) -> _Diff:
+    k = len(diffs)
+    parts = tuple((v / k / k, df) for d in diffs for v, df in d.parts)
+    return _Diff(sum(d.d for d in diffs) / k, parts, min(d.n_x for d in diffs), min(d.n_base for d in diffs))
+
+
+def _decision(impl, base, size, threads, diff: _Diff, margin: float) -> Decision:
+    ratio = math.exp(diff.d)
+    if diff.n_x < 2 or diff.n_base < 2 or math.isnan(diff.var):
+        return Decision(impl, base, size, threads, ratio, math.nan, math.nan, diff.n_x, diff.n_base, math.nan,
+                        margin, "undecided", None)
+    half = _t(diff.df) * math.sqrt(diff.var) if diff.var > 0 else 0.0
+    low, high = math.exp(diff.d - half), math.exp(diff.d + half)
+    decision = classify(low, high, margin)
+    needed = _passes_needed(diff, margin) if decision == "undecided" else None
+    return Decision(impl, base, size, threads, ratio, low, high, diff.n_x, diff.n_base, diff.df, margin,
+                    decision, needed)
+
+
+def _passes_needed(diff: _Diff, margin: float) -> int | None:
+    """More passes (of every point involved) after which this interval would likely decide, at the
+    spread and ratio measured now; None when that is more than MAX_PASSES_NEEDED."""
+    n = min(diff.n_x, diff.n_base)
+    if n < 2:
+        return None
+    bound = math.log1p(margin)
+    for extra in range(1, MAX_PASSES_NEEDED + 1):
+        scale = n / (n + extra)
+        var = diff.var * scale
+        df = diff.df * (n + extra - 1) / (n - 1)
+        half = _t(df) * math.sqrt(var)
+        if abs(diff.d) + half <= bound or abs(diff.d) > half:
+            return extra
+    return None
+
+
+def compare_points(stats: pd.DataFrame, impl: str, base: str, margin: float = DEFAULT_MARGIN) -> dict:
+    """{"by_size": {size: Decision}, "per_threads": {threads: {size: Decision}}} for impl against base."""
+    index = stats.set_index(["impl", "msg_size", "threads"])
+    per_threads: dict[int, dict[int, Decision]] = {}
+    diffs_by_size: dict[int, list[_Diff]] = {}
+    if impl not in index.index.get_level_values(0) or base not in index.index.get_level_values(0):
+        return {"by_size": {}, "per_threads": {}}
+    x_points, b_points = index.loc[impl], index.loc[base]
+    for size, threads in sorted(set(x_points.index) & set(b_points.index)):
+        diff = _point_diff(x_points.loc[(size, threads)], b_points.loc[(size, threads)])
+        per_threads.setdefault(int(threads), {})[int(size)] = _decision(impl, base, int(size), int(threads),
+                                                                         diff, margin)
+        diffs_by_size.setdefault(int(size), []).append(diff)
+    by_size = {size: _decision(impl, base, size, None, _mean_diff(diffs), margin)
+               for size, diffs in sorted(diffs_by_size.items())}
+    return {"by_size": by_size, "per_threads": per_threads}
+
+
+def decide(rows: pd.DataFrame, impl: str, base: str, margin: float = DEFAULT_MARGIN,
+           metric: str = "throughput_gbps") -> dict:
+    """Decisions of impl against base from throughput-mode rows (see compare_points)."""
+    tp = rows[rows["mode"] == "throughput"] if "mode" in rows else rows
+    return compare_points(point_stats(tp, metric), impl, base, margin)
+
+
+def decided_crossover(by_size: dict[int, Decision]) -> int | None:
+    """The smallest size from which X wins at that size and every larger one; None when it does not
+    win at the largest size."""
+    start = None
+    for size in sorted(by_size, reverse=True):
+        if by_size[size].decision == "win":
+            start = size
+        else:
+            break
+    return start
+
+
+def decision_answer(rows: pd.DataFrame, impl: str, base: str, margin: float = DEFAULT_MARGIN) -> dict:
+    """The answers.json additions for one comparison (docs/contracts.md, "Decisions")."""
+    found = decide(rows, impl, base, margin)
+    return {
+        "equivalence_margin": margin,
+        "decision_by_size": {str(s): d.decision for s, d in found["by_size"].items()},
+        "decision_per_threads": {str(t): {str(s): d.decision for s, d in by.items()}
+                                 for t, by in sorted(found["per_threads"].items())},
+        "decided_crossover_bytes": decided_crossover(found["by_size"]),
+        "decision_detail_by_size": {str(s): d.to_dict() for s, d in found["by_size"].items()},
+    }

@@ -1,0 +1,118 @@
+"""The time budget (grid key budget_min): extra passes where a comparison is still too wide to decide.
+
+After the grid's base passes, the study's comparisons (one_copy and zero_copy against two_copy, per
+message size over all thread counts: the ones Part E's Q4 and Q5 answer) are computed from the
+rows measured so far (analysis/decisions.py). A comparison whose 95% interval is wider than
+target_half_width() on either side (log(1+m)/2: an interval that narrow always decides) gets
+another pass: all throughput points of both implementations at that size, at every thread count,
+in a freshly shuffled order. Passes are added while the sweep's elapsed time plus the next pass's
+estimate (and the profiled runs still to come) fit in budget_min.
+
+The allocation looks at the intervals' widths only, never at where they lie: which comparisons get
+more passes does not depend on the ratios measured, so it cannot steer a comparison towards a
+verdict (the fixed-width sequential intervals of Chow and Robbins, 1965, stop on width alone for
+this reason; for normal data the mean of a sample is independent of its variance). Each decision is
+taken once, at the end, on all passes. docs/methodology.md gives the numbers this was checked with.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field, replace
+
+import pandas as pd
+
+from .. import registry
+from ..analysis.decisions import compare_points, point_stats, target_half_width
+from ..params import Grid
+from ..point import PointSpec
+from . import estimate as est
+
+MIN_BASE_PASSES = 3
+
+
+@dataclass
+class PlannedPass:
+    """One extra pass: its index, its points, and why (the comparisons that were too wide)."""
+
+    rep: int
+    specs: list[PointSpec]
+    why: list[dict] = field(default_factory=list)
+    estimated_s: float = 0.0
+
+    def to_dict(self) -> dict:
+        return {"pass": self.rep, "points": len(self.specs), "estimated_s": round(self.estimated_s, 1),
+                "comparisons": self.why}
+
+
+def _study_rows(rows: dict[str, dict], grid: Grid) -> pd.DataFrame:
+    """The measured throughput rows of the grid's first receive strategy and congestion control."""
+    frame = pd.DataFrame([r for r in rows.values() if r.get("run_kind", "measure") == "measure"])
+    if frame.empty:
+        return frame
+    keep = (frame["mode"] == "throughput") & (frame["receive"] == grid.receive[0])
+    if "congestion" in frame:
+        keep &= frame["congestion"] == grid.congestion[0]
+    return frame[keep]
+
+
+def wide_comparisons(rows: dict[str, dict], grid: Grid) -> list[dict]:
+    """The study's per-size comparisons whose interval is wider than the deciding width, widest first."""
+    base = registry.baseline()
+    target = target_half_width(grid.equivalence_margin)
+    stats = point_stats(_study_rows(rows, grid))
+    wide = []
+    for impl in registry.study_impls():
+        if impl == base or impl not in grid.impls or base not in grid.impls:
+            continue
+        for size, decision in compare_points(stats, impl, base, grid.equivalence_margin)["by_size"].items():
+            half = decision.half_width
+            if not half <= target:  # NaN (too few passes) counts as wide
+                wide.append({"impl": impl, "base": base, "msg_size": size,
+                             "half_width": None if math.isinf(half) or math.isnan(half) else round(half, 4),
+                             "target": round(target, 4)})
+    return sorted(wide, key=lambda w: -(w["half_width"] if w["half_width"] is not None else math.inf))
+
+
+def pass_seconds(specs: list[PointSpec]) -> float:
+    return sum(s.warmup_s + s.steady_max_s + s.duration_s + est.PER_POINT_OVERHEAD_S for s in specs)
+
+
+def plan_pass(rows: dict[str, dict], grid: Grid, topology: str, rep: int, seconds_left: float,
+              seed: int) -> PlannedPass | None:
+    """The next extra pass within seconds_left, or None when every comparison is narrow enough or no
+    comparison's points fit in the time left."""
+    wide = wide_comparisons(rows, grid)
+    chosen, specs, seen = [], [], set()
+    for comparison in wide:  # widest first, while their points fit
+        size = comparison["msg_size"]
+        keep = (lambda s, size=size, impls=(comparison["impl"], comparison["base"]):
+                s.mode == "throughput" and s.msg_size == size and s.impl in impls)
+        new = [s for s in grid.pass_points(rep, topology, keep) if s.point_id() not in seen]
+        if pass_seconds(specs + new) > seconds_left:
+            continue
+        specs += new
+        seen.update(s.point_id() for s in new)
+        chosen.append(comparison)
+    if not specs:
+        return None
+    random.Random(seed + rep).shuffle(specs)
+    return PlannedPass(rep, specs, chosen, pass_seconds(specs))
+
+
+def applies(grid: Grid) -> bool:
+    return grid.budget_min is not None and grid.repetitions >= MIN_BASE_PASSES
+
+
+def extra_specs_from(records: list[dict], grid: Grid, topology: str) -> list[PointSpec]:
+    """The extra passes' points an earlier session measured (so a resumed sweep keeps them)."""
+    found = []
+    for spec_dict in records:
+        try:
+            spec = replace(PointSpec(**spec_dict), topology=topology)
+        except TypeError:
+            continue
+        if spec.rep >= grid.repetitions and not spec.profile and spec.impl in grid.impls:
+            found.append(spec)
+    return found
