@@ -22,7 +22,7 @@ from .hosts import SshSettings
 from .topology import attach_params, choose_topology, open_topology
 
 SPEC_FIELDS = ("impl", "mode", "msg_size", "threads", "rep", "duration_s", "warmup_s", "pin_server",
-               "pin_client", "verify", "receive", "profile", "congestion", "working_set", "steady_max_s")
+               "pin_client", "verify", "receive", "profile", "congestion", "working_set", "steady_max_s", "rps")
 
 
 def spec_from_params(params: dict, topology: str) -> PointSpec:
@@ -35,7 +35,8 @@ def spec_from_params(params: dict, topology: str) -> PointSpec:
                      receive=params.get("receive", "message"), profile=bool(params.get("profile", False)),
                      congestion=params.get("congestion", contract.CONGESTION_DEFAULT),
                      working_set=int(params.get("working_set", contract.WORKING_SET_DEFAULT)),
-                     steady_max_s=float(params.get("steady_max_s", 0.0))).validate()
+                     steady_max_s=float(params.get("steady_max_s", 0.0)),
+                     rps=bool(params.get("rps", False))).validate()
 
 
 def spec_params(spec: PointSpec) -> dict:

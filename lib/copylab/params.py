@@ -78,6 +78,7 @@ class GridSchema(BaseModel):
     working_set: Annotated[int, Field(ge=contract.WORKING_SET_RANGE[0], le=contract.WORKING_SET_RANGE[1])] = \
         contract.WORKING_SET_DEFAULT
     steady_max_s: _seconds(contract.STEADY_MAX_RANGE) = 0.0
+    rps: bool = False
     equivalence_margin: Annotated[float, Field(gt=0.0, le=1.0, allow_inf_nan=False)] = 0.10
     budget_min: Optional[Annotated[float, Field(ge=0.0, le=24 * 60, allow_inf_nan=False)]] = None
     profile: Union[bool, ProfileSelection] = ProfileSelection(**DEFAULT_PROFILE)
@@ -162,6 +163,12 @@ class GridSchema(BaseModel):
         return value
 
     @model_validator(mode="after")
+    def _rps_needs_pinning(self):
+        if self.rps and (self.pin_server is None or self.pin_client is None):
+            raise ValueError("rps steers each side's receive work to its pinned CPUs: set pin_server and pin_client")
+        return self
+
+    @model_validator(mode="after")
     def _ssh_keys(self):
         keys = ("server_host", "client_host", "server_addr", "client_addr")
         if self.topology == "ssh":
@@ -199,6 +206,7 @@ class Grid:
     congestion: tuple[str, ...] = (contract.CONGESTION_DEFAULT,)
     working_set: int = contract.WORKING_SET_DEFAULT
     steady_max_s: float = 0.0
+    rps: bool = False
     equivalence_margin: float = 0.10
     budget_min: float | None = None
     profile: object = True  # True (every point), False, or a ProfileSelection
@@ -279,7 +287,7 @@ class Grid:
         return PointSpec(impl=impl, mode=mode, msg_size=size, threads=threads, rep=rep, duration_s=self.duration_s,
                          warmup_s=self.warmup_s, topology=topology, pin_server=self.pin_server,
                          pin_client=self.pin_client, verify=self.verify, receive=receive, congestion=congestion,
-                         working_set=self.working_set, steady_max_s=self.steady_max_s)
+                         working_set=self.working_set, steady_max_s=self.steady_max_s, rps=self.rps)
 
     def to_dict(self) -> dict:
         out = {key: getattr(self, key) for key in _FIELDS}

@@ -64,6 +64,7 @@ class PointSpec:
     congestion: str = contract.CONGESTION_DEFAULT  # TCP congestion control of every connection, or "host"
     working_set: int = contract.WORKING_SET_DEFAULT  # bytes of distinct messages each sender connection cycles
     steady_max_s: float = 0.0  # > 0: after warmup_s, open the window once the rates are steady, at most this later
+    rps: bool = False  # netns, pinned: each side's receive softirq work on its own CPUs (RPS)
 
     def validate(self) -> "PointSpec":
         contract.check_choice("impl", self.impl, contract.ALL_IMPLS)
@@ -78,6 +79,9 @@ class PointSpec:
         contract.check_congestion("congestion", self.congestion)
         contract.check_int("working_set", self.working_set, contract.WORKING_SET_RANGE)
         contract.check_seconds("steady_max_s", self.steady_max_s, contract.STEADY_MAX_RANGE)
+        if self.rps and (self.pin_server is None or self.pin_client is None):
+            raise CopylabError("rps: steers each side's receive work to its pinned CPUs, so it needs "
+                               "pin_server and pin_client")
         for name in ("pin_server", "pin_client"):
             if getattr(self, name) is not None:
                 contract.parse_cpu_list(name, getattr(self, name))
@@ -97,6 +101,8 @@ class PointSpec:
                  f"rep{self.rep}", f"d{self.duration_s:g}s", warmup, self.topology, f"cc{self.congestion}"]
         if self.impl in contract.IMPLS:
             parts.append(f"ws{self.working_set}B")
+        if self.rps:
+            parts.append("rps")
         if self.pin_server is not None or self.pin_client is not None:
             parts.append(f"pin{self.pin_server or 'any'}-{self.pin_client or 'any'}".replace(",", "."))
         for flag in ("verify", "profile"):
@@ -130,6 +136,8 @@ def run_point(spec: PointSpec, plan: "perfmod.PerfPlan", topo: Topology, workdir
     for host in dict.fromkeys(topo.hosts().values()):
         program.check_installed(host)
     topo.set_congestion(spec.congestion)  # netns: every connection of the point, peers included
+    topo.set_receive_cpus(*((contract.parse_cpu_list("pin_server", spec.pin_server),
+                             contract.parse_cpu_list("pin_client", spec.pin_client)) if spec.rps else (None, None)))
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     # the FIFOs and perf files of this point; named by our pid so `clean` can tell stale ones
     workdir = workdir or Path(tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-"))
@@ -405,6 +413,7 @@ def empty_row(spec: PointSpec, topology: str) -> dict:
                point_id=spec.point_id(), run_kind="profile" if spec.profile else "measure", topology=topology, pin_server=spec.pin_server or "",
                pin_client=spec.pin_client or "", warmup_s=spec.warmup_s, receive=spec.receive, verified="",
                congestion=spec.congestion, srv_congestion="", cli_congestion="", steady_max_s=spec.steady_max_s,
+               rps=bool(spec.rps),
                working_set_bytes=spec.working_set if spec.impl in contract.IMPLS else math.nan, warmup_end="",
                bimodal="",
                cycles_source="", counters_note="", window_source="", profile_mode="", profile_event="",

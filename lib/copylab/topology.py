@@ -55,6 +55,7 @@ class Topology:
     client_host: LocalHost | SshHost | None = None
     details: dict = field(default_factory=dict)  # topology ssh: each host's interface and build
     congestion_set: str | None = None  # netns: the congestion control the namespaces' routes carry
+    rps_set: tuple | None = None       # netns: the receive CPUs each veth's queue steers to (RPS)
     _default_congestion: dict = field(default_factory=dict)  # side -> what its host runs by default
 
     def __post_init__(self):
@@ -105,6 +106,25 @@ class Topology:
                     "src", addr]
             _ip(*args, *([] if name == "host" else ["congctl", name]))
         self.congestion_set = name
+
+    def set_receive_cpus(self, server_cpus: tuple[int, ...] | None, client_cpus: tuple[int, ...] | None) -> None:
+        """topology netns: each side's receive softirq work (TCP input, ACK processing, the deferred
+        copy of MSG_ZEROCOPY) on that side's own CPUs, through RPS on its veth's queue, as it would
+        run on the receiving host's CPU between two machines; None leaves it where veth puts it (the
+        transmitting CPU). Elsewhere nothing to do: a real NIC's receive runs on the receiver."""
+        wanted = (server_cpus, client_cpus)
+        if self.kind != "netns" or wanted == self.rps_set:
+            return
+        for ns, ifname, cpus in ((self.server_ns, self.server_if, server_cpus),
+                                 (self.client_ns, self.client_if, client_cpus)):
+            mask = format(sum(1 << c for c in cpus), "x") if cpus else "0"
+            proc = subprocess.run(["ip", "netns", "exec", ns, "sh", "-c",
+                                   f"echo {mask} > /sys/class/net/{ifname}/queues/rx-0/rps_cpus"],
+                                  capture_output=True, text=True)
+            if proc.returncode != 0:
+                raise CopylabError(f"cannot steer receive work to CPUs {mask} in {ns}: "
+                                   f"{(proc.stderr or proc.stdout).strip() or 'exit ' + str(proc.returncode)}")
+        self.rps_set = wanted
 
     def effective_congestion(self, side: str) -> str:
         """The congestion control a connection made on side ("server" or "client") runs when its

@@ -47,6 +47,8 @@ def register(subparsers) -> None:
     p.add_argument("--ssh-config", metavar="FILE", help="topology ssh: an ssh_config file (ssh -F)")
     p.add_argument("--pin-server", metavar="CPUS", help="taskset CPU list for the server (sender)")
     p.add_argument("--pin-client", metavar="CPUS", help="taskset CPU list for the client (receiver)")
+    p.add_argument("--rps", action="store_true",
+                   help="netns, pinned: each side's receive softirq work on its own CPUs (RPS on its veth)")
     p.add_argument("--verify", action="store_true", help="check every received byte (costs receiver CPU)")
     p.add_argument("--receive", choices=RECEIVE_STRATEGIES, default="message",
                    help="message: each recv asks for one message's bytes (default); bulk: large reads")
@@ -65,7 +67,7 @@ def run_command(args) -> int:
                      duration_s=args.duration, warmup_s=args.warmup, topology=topology,
                      pin_server=args.pin_server, pin_client=args.pin_client, verify=args.verify,
                      receive=args.receive, profile=args.profile, congestion=args.congestion,
-                     working_set=args.working_set, steady_max_s=args.steady_max).validate()
+                     working_set=args.working_set, steady_max_s=args.steady_max, rps=args.rps).validate()
     if topology != "ssh":  # CPUs of this machine; on other hosts taskset says what it lacks
         usable = os.sched_getaffinity(0)  # before any namespace or program exists
         check_cpus_available("--pin-server", spec.pin_server, usable)
