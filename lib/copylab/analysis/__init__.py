@@ -12,7 +12,8 @@ from ..fmt import (IMPL_LABELS, fmt_num, fmt_pct, fmt_size, impl_name, markdown_
                    plural, system_fields, system_summary)
 from .answers import QUESTIONS, answers, write_answers
 from .crossover import crossover
-from .load import METRICS, ROUND_TRIP_METRICS, add_derived, load_meta, load_results, resolve_results_dir
+from .load import (METRICS, ROUND_TRIP_METRICS, add_derived, load_meta, load_profiles, load_results,
+                   resolve_results_dir)
 from .stats import aggregate, measured, t_critical_95, unmeasured_reason
 from .tables import (copy_evidence_text, crossover_table, harness_table, per_impl_table, throughput_by_size,
                      unanswered_markdown, unstable_points, violations_table)
@@ -21,7 +22,7 @@ __all__ = [
     "GROUP_KEYS", "REQUIRED_COLUMNS", "IMPL_LABELS", "METRICS", "ROUND_TRIP_METRICS", "QUESTIONS",
     "fmt_num", "fmt_pct", "fmt_size", "impl_name", "markdown_table", "md_escape", "plural",
     "system_fields", "system_summary", "answers", "write_answers", "crossover", "add_derived",
-    "load_meta", "load_results", "resolve_results_dir", "aggregate", "measured", "t_critical_95",
+    "load_meta", "load_profiles", "load_results", "resolve_results_dir", "aggregate", "measured", "t_critical_95",
     "unmeasured_reason", "copy_evidence_text", "crossover_table", "per_impl_table",
     "throughput_by_size", "unanswered_markdown", "violations_table", "harness_table", "unstable_points",
 ]

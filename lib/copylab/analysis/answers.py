@@ -104,15 +104,16 @@ def q6_answer(df: pd.DataFrame, meta: dict, reps) -> dict:
             "apparent_violations": len(found), "text": prose.q6_text(top, len(significant), meta.get("cores"), reps)}
 
 
-def answers(df: pd.DataFrame, meta: dict) -> dict:
+def answers(df: pd.DataFrame, meta: dict, profiles: pd.DataFrame | None = None) -> dict:
     """The answers.json document (docs/contracts.md, "Analysis contract"). Part E compares the
-    study's implementations only: the peers' rows (iperf3, sockperf) are left out here."""
+    study's implementations only: the peers' rows (iperf3, sockperf) are left out here. profiles:
+    the profiled runs (load_profiles), where the answers find where the CPU goes."""
     rows_used = len(df)
     df = study_rows(df)
     if df.empty:
         return jsonable(_nothing_measured(df, rows_used))
     reps = fnd.reps_range(df)
-    profile = profile_finding(df)
+    profile = profile_finding(study_rows(profiles) if profiles is not None else df)
     cite = evidence_prose.profile_sentences(profile) if "reason" not in profile else {}
     margin = equivalence_margin(meta)
     q4 = _cited(crossover_answer(df, "a2", reps, margin), cite, "a1_a2")

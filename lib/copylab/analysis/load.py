@@ -13,6 +13,8 @@ from ..errors import CopylabError
 from ..paths import PROJECT_ROOT
 from .stats import repetition_spread
 
+PROFILES_CSV = "profiles.csv"  # sweep/records.py writes it beside results.csv
+
 # Derived metric -> (label with unit, description). Figures and the explorer read labels from here.
 METRICS = {
     "throughput_gbps": ("throughput (Gbit/s)", "application payload rate over the measured window"),
@@ -50,21 +52,37 @@ def resolve_results_dir(results_dir) -> Path:
     return path
 
 
-def load_results(results_dir) -> tuple[pd.DataFrame, dict]:
+def load_profiles(results_dir, measured: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The profiled runs (profiles.csv: extra runs under perf record, never in the statistics), read
+    and checked as results.csv is; for a sweep of an earlier round, whose results.csv rows carried
+    the profile columns themselves, those rows of measured."""
+    folder = resolve_results_dir(results_dir)
+    if (folder / PROFILES_CSV).is_file():
+        return load_results(folder, table=PROFILES_CSV, allow_empty=True)[0]
+    if measured is not None and "srv_prof_samples" in measured:
+        return measured[measured["srv_prof_samples"].notna()]
+    return measured.iloc[0:0] if measured is not None else pd.DataFrame(columns=list(contract.COLUMNS))
+
+
+def load_results(results_dir, table: str = "results.csv", allow_empty: bool = False) -> tuple[pd.DataFrame, dict]:
     """Read results.csv (+ meta.json if present), keep the ok rows, add the derived metrics.
 
     df.attrs carries the bookkeeping the report states: rows_read, rows_failed, failed (the
     failed points with their errors). Raises CopylabError (one line) on anything unusable.
     """
     results_dir = resolve_results_dir(results_dir)
-    csv_path = results_dir / "results.csv"
+    csv_path = results_dir / table
     if not results_dir.is_dir():
         raise CopylabError(f"results directory {results_dir} does not exist")
     if not csv_path.is_file():
         raise CopylabError(f"{csv_path} does not exist (run a sweep first)")
     try:
         df = pd.read_csv(csv_path)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError) as exc:
+    except pd.errors.EmptyDataError:
+        if not allow_empty:
+            raise CopylabError(f"{csv_path} is empty") from None
+        df = pd.DataFrame(columns=list(contract.COLUMNS))
+    except (pd.errors.ParserError, UnicodeDecodeError, OSError) as exc:
         raise CopylabError(f"{csv_path} is not a readable CSV: {str(exc).splitlines()[0]}") from exc
     missing = [c for c in contract.REQUIRED_COLUMNS if c not in df.columns]
     if missing:
