@@ -80,7 +80,7 @@ def load_results(results_dir, table: str = "results.csv", allow_empty: bool = Fa
         df = pd.read_csv(csv_path)
     except pd.errors.EmptyDataError:
         if not allow_empty:
-            raise CopylabError(f"{csv_path} is empty") from None
+            raise CopylabError(f"{csv_path} is not a readable CSV: it is empty") from None
         df = pd.DataFrame(columns=list(contract.COLUMNS))
     except (pd.errors.ParserError, UnicodeDecodeError, OSError) as exc:
         raise CopylabError(f"{csv_path} is not a readable CSV: {str(exc).splitlines()[0]}") from exc
