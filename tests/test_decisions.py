@@ -117,3 +117,18 @@ def test_the_target_width_always_decides():
     half = target_half_width(margin)
     for centre in np.linspace(-0.3, 0.3, 601):
         assert classify(math.exp(centre - half), math.exp(centre + half), margin) != "undecided"
+
+
+def test_two_sweeps_contradict_only_where_both_decided_differently():
+    from copylab.analysis.decisions import contradictions
+
+    first = {"q4_one_copy_vs_two_copy": {"decision_by_size": {"64": "loss", "1024": "win", "4096": "undecided"},
+                                         "decision_per_threads": {"1": {"64": "loss"}}},
+             "q5_zero_copy_vs_two_copy": {"decision_by_size": {"64": "equivalent"}}}
+    second = {"q4_one_copy_vs_two_copy": {"decision_by_size": {"64": "loss", "1024": "equivalent", "4096": "win"},
+                                          "decision_per_threads": {"1": {"64": "win"}}},
+              "q5_zero_copy_vs_two_copy": {"decision_by_size": {"64": "undecided"}}}
+    found = contradictions(first, second)
+    assert [(c["question"][:2], c["threads"], c["size"], c["first"], c["second"]) for c in found] == [
+        ("q4", "all", 1024, "win", "equivalent"), ("q4", "1", 64, "loss", "win")]
+    assert contradictions(first, first) == []

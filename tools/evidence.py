@@ -26,6 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
 
 from copylab import perf as perfmod  # noqa: E402
+from copylab.analysis.decisions import contradictions  # noqa: E402
 from copylab.analysis.significance import compare  # noqa: E402
 from copylab.point import PointSpec, run_point  # noqa: E402
 from copylab.topology import open_topology  # noqa: E402
@@ -124,7 +125,8 @@ def small(args) -> dict:
 
 
 def agreement(args) -> dict:
-    """How many of the Part E answers two sweeps of one grid share."""
+    """How many of the Part E answers two sweeps of one grid share, and which of their decisions
+    (Q4, Q5: per size and per thread count) contradict each other."""
     docs = [json.loads((Path(d) / "answers.json").read_text()) for d in (args.first, args.second)]
     # the part of each answer that is a conclusion (sizes, levels, kinds), not a measured magnitude
     keys = {"q1_zero_copy_not_always_best": ("a3_not_best_sizes", "break_even_bytes"),
@@ -148,7 +150,17 @@ def agreement(args) -> dict:
         print(f"{key}: {'same' if out[key]['same'] else 'DIFFERENT'}: {out[key]['first']} | {out[key]['second']}")
     agreed = sum(v["same"] for v in out.values())
     print(f"{agreed} of {len(out)} answers agree")
-    return {"answers": out, "agreed": agreed, "of": len(out)}
+    found = contradictions(*docs)
+    decided = {}
+    for key in ("q4_one_copy_vs_two_copy", "q5_zero_copy_vs_two_copy"):
+        for n, doc in enumerate(docs):
+            by_size = (doc.get(key) or {}).get("decision_by_size") or {}
+            decided[f"{key} sweep {n + 1}"] = by_size
+            print(f"{key} sweep {n + 1}: " + ", ".join(f"{s} B {d}" for s, d in by_size.items()))
+    for c in found:
+        print(f"CONTRADICTION {c['question']} at {c['size']} B, threads {c['threads']}: {c['first']} vs {c['second']}")
+    print(f"{len(found)} contradiction(s) between the two sweeps' decisions")
+    return {"answers": out, "agreed": agreed, "of": len(out), "decisions": decided, "contradictions": found}
 
 
 def main() -> int:

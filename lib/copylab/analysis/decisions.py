@@ -249,3 +249,30 @@ def decision_answer(rows: pd.DataFrame, impl: str, base: str, margin: float = DE
         "decided_crossover_bytes": decided_crossover(found["by_size"]),
         "decision_detail_by_size": {str(s): d.to_dict() for s, d in found["by_size"].items()},
     }
+
+
+# ------------------------------------------------------------------------------------------------
+# two sweeps
+
+
+def contradicts(first: str, second: str) -> bool:
+    """Two decisions on one comparison contradict when they are decided differently: a win against
+    a loss or an equivalence (and so on). Undecided contradicts nothing."""
+    return "undecided" not in (first, second) and first != second
+
+
+def contradictions(first: dict, second: dict) -> list[dict]:
+    """The comparisons two answers.json documents decide differently: per size over all thread
+    counts and per thread count, for Q4 and Q5."""
+    found = []
+    for key in ("q4_one_copy_vs_two_copy", "q5_zero_copy_vs_two_copy"):
+        a, b = first.get(key) or {}, second.get(key) or {}
+        tables = [("all", a.get("decision_by_size") or {}, b.get("decision_by_size") or {})]
+        per_a, per_b = a.get("decision_per_threads") or {}, b.get("decision_per_threads") or {}
+        tables += [(threads, per_a[threads], per_b[threads]) for threads in sorted(set(per_a) & set(per_b), key=int)]
+        for threads, da, db in tables:
+            for size in sorted(set(da) & set(db), key=int):
+                if contradicts(da[size], db[size]):
+                    found.append({"question": key, "threads": threads, "size": int(size),
+                                  "first": da[size], "second": db[size]})
+    return found

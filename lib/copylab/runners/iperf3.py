@@ -2,7 +2,9 @@
 
 -l is the message size, which is also its read size (one block per recv(): the "message" receive
 strategy). Fractions of -t/-O are silently truncated by iperf3, so it runs whole seconds with -i
-intervals and the window is cut from those intervals; perf's window follows a timer. -C sets the
+intervals and the window is cut from those intervals: everything after the warm-up up to the end of
+its run (at least the duration asked for; the rest of its whole second is measured, not wasted);
+perf's window follows a timer. -C sets the
 congestion control of its data connections on both ends (the client passes it to the server), and
 its JSON reports what each end ran. It exits 0 on most failures with -J, so success is decided from
 its output, never from the exit status alone.
@@ -44,8 +46,12 @@ class Iperf3Runner(Runner):
     def server_ready(self, stream, line) -> bool:
         return stream == "stdout" and line.startswith("Server listening on")
 
+    def window_seconds(self, spec) -> float:
+        """The window's length: from the warm-up to the end of its whole-second run."""
+        return self.run_seconds(spec) - spec.warmup_s
+
     def timer_window(self, spec) -> tuple[float, float]:
-        return spec.warmup_s, spec.warmup_s + spec.duration_s
+        return spec.warmup_s, spec.warmup_s + self.window_seconds(spec)
 
     def result(self, spec, server, client, read_file) -> Result:
         fields = peer_fields(SERVER_KEYS)
@@ -59,7 +65,7 @@ class Iperf3Runner(Runner):
             return Result(fields, (ErrorKind.NO_RESULT, f"iperf3 client: {message}"))
         if doc.get("error"):
             return Result(fields, (ErrorKind.CLIENT, f"iperf3 client: {doc['error']}"))
-        window = iperf3_window(doc, spec.warmup_s, spec.duration_s)
+        window = iperf3_window(doc, spec.warmup_s, self.window_seconds(spec))
         if window is None:
             return Result(fields, (ErrorKind.NO_RESULT, "iperf3 reported no intervals inside the window"))
         nbytes, seconds = window
@@ -73,7 +79,7 @@ class Iperf3Runner(Runner):
                       # reverse mode: the sender is iperf3's server
                       srv_congestion=end.get("sender_tcp_congestion", ""),
                       cli_congestion=end.get("receiver_tcp_congestion", ""))
-        return Result(fields, None, iperf3_series(doc, spec.warmup_s, spec.duration_s))
+        return Result(fields, None, iperf3_series(doc, spec.warmup_s, self.window_seconds(spec)))
 
 
 def _sums(doc: dict):

@@ -1,7 +1,9 @@
 """sockperf (3.7) ping-pong, the latency reference.
 
 --full-rtt (by default it prints half the round trip). Its request is as large as its reply
-(copylab's request is 8 bytes). It sleeps 2 s before every test (no option avoids it) and then
+(copylab's request is 8 bytes). It sleeps 2 s before every test (no option avoids it): the client
+runs with native/build/libnosleep.so preloaded, which returns from that one sleep(2) at once (our
+server is already listening; tools/harness.py measures sockperf with and without it). It then
 discards a fixed 400 ms warm-up after "Starting test...", which is where the window opens; the round
 trips are read from its --full-log and summarised as copylab's client does (nearest-rank
 percentiles). It has no congestion-control option: in topology netns the namespaces' route sets it
@@ -15,14 +17,16 @@ import math
 import re
 
 from ..contract import SERVER_KEYS
-from ..errors import ErrorKind
+from ..errors import CopylabError, ErrorKind
 from ..intervals import Series
+from ..paths import BUILD_DIR
 from . import Result, Runner, WindowEvent, check_tool, peer_fields
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 WARMUP_S = 0.4        # compiled into sockperf 3.7 (TEST_START_WARMUP_MSEC)
 COOLDOWN_S = 0.05     # and the end it drops
-START_SLEEP_S = 2.0   # its unconditional sleep before the test
+START_S = 0.2         # its two usleep(100000), before and after the test (the sleep(2) is preloaded away)
+NOSLEEP = "libnosleep.so"
 INTERVAL_S = 0.05
 
 
@@ -36,6 +40,8 @@ class SockperfRunner(Runner):
 
     def check_installed(self, host=None) -> None:
         check_tool("sockperf", host)
+        if (host is None or not host.remote) and not (BUILD_DIR / NOSLEEP).exists():
+            raise CopylabError(f"{BUILD_DIR / NOSLEEP} is missing: build the native programs first (make -C native)")
 
     def server_argv(self, spec, addr, port, workdir, build_dir="") -> list[str]:
         # -m: without it the server drops messages larger than 65507 bytes
@@ -46,11 +52,11 @@ class SockperfRunner(Runner):
         return max(1, math.ceil(spec.duration_s + WARMUP_S + COOLDOWN_S - 1e-9))
 
     def run_seconds(self, spec) -> float:
-        return self.test_seconds(spec) + START_SLEEP_S + 1.0
+        return self.test_seconds(spec) + START_S + 1.0
 
-    def client_argv(self, spec, addr, port, workdir, build_dir="") -> list[str]:
+    def client_argv(self, spec, addr, port, workdir, build_dir=str(BUILD_DIR)) -> list[str]:
         self.log_path = f"{workdir}/{self.LOG}"
-        return ["sockperf", "ping-pong", "--tcp", "-i", addr, "-p", str(port), "-m", str(spec.msg_size),
+        return ["env", f"LD_PRELOAD={build_dir}/{NOSLEEP}", "sockperf", "ping-pong", "--tcp", "-i", addr, "-p", str(port), "-m", str(spec.msg_size),
                 "-t", str(self.test_seconds(spec)), "--full-rtt", "--full-log", self.log_path]
 
     def server_ready(self, stream, line) -> bool:

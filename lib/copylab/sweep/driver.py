@@ -36,14 +36,15 @@ from ..point import PointSpec, kill_registered, remove_stale_workdirs
 from ..runners import runner_for
 from ..topology import Topology, choose_topology, clean_leftovers, open_topology
 from . import budget as budgeting
+from .accounting import Accounting, measured_seconds
 from . import estimate as est
 from . import folder
 from .kernel import Outcome, WarmKernel, execute
 from .meta import SweepMeta
 from .records import failed_row, load_rows, now, read_row, record_path, write_results
 
-GROUP_POINTS = 16          # points per notebook execution
-GROUP_SECONDS = 30.0       # and at most this much measuring per execution (so a failure costs little)
+GROUP_POINTS = 48          # points per notebook execution (papermill's start costs ~0.5 s each time)
+GROUP_SECONDS = 60.0       # and at most this much measuring per execution (so a failure costs little)
 POINT_GRACE_S = 45.0       # beyond warm-up + duration: start, connection set-up, drain, perf, stop
 KERNEL_START_GRACE_S = 60.0  # the first point of an execution also waits for the notebook's imports
 MAX_ATTEMPTS = 2           # a point that its notebook never reached is tried again once per session
@@ -97,6 +98,7 @@ class Sweep:
         self.kernel = WarmKernel(cwd=NOTEBOOKS_DIR, log_path=out / "kernel.log")
         self.measured = self.failed = self.groups = 0
         self.point_seconds = 0.0
+        self.accounting = Accounting()
         self.attempts: dict[str, int] = {}
         self.meta: SweepMeta | None = None
         self.bar = None
@@ -114,6 +116,7 @@ class Sweep:
                 self.remote = stack.enter_context(open_topology("ssh", self.grid.ssh))
             queue = self._plan()
             self._build_and_probe(len(queue))
+            self.accounting.start(time.monotonic() - started)
             self._start_bar()
             self._measure([pid for pid in queue if not self.specs[pid].profile])
             self._spend_budget(started, [pid for pid in queue if self.specs[pid].profile])
@@ -332,7 +335,8 @@ class Sweep:
         pid = spec.point_id()
         self.rows[pid] = row
         self.measured += 1
-        self.point_seconds += spec.warmup_s + spec.duration_s
+        self.point_seconds += measured_seconds(spec, row)
+        self.accounting.point(spec, row)
         ok = row.get("status") == "ok"
         self.failed += not ok
         with open(self.out / "sweep.log", "a") as log:
@@ -354,10 +358,14 @@ class Sweep:
             write_results(self.out, self.runs, self.rows)
         self.summary = SweepSummary(self.out, len(self.specs), self.measured, getattr(self, "skipped", 0),
                                     self.failed, wall, self.point_seconds)
+        if self.measured and self.out.is_dir():
+            with open(self.out / "sweep.log", "a") as log:
+                log.writelines(f"{now()} {line}\n" for line in self.accounting.lines())
         if self.meta is not None and self.out.is_dir():
             overhead = self.summary.overhead
             self.meta.close(status, measured=self.measured, failed=self.failed, wall_s=round(wall, 2),
-                            point_seconds=self.point_seconds, overhead=round(overhead, 3) if overhead else None)
+                            point_seconds=self.point_seconds, overhead=round(overhead, 3) if overhead else None,
+                            time=self.accounting.summary())
 
 
 _FOLDER_LOST = "folder_lost"

@@ -1,0 +1,69 @@
+"""Where a sweep's time goes: the seconds it measured (warm-ups and windows as the rows report
+them) against the wall time it took, per kind of point, so the overhead of each kind is known.
+
+A point's wall time runs from the end of the previous point to the end of this one: its start-up,
+its run, its stop and record, and the notebook's cost when it opened a group. Setting up (build,
+perf probe) is counted apart.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+from .. import registry
+
+
+def kind_of(spec) -> str:
+    """study (copylab's senders), peer:<tool>, or profile (the extra runs under perf record)."""
+    if spec.profile:
+        return "profile"
+    return "study" if registry.get(spec.impl).native else f"peer:{spec.impl}"
+
+
+def measured_seconds(spec, row: dict) -> float:
+    """Warm-up and window as the row says they were (a steady-state warm-up, a peer's whole-second
+    run), else as the spec asked."""
+    warmup, duration = row.get("warmup_s"), row.get("duration_s")
+    if not (isinstance(warmup, (int, float)) and math.isfinite(warmup)):
+        warmup = spec.warmup_s
+    if not (isinstance(duration, (int, float)) and math.isfinite(duration)):
+        duration = spec.duration_s
+    return float(warmup) + float(duration)
+
+
+@dataclass
+class Accounting:
+    setup_s: float = 0.0
+    by_kind: dict = field(default_factory=dict)  # kind -> [points, measured seconds, wall seconds]
+    _last: float | None = None
+
+    def start(self, setup_s: float) -> None:
+        self.setup_s = setup_s
+        self._last = time.monotonic()
+
+    def point(self, spec, row: dict) -> None:
+        now = time.monotonic()
+        wall = now - (self._last if self._last is not None else now)
+        self._last = now
+        entry = self.by_kind.setdefault(kind_of(spec), [0, 0.0, 0.0])
+        entry[0] += 1
+        entry[1] += measured_seconds(spec, row)
+        entry[2] += wall
+
+    @property
+    def measured(self) -> float:
+        return sum(e[1] for e in self.by_kind.values())
+
+    def summary(self) -> dict:
+        """{kind: {points, measured_s, wall_s, overhead}} and the setup time."""
+        out = {kind: {"points": n, "measured_s": round(m, 2), "wall_s": round(w, 2),
+                      "overhead": round(w / m, 3) if m else None}
+               for kind, (n, m, w) in sorted(self.by_kind.items())}
+        return {"setup_s": round(self.setup_s, 2), "by_kind": out}
+
+    def lines(self) -> list[str]:
+        return [f"overhead {kind}: {e['points']} points, {e['wall_s']:.0f} s for {e['measured_s']:.0f} s measured "
+                f"({e['overhead']}x)" for kind, e in self.summary()["by_kind"].items()] + \
+            [f"setup (build, perf probe): {self.setup_s:.0f} s"]
