@@ -28,7 +28,7 @@ import yaml
 from conftest import ROOT, benchmark_processes, copylab_namespaces, run_copylab
 from copylab import perf as perfmod
 from copylab import paths as pathsmod
-from copylab import point as pointmod
+from copylab import measurement
 from copylab.errors import CopylabError
 from copylab.params import parse_grid
 from copylab.point import PointSpec, run_point
@@ -308,7 +308,7 @@ def test_port_already_taken_fails_the_point_cleanly(native_build, plan, monkeypa
         squatter.bind(("127.0.0.1", 0))
         squatter.listen()
         taken = squatter.getsockname()[1]
-        monkeypatch.setattr(pointmod, "free_port", lambda: taken)
+        monkeypatch.setattr(measurement, "free_port", lambda: taken)
         spec = PointSpec(impl="a1", mode="throughput", msg_size=4096, threads=1, duration_s=0.3, warmup_s=0.1,
                          topology="loopback")
         with loopback() as topo:
@@ -325,8 +325,8 @@ def test_a_port_held_for_a_moment_is_traded_for_another(native_build, plan, monk
     with socket.socket() as squatter:
         squatter.bind(("127.0.0.1", 0))
         squatter.listen()
-        ports = iter([squatter.getsockname()[1], pointmod.free_port()])
-        monkeypatch.setattr(pointmod, "free_port", lambda: next(ports))
+        ports = iter([squatter.getsockname()[1], measurement.free_port()])
+        monkeypatch.setattr(measurement, "free_port", lambda: next(ports))
         spec = PointSpec(impl="a1", mode="throughput", msg_size=4096, threads=1, duration_s=0.2, warmup_s=0.05,
                          topology="loopback")
         with loopback() as topo:

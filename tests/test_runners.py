@@ -44,10 +44,15 @@ def test_iperf3_window_is_cut_from_the_intervals_inside_it():
     inside = [i["sum"] for i in doc["intervals"] if 0.2 <= (i["sum"]["start"] + i["sum"]["end"]) / 2 <= 0.7]
     assert len(inside) == 5 and nbytes == sum(i["bytes"] for i in inside)
     assert seconds == pytest.approx(sum(i["seconds"] for i in inside))
+    # the runner measures from the warm-up to the end of iperf3's whole second (-t 1: 0.2 to 1.0 s)
+    whole, whole_seconds = iperf3_window(doc, 0.2, 0.8)
+    assert whole > nbytes
     result = Iperf3().result(spec(), None, RecordedSide(json.dumps(doc)), None)
     assert result.failure is None
-    assert result.fields["bytes"] == nbytes and result.fields["throughput_gbps"] == pytest.approx(nbytes * 8 / seconds / 1e9)
-    assert result.fields["receive"] == "message" and result.fields["messages"] == nbytes // 64
+    assert result.fields["bytes"] == whole
+    assert result.fields["throughput_gbps"] == pytest.approx(whole * 8 / whole_seconds / 1e9)
+    assert result.series.window_first == 2 and result.series.window_last == len(result.series.values) - 1
+    assert result.fields["receive"] == "message" and result.fields["messages"] == whole // 64
 
 
 def test_iperf3_parallel_streams_are_summed():

@@ -1,0 +1,352 @@
+"""One point's measurement as stages with one job each (point.run_point runs them in order):
+
+  Context        where everything lives: the runner, each side's host and folder, perf's control
+                 FIFOs, the shared window, the profiler
+  start_server   the server under its wrappers, started again on another port when the one drawn
+                 is taken
+  start_client   the client, its output lines passed to the runner for the window's events
+  Supervisor     waits for the client while watching the server, the hosts and the namespaces
+  stop_server    SIGINT, then the exit status judged
+  collect        what the programs, perf and /proc/stat said, once everything has stopped
+  build_row      the results row from what was collected: a pure function
+
+Each stage returns a Failure (kind, one line) or None; the first failure is the point's.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import contract, intervals
+from . import perf as perfmod
+from .contract import COLUMNS, COUNTER_KEYS, SUMMED_COUNTERS
+from .errors import CopylabError, ErrorKind, MeasurementError
+from .profile.record import Profiler, empty_columns
+from .runners import Failure, Result
+from .sides import PerfControl, Side, Window
+
+PROCESS_GROUPS = "process-groups"  # one line per started process group, in the point's workdir
+LISTEN_TIMEOUT_S = 10.0
+STOP_TIMEOUT_S = 10.0
+POLL_S = 0.01
+SUPERVISE_S = 0.2  # how often the supervisor looks at the topology and the deadline between exits
+# a server that cannot bind its random port is started again on another (a program may set no
+# SO_REUSEADDR); on another host its folder goes with the failed attempt, so that fails the point
+BIND_ATTEMPTS = 3
+
+
+def free_port() -> int:
+    """A TCP port free on this host's loopback now (the server binds it right after)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _pinned(cpus: str | None, host) -> list[str]:
+    if cpus is None:
+        return []
+    if not host.remote and shutil.which("taskset") is None:  # a remote host was checked for it
+        raise CopylabError("CPU pinning needs 'taskset' (Debian package util-linux)")
+    return ["taskset", "-c", cpus]
+
+
+@dataclass
+class Context:
+    """A point's settings and the places and controls its stages share."""
+
+    spec: object
+    plan: object
+    topo: object
+    workdir: Path
+    runner: object
+    profile_dir: Path | None = None
+    wake: threading.Event = field(default_factory=threading.Event)  # a side's exit wakes the supervisor
+
+    def __post_init__(self):
+        spec, plan, topo = self.spec, self.plan, self.topo
+        self.registry = self.workdir / PROCESS_GROUPS
+        self.hosts = topo.hosts()
+        # each side's folder on its host (the local workdir on this one)
+        self.dirs = {side: host.workdir(self.workdir, side) for side, host in self.hosts.items()}
+        self.perf_out = {side: f"{self.dirs[side]}/{side}.perf" for side in self.hosts}
+        self.controls = {side: PerfControl(self.hosts[side], self.dirs[side], f"{side}-stat")
+                         for side in self.hosts} if plan.perf_path else {}
+        # the pinned CPUs' busy share is read from this host's /proc/stat
+        cpus = {side: contract.parse_cpu_list(key, getattr(spec, key))
+                for side, key in (("srv", "pin_server"), ("cli", "pin_client"))
+                if getattr(spec, key) is not None and topo.kind in ("netns", "loopback")}
+        self.window = Window(list(self.controls.values()), cpus)
+        self.profiler = (Profiler(plan, spec, topo, self.workdir, self.window, self.profile_dir, self.dirs)
+                         if spec.profile and plan.perf_path else None)
+
+    def start(self, side: str, pin: str | None, program_argv: list[str], listeners) -> Side:
+        """taskset -> [perf record] -> perf stat (counting from the window) -> the program."""
+        host = self.hosts[side]
+        profile = self.profiler.wrap_prefix(side) if self.profiler is not None else []
+        stat = perfmod.stat_prefix(self.plan, self.perf_out[side])
+        if stat:  # stat_prefix ends with "--": counting disabled until the window opens
+            stat = stat[:-1] + ["-D", "-1", *self.controls[side].args(), "--"]
+        argv = host.command(_pinned(pin, host) + profile + stat + program_argv, self.dirs[side])
+        return Side(side, argv, self.registry, listeners, self.wake, host=host)
+
+
+def _wait_ready(flag: threading.Event, side: Side) -> bool:
+    deadline = time.monotonic() + LISTEN_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if flag.wait(POLL_S * 5):
+            return True
+        if side.poll() is not None:
+            side.finish(timeout=2.0)
+            return False
+    return False
+
+
+def start_server(ctx: Context) -> tuple[Side | None, int, Failure | None]:
+    """The server, listening; (side, port, None), or the failure that kept it from listening."""
+    spec, topo, runner, host = ctx.spec, ctx.topo, ctx.runner, ctx.hosts["server"]
+    server = None
+    for attempt in range(1, BIND_ATTEMPTS + 1):
+        port = free_port() if topo.kind == "loopback" else topo.next_port()
+        ready = threading.Event()
+        server = ctx.start("server", spec.pin_server,
+                           runner.server_argv(spec, topo.server_addr, port, ctx.dirs["server"], host.build_dir),
+                           [lambda stream, line, ready=ready: ready.set() if runner.server_ready(stream, line) else None])
+        if _wait_ready(ready, server):
+            return server, port, None
+        code = server.poll()
+        if server.lost:
+            return server, port, (ErrorKind.HOST_LOST, f"the ssh connection to host {host.name} was lost")
+        error = runner.error_of(server)
+        if (attempt < BIND_ATTEMPTS and code is not None and not host.remote
+                and any(words in error for words in runner.port_taken)):
+            continue  # the random port is held, e.g. by a connection of a moment ago in TIME_WAIT
+        what = f"exited with status {code}" if code is not None else f"did not listen within {LISTEN_TIMEOUT_S:g} s"
+        return server, port, (ErrorKind.SERVER, f"server {what}: {error or 'no message'}")
+    return server, 0, (ErrorKind.SERVER, "server could not listen")
+
+
+def start_client(ctx: Context, port: int) -> Side:
+    """The client; its lines open and close the window as its runner reads them (or a timer does)."""
+    spec, runner, window = ctx.spec, ctx.runner, ctx.window
+
+    def on_line(stream: str, line: str) -> None:
+        event = runner.client_event(stream, line)
+        if event is None:
+            return
+        if event.action == "close":
+            window.close()
+        elif event.delay_s:
+            window.open_in(event.delay_s, event.source)
+        else:
+            window.open(event.source)
+
+    client = ctx.start("client", spec.pin_client, runner.client_argv(
+        spec, ctx.topo.server_addr, port, ctx.dirs["client"], ctx.hosts["client"].build_dir), [on_line])
+    timer = runner.timer_window(spec)
+    if timer is not None:
+        window.open_in(timer[0], runner.window_source)
+        window.close_in(timer[1])
+    return client
+
+
+class Supervisor:
+    """Waits for the client while watching the server, the hosts and the namespaces."""
+
+    def __init__(self, ctx: Context, server: Side, client: Side):
+        self.ctx, self.server, self.client = ctx, server, client
+        self.started = time.monotonic()
+        # generous: connection set-up for many threads, the drain after STOP, a slow sanitizer build
+        self.deadline = self.started + ctx.runner.run_seconds(ctx.spec) + 15.0 + 0.02 * ctx.spec.threads
+
+    def run(self) -> Failure | None:
+        failure = None
+        while failure is None:
+            self.ctx.wake.wait(SUPERVISE_S)  # an exit wakes it at once
+            self.ctx.wake.clear()
+            if self.client.exited.is_set() and self.client.finish(timeout=0) is not None:
+                self.ctx.window.close()
+                return self._client_ended()
+            failure = self._look()
+        self.client.kill()
+        return failure
+
+    def _look(self) -> Failure | None:
+        """Something that ends the run before the client does, or None."""
+        lost = self.lost_host()
+        if lost:
+            return ErrorKind.HOST_LOST, lost
+        runner = self.ctx.runner
+        if self.server.poll() is not None and not runner.server_exits_by_itself:
+            return ErrorKind.SERVER, (f"server exited with status {self.server.returncode} during the run: "
+                                      f"{runner.error_of(self.server) or 'no message'}")
+        try:
+            # ssh hosts are not asked here (a process per question, in the window): a side whose
+            # connection dies ends, and lost_host sees it
+            if self.ctx.topo.kind != "ssh":
+                self.ctx.topo.check_alive()
+        except MeasurementError as exc:
+            return ErrorKind.NAMESPACE_LOST, str(exc)
+        if time.monotonic() > self.deadline:
+            return ErrorKind.TIMEOUT, f"client did not finish within {self.deadline - self.started:.0f} s"
+        return None
+
+    def _client_ended(self) -> Failure | None:
+        code, runner = self.client.returncode, self.ctx.runner
+        if self.lost_host():
+            return ErrorKind.HOST_LOST, self.lost_host()
+        if code == 0:
+            return None
+        failure = (ErrorKind.CLIENT, f"client exited with status {code}: {runner.error_of(self.client) or 'no message'}")
+        if self.server.finish(timeout=0.5) is not None and not runner.server_exits_by_itself:
+            failure = (ErrorKind.SERVER, f"server exited with status {self.server.returncode} during the run: "
+                                         f"{runner.error_of(self.server) or 'no message'}; {failure[1]}")
+        return failure
+
+    def lost_host(self) -> str:
+        """Which side's ssh connection ended under its program ("" when none did)."""
+        for side in (self.client, self.server):
+            if side is not None and side.lost:
+                return f"the ssh connection to host {side.host.name} was lost during the run"
+        return ""
+
+
+def stop_server(ctx: Context, server: Side) -> Failure | None:
+    """SIGINT to the server's group (it prints its result, perf stat writes its counters), and its
+    exit judged."""
+    runner = ctx.runner
+    if runner.server_exits_by_itself:
+        server.finish(timeout=2.0)
+    if server.poll() is None:
+        server.signal_group(signal.SIGINT)
+    if server.finish(timeout=STOP_TIMEOUT_S) is None:
+        state = process_state(server.program_pid())
+        server.kill()
+        why = " (it was stopped, e.g. by SIGSTOP, and could not act on it)" if state == "T" else ""
+        return ErrorKind.SERVER, f"server did not stop within {STOP_TIMEOUT_S:g} s of SIGINT{why}"
+    if server.lost:
+        return ErrorKind.HOST_LOST, f"the ssh connection to host {server.host.name} was lost"
+    # perf stat re-raises the SIGINT it got after writing its counters: -SIGINT is a normal stop,
+    # and some servers report another status when stopped after a finished test (their runner says)
+    if server.returncode not in (0, -signal.SIGINT) + tuple(runner.server_stops_with_status):
+        return ErrorKind.SERVER, (f"server exited with status {server.returncode}: "
+                                  f"{runner.error_of(server) or 'no message'}")
+    return None
+
+
+def process_state(pid: int | None) -> str:
+    """The state letter of a process (R, S, T, Z...), "" when unknown."""
+    if pid is None:
+        return ""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return ""
+
+
+# ------------------------------------------------------------------------------------------------
+# collecting and the row
+
+
+@dataclass
+class Collected:
+    """Everything the row is built from, read once all programs have stopped."""
+
+    result: Result
+    counters: dict          # side ("srv"/"cli") -> {counter: value or None}
+    counter_notes: list     # why counters are missing
+    window_source: str
+    cpu: dict               # "srv_cpu_busy", "cli_cpu_busy", "srv_cpu_steal", "cli_cpu_steal"
+    congestion: dict        # "srv"/"cli" -> what a side runs when its program cannot say
+    profile: dict | None    # profile columns (or None when the point was not profiled)
+
+
+def perf_texts(ctx: Context) -> dict[str, str]:
+    """perf stat's output of each side, read once (from another host it is a round trip)."""
+    if not ctx.plan.perf_path:
+        return {"server": "", "client": ""}
+    return {side: ctx.hosts[side].read_text(ctx.perf_out[side]) for side in ("server", "client")}
+
+
+def side_counters(plan, text: str, side: str) -> tuple[dict, str]:
+    """Counters of one side, and a note when they are missing."""
+    empty = {key: None for key in COUNTER_KEYS}
+    if plan.perf_path is None:
+        return empty, plan.note or "perf is not installed"
+    if not text.strip():
+        return empty, f"perf stat of the {side} wrote no counters"
+    return perfmod.side_counters(perfmod.parse_stat_csv(text), plan), ""
+
+
+def collect(ctx: Context, server: Side, client: Side | None, texts: dict[str, str]) -> Collected:
+    spec, plan = ctx.spec, ctx.plan
+    result = ctx.runner.result(spec, server, client, ctx.hosts["client"].read_text)
+    counters, notes = {}, []
+    for side, name in (("srv", "server"), ("cli", "client")):
+        counters[side], note = side_counters(plan, texts[name], name)
+        if note:
+            notes.append(note)
+    if ctx.profiler is not None:
+        profile = ctx.profiler.columns(spec.point_id())
+    else:
+        profile = empty_columns("", plan.note or "perf is not installed: no profile") if spec.profile else None
+    window = ctx.window
+    return Collected(result, counters, notes, window.source,
+                     {"srv_cpu_busy": window.busy("srv"), "cli_cpu_busy": window.busy("cli"),
+                      "srv_cpu_steal": window.steal("srv"), "cli_cpu_steal": window.steal("cli")},
+                     {"srv": ctx.topo.effective_congestion("server"), "cli": ctx.topo.effective_congestion("client")},
+                     profile)
+
+
+def _nan(value):
+    return math.nan if value is None else value
+
+
+def build_row(spec, topology: str, plan, got: Collected, failure: Failure | None) -> dict:
+    """The results row (docs/contracts.md) from what was collected; failure, when not None, is the
+    point's first failure (the runner's own verdict counts after the stages')."""
+    row = empty_row(spec, topology)
+    row.update(got.result.fields)
+    row.update(intervals.summarise(got.result.series))
+    for side in ("srv", "cli"):
+        if not row.get(f"{side}_congestion"):  # a program that cannot say: what its side runs
+            row[f"{side}_congestion"] = got.congestion[side]
+        for key in COUNTER_KEYS:
+            row[f"{side}_{key}"] = _nan(got.counters[side][key])
+    for key in SUMMED_COUNTERS:
+        srv, cli = got.counters["srv"][key], got.counters["cli"][key]
+        row[key] = math.nan if srv is None or cli is None else srv + cli
+    row["cycles_source"] = (plan.cycles_source or "") if not math.isnan(row["cycles"]) else ""
+    notes = list(got.counter_notes)
+    if any(math.isnan(row[k]) for k in ("l1_misses", "llc_misses")) and not notes and plan.note:
+        notes.append(plan.note)
+    row["counters_note"] = "; ".join(dict.fromkeys(notes))
+    row["window_source"] = got.window_source
+    row.update(got.cpu)
+    if got.profile is not None:
+        row.update(got.profile)
+    failure = failure or got.result.failure
+    row["status"] = "failed" if failure else "ok"
+    row["error_kind"], row["error"] = failure or (ErrorKind.NONE, "")
+    return row
+
+
+def empty_row(spec, topology: str) -> dict:
+    """A row with the point's identity filled in and every measurement empty (NaN)."""
+    row: dict = {col: math.nan for col in COLUMNS}
+    row.update(impl=spec.impl, mode=spec.mode, msg_size=spec.msg_size, threads=spec.threads, rep=spec.rep,
+               point_id=spec.point_id(), run_kind="profile" if spec.profile else "measure", topology=topology,
+               pin_server=spec.pin_server or "", pin_client=spec.pin_client or "", warmup_s=spec.warmup_s,
+               receive=spec.receive, verified="", congestion=spec.congestion, srv_congestion="",
+               cli_congestion="", steady_max_s=spec.steady_max_s, rps=bool(spec.rps),
+               working_set_bytes=spec.working_set if spec.impl in contract.IMPLS else math.nan, warmup_end="",
+               bimodal="", cycles_source="", counters_note="", window_source="", profile_mode="", profile_event="",
+               profile_note="", status="failed", error="", error_kind="")
+    return row
