@@ -1,0 +1,70 @@
+"""measurement.build_row: the results row from what a point collected, without running anything."""
+
+from __future__ import annotations
+
+import math
+
+from copylab.contract import COLUMNS, COUNTER_KEYS
+from copylab.errors import ErrorKind
+from copylab.intervals import Series
+from copylab.measurement import Collected, build_row
+from copylab.perf import PerfPlan
+from copylab.point import PointSpec
+from copylab.runners import Result
+
+SPEC = PointSpec(impl="a2", mode="throughput", msg_size=4096, threads=2, rep=1, duration_s=1.0, warmup_s=0.1,
+                 topology="netns", pin_server="0", pin_client="1")
+
+
+def plan(cycles_source="tsc", note="no PMU here") -> PerfPlan:
+    return PerfPlan(perf_path="/usr/bin/perf", version="6.1", cycles_source=cycles_source, note=note)
+
+
+def counters(**values) -> dict:
+    return {key: values.get(key) for key in COUNTER_KEYS}
+
+
+def collected(result=None, srv=None, cli=None, notes=(), profile=None) -> Collected:
+    series = Series(0.05, [10.0, 10.0, 9.0, 11.0, 10.0, 10.0, 10.0, 9.5, 10.5], [], 1, 8)
+    result = result or Result({"throughput_gbps": 10.0, "bytes": 1.25e9, "duration_s": 1.0, "cli_congestion": "cubic"},
+                              None, series)
+    return Collected(result, {"srv": srv or counters(cycles=100.0, context_switches=3.0),
+                              "cli": cli or counters(cycles=50.0, context_switches=4.0)},
+                     list(notes), "client", {"srv_cpu_busy": 0.9, "cli_cpu_busy": 0.5, "srv_cpu_steal": 0.01,
+                                             "cli_cpu_steal": 0.0},
+                     {"srv": "reno", "cli": "bbr"}, profile)
+
+
+def test_a_row_sums_both_sides_and_keeps_every_column():
+    row = build_row(SPEC, "netns", plan(), collected(), None)
+    assert set(row) == set(COLUMNS)
+    assert row["cycles"] == 150.0 and row["context_switches"] == 7.0 and row["cycles_source"] == "tsc"
+    assert row["status"] == "ok" and row["error_kind"] == "" and row["run_kind"] == "measure"
+    assert math.isnan(row["l1_misses"]) and row["counters_note"] == "no PMU here"  # an empty counter says why
+    assert row["srv_cpu_steal"] == 0.01 and row["interval_cv"] > 0 and row["intervals"] == 8
+    # the runner said what the client ran; the sender's side falls back to what its host runs
+    assert row["cli_congestion"] == "cubic" and row["srv_congestion"] == "reno"
+
+
+def test_a_missing_side_leaves_the_sums_empty_with_its_reason():
+    got = collected(cli=counters(), notes=["perf stat of the client wrote no counters"])
+    row = build_row(SPEC, "netns", plan(), got, None)
+    assert math.isnan(row["cycles"]) and row["srv_cycles"] == 100.0 and row["cycles_source"] == ""
+    assert row["counters_note"] == "perf stat of the client wrote no counters"
+
+
+def test_the_stages_failure_comes_before_the_runners_verdict():
+    got = collected(Result({"throughput_gbps": math.nan}, (ErrorKind.NO_RESULT, "client printed no JSON result")))
+    row = build_row(SPEC, "netns", plan(), got, (ErrorKind.SERVER, "server exited with status 1: boom"))
+    assert (row["status"], row["error_kind"], row["error"]) == ("failed", ErrorKind.SERVER,
+                                                                 "server exited with status 1: boom")
+    row = build_row(SPEC, "netns", plan(), got, None)
+    assert (row["error_kind"], row["error"]) == (ErrorKind.NO_RESULT, "client printed no JSON result")
+
+
+def test_a_profiled_run_is_marked_and_carries_its_columns():
+    spec = PointSpec(**{**SPEC.__dict__, "profile": True})
+    row = build_row(spec, "netns", plan(), collected(profile={"profile_mode": "per_cpu", "srv_prof_samples": 480}),
+                    None)
+    assert row["run_kind"] == "profile" and row["profile_mode"] == "per_cpu" and row["srv_prof_samples"] == 480
+    assert row["point_id"].endswith("_prof")
