@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
+from . import signals
 from .errors import CopylabError, MeasurementError
 from .hosts import LocalHost, SshHost, SshSettings, host_from_params
 from .paths import BUILD_DIR
@@ -221,7 +222,7 @@ def netns_pair() -> Iterator[Topology]:
         yield topo
     finally:
         # teardown must run even while a KeyboardInterrupt or SIGTERM is unwinding us
-        with _signals_deferred():
+        with signals.held():
             for ns in created:
                 remove_namespace(ns)
 
@@ -278,7 +279,7 @@ def ssh_pair(settings: SshSettings, control_dir: Path | None = None) -> Iterator
                        server_if=server_if, client_if=client_if, server_host=server, client_host=client,
                        details=details)
     finally:
-        with _signals_deferred():
+        with signals.held():
             for host in connected:
                 host.disconnect()
             if own_dir:
@@ -338,27 +339,6 @@ def remove_namespace(ns: str) -> str:
         return ""
     lines = (proc.stderr or proc.stdout).strip().splitlines()
     return lines[-1] if lines else f"exit status {proc.returncode}"
-
-
-@contextlib.contextmanager
-def _signals_deferred() -> Iterator[None]:
-    """Hold SIGINT/SIGTERM while cleaning up, then re-deliver them."""
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    pending: list[int] = []
-    old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    for s in old:
-        signal.signal(s, lambda signum, _frame: pending.append(signum))
-    try:
-        yield
-    finally:
-        for s, handler in old.items():
-            signal.signal(s, handler)
-        for s in pending:
-            os.kill(os.getpid(), s)
 
 
 def pid_alive(pid: int) -> bool:

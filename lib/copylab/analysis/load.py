@@ -18,7 +18,8 @@ PROFILES_CSV = "profiles.csv"  # sweep/records.py writes it beside results.csv
 # Derived metric -> (label with unit, description). Figures and the explorer read labels from here.
 METRICS = {
     "throughput_gbps": ("throughput (Gbit/s)", "application payload rate over the measured window"),
-    "latency_us": ("latency, mean (µs)", "round trip (latency mode)"),
+    "latency_us": ("latency, mean (µs)", "latency mode: mean round trip; throughput mode: mean time per "
+                                          "message per connection, not a round trip"),
     "latency_p50_us": ("latency p50 (µs)", "median round trip (latency mode)"),
     "latency_p99_us": ("latency p99 (µs)", "99th percentile round trip (latency mode)"),
     "cycles_per_byte": ("CPU cycles per byte, sender + receiver", "cycles / bytes"),

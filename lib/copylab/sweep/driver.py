@@ -1,14 +1,18 @@
 """The sweep driver: a YAML grid -> papermill executions -> records -> results.csv + meta.json.
 
-Layout of output/<name>/ (flent-style: every result carries its metadata, runs are resumable):
+Layout of output/<name>/ (resumable, as flent's batches are; the host's details live once in
+meta.json, and every row carries the settings of its own run):
   build.ipynb                  the executed build notebook (compiler, flags)
-  runs/<point_id>.json         one record per point: the row and both programs' raw output
+  runs/<point_id>.json         one record per point: the row, both programs' raw output, its spec and
+                               its interval series
   runs/group-<s>-<k>.ipynb     the executed experiment notebook of a group of points (each record
                                names its notebook)
-  results.csv                  rebuilt from the records after every group of points
+  results.csv, profiles.csv    rebuilt from the records after every group of points (the measured
+                               runs; the profiled runs)
   meta.json                    host, kernel, perf, network settings, the grid, sessions (topology
-                               ssh: each host's machine, NIC, build and settings under "hosts")
-  sweep.log                    one line per point
+                               ssh: each host's machine, NIC, build and settings under "hosts"), the
+                               budget's extra passes, where the time went
+  sweep.log                    one line per point, per extra pass, and the time per kind of point
 A point is finished when its record is in runs/ with status ok; a re-run skips those (unless
 --force) and re-measures failed or missing ones. Records are renamed into place only when complete.
 """
@@ -24,7 +28,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import hostmeta
+from .. import hostmeta, signals
 from .. import perf as perfmod
 from ..contract import PEERS, check_cpus_available
 from ..errors import CopylabError, ErrorKind, MeasurementError
@@ -128,7 +132,7 @@ class Sweep:
         except OSError as exc:  # disk full, a folder gone read-only: say where, once
             raise CopylabError(f"{self.out}: {describe_os_error(exc)}") from None
         finally:
-            with _signals_ignored():
+            with signals.held():
                 try:
                     self._clean_up(status, time.monotonic() - started)
                 except OSError as exc:  # the same full disk, met again while closing the books
@@ -436,25 +440,6 @@ def _stat(path: Path):
     except OSError:
         return None
     return (st.st_ino, st.st_mtime_ns, st.st_size)
-
-
-@contextlib.contextmanager
-def _signals_ignored():
-    """While the bookkeeping is finished: further Ctrl-C / SIGTERM are noted, not obeyed, so the
-    clean-up runs exactly once and to the end (no second traceback, no half-closed meta.json)."""
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    for s in old:
-        signal.signal(s, lambda *_: None)
-    try:
-        yield
-    finally:
-        for s, handler in old.items():
-            signal.signal(s, handler)
 
 
 def describe(summary: SweepSummary) -> str:
