@@ -454,12 +454,26 @@ def test_without_root_netns_is_refused_in_one_line():
 
 def test_without_root_auto_falls_back_to_loopback_loudly(native_build):
     proc = _unprivileged("run", "--impl", "a2", "--mode", "throughput", "--msg-size", "4096", "--duration", "0.3",
-                      "--warmup", "0.1", "--json")
+                      "--warmup", "0.1", "--congestion", "host", "--json")
     assert proc.returncode == 0, proc.stderr
     row = json.loads(proc.stdout)
     assert row["topology"] == "loopback" and row["status"] == "ok" and row["bytes"] > 0
     warning = [line for line in proc.stderr.splitlines() if "WARNING" in line]
     assert warning and "two namespaces" in warning[0] and "root" in warning[0], proc.stderr
+
+
+def test_without_root_a_congestion_control_the_host_withholds_is_one_line(native_build):
+    """cubic is the default; a host whose unprivileged programs may not pick it (this VM allows
+    reno and bbr) says so before anything runs, with the way out; where it is allowed it runs."""
+    allowed = Path("/proc/sys/net/ipv4/tcp_allowed_congestion_control").read_text().split()
+    proc = _unprivileged("run", "--impl", "a1", "--mode", "throughput", "--msg-size", "4096", "--duration", "0.3",
+                         "--warmup", "0.1", "--json")
+    if "cubic" in allowed:
+        assert proc.returncode == 0 and json.loads(proc.stdout)["srv_congestion"] == "cubic", proc.stderr
+    else:
+        assert proc.returncode == 2
+        assert_one_line_error(proc, "congestion cubic")
+        assert "tcp_allowed_congestion_control" in proc.stderr and "--congestion host" in proc.stderr
 
 
 # ------------------------------------------------------------------------------------------------

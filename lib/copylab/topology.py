@@ -240,6 +240,28 @@ def loopback() -> Iterator[Topology]:
     )
 
 
+def check_congestion_usable(names, topology: str) -> None:
+    """A congestion control the programs could not select here is refused before anything runs, in
+    one line saying why and what to do. In namespaces (root) any available one works; on loopback
+    an unprivileged program may pick only those in net.ipv4.tcp_allowed_congestion_control."""
+    import socket
+
+    if topology not in ("loopback", "netns"):
+        return  # ssh: the hosts run as root, and each program reports what it ran
+    for name in names:
+        if name == "host":
+            continue
+        try:
+            with socket.socket() as sock:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, name.encode())
+        except OSError as exc:
+            allowed = Path("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
+            allowed_text = allowed.read_text().strip() if allowed.exists() else "?"
+            raise CopylabError(f"congestion {name}: this host does not let a program choose it ({exc.strerror}; "
+                               f"net.ipv4.tcp_allowed_congestion_control = {allowed_text}); run as root, or use "
+                               "congestion: [host] / --congestion host") from None
+
+
 def attach_params(params: dict) -> Topology:
     """The Topology another process opened (Topology.to_params): its ssh connections are shared."""
     fields = {k: params.get(k) for k in ("kind", "server_addr", "client_addr", "server_ns", "client_ns",

@@ -18,7 +18,7 @@ from ..params import parse_grid
 from ..paths import OUTPUT_DIR
 from ..point import PointSpec, run_point
 from ..runners import runner_for
-from ..topology import choose_topology, open_topology
+from ..topology import check_congestion_usable, choose_topology, open_topology
 
 
 def register(subparsers) -> None:
@@ -72,6 +72,7 @@ def run_command(args) -> int:
         usable = os.sched_getaffinity(0)  # before any namespace or program exists
         check_cpus_available("--pin-server", spec.pin_server, usable)
         check_cpus_available("--pin-client", spec.pin_client, usable)
+    check_congestion_usable([spec.congestion], topology)
     ssh = _ssh_settings(args, topology)
     if topology != "ssh":
         runner_for(spec.impl).check_installed()

@@ -38,7 +38,7 @@ from ..params import Grid, load_grid
 from ..paths import NATIVE_DIR, NOTEBOOKS_DIR, OUTPUT_DIR
 from ..point import PointSpec, kill_registered, remove_stale_workdirs
 from ..runners import runner_for
-from ..topology import Topology, choose_topology, clean_leftovers, open_topology
+from ..topology import Topology, check_congestion_usable, choose_topology, clean_leftovers, open_topology
 from . import budget as budgeting
 from .accounting import Accounting, measured_seconds
 from . import estimate as est
@@ -78,6 +78,7 @@ def run_sweep(params_path: str | Path, out_dir: str | Path | None = None, force:
         if grid.topology != "ssh":  # on other hosts, their own CPUs
             check_cpus_available(key, getattr(grid, key), usable)
     topology = choose_topology(grid.topology)
+    check_congestion_usable(grid.congestion, topology)
     estimate = est.estimate(grid)
     est.check(estimate, allow_large)
     # absolute: papermill changes the working folder while a notebook runs
