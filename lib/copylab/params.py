@@ -85,6 +85,9 @@ class GridSchema(BaseModel):
     peers: Optional[PeerSelection] = None
     repetitions: Annotated[int, Field(ge=contract.REPETITIONS_RANGE[0], le=contract.REPETITIONS_RANGE[1])] = 1
     duration_s: _seconds(contract.DURATION_RANGE) = 2.0
+    # latency points measure round trips, whose median settles with far fewer seconds than a
+    # throughput's mean does: their own window (default: duration_s)
+    latency_duration_s: Optional[_seconds(contract.DURATION_RANGE)] = None
     warmup_s: _seconds(contract.WARMUP_RANGE) = 0.5
     topology: Literal["auto", *contract.TOPOLOGIES] = "auto"  # type: ignore[valid-type]
     pin_server: Optional[str] = None
@@ -213,6 +216,7 @@ class Grid:
     peers: object = None    # a PeerSelection, or None
     repetitions: int = 1
     duration_s: float = 2.0
+    latency_duration_s: float | None = None
     warmup_s: float = 0.5
     topology: str = "auto"
     pin_server: str | None = None
@@ -283,11 +287,16 @@ class Grid:
                            and (contract.PEER_MODES[tool] != "latency" or thr == 1)]
         return [replace(s, profile=True) for s in candidates if selected(s)]
 
+    def duration_of(self, mode: str) -> float:
+        return self.latency_duration_s if mode == "latency" and self.latency_duration_s else self.duration_s
+
     def _spec(self, impl, mode, size, threads, receive, congestion, rep, topology) -> PointSpec:
-        return PointSpec(impl=impl, mode=mode, msg_size=size, threads=threads, rep=rep, duration_s=self.duration_s,
+        return PointSpec(impl=impl, mode=mode, msg_size=size, threads=threads, rep=rep, duration_s=self.duration_of(mode),
                          warmup_s=self.warmup_s, topology=topology, pin_server=self.pin_server,
                          pin_client=self.pin_client, verify=self.verify, receive=receive, congestion=congestion,
-                         working_set=self.working_set, steady_max_s=self.steady_max_s, rps=self.rps)
+                         working_set=self.working_set, rps=self.rps,
+                         # the steady-state test is for streams; round trips take a fixed warm-up
+                         steady_max_s=self.steady_max_s if mode == "throughput" else 0.0)
 
     def to_dict(self) -> dict:
         out = {key: getattr(self, key) for key in _FIELDS}

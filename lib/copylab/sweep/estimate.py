@@ -14,7 +14,7 @@ from ..params import Grid
 
 PER_POINT_OVERHEAD_S = 0.08   # measured: process start, connection set-up, drain and stop, record
 PROFILE_S = 0.5               # perf record's start-up and perf script, per profiled point
-SOCKPERF_FIXED_S = 2.3        # sockperf sleeps 2 s before every test, whatever -t says
+SOCKPERF_FIXED_S = 0.4        # sockperf's own pauses around a test (its 2 s sleep is preloaded away)
 PER_GROUP_OVERHEAD_S = 0.5    # papermill on a warm kernel, once per group of points
 BUILD_S = 10.0
 MAX_WALL_S = 24 * 3600
@@ -90,14 +90,18 @@ def _matching(grid: Grid, values: dict) -> int:
 
 
 def estimate(grid: Grid) -> Estimate:
-    point_s = grid.warmup_s + grid.steady_max_s + grid.duration_s + PER_POINT_OVERHEAD_S
     variants = len(grid.receive) * len(grid.congestion)
-    per_rep = len(grid.impls) * len(grid.modes) * len(grid.msg_sizes) * len(grid.threads) * variants
+    per_mode = len(grid.impls) * len(grid.msg_sizes) * len(grid.threads) * variants
+    # a steady-state warm-up is at most steady_max_s longer; latency points wait for none
+    seconds = {mode: grid.warmup_s + grid.duration_of(mode) + PER_POINT_OVERHEAD_S
+               + (grid.steady_max_s if mode == "throughput" else 0.0) for mode in grid.modes}
+    point_s = sum(seconds.values()) / len(seconds)
+    per_rep = per_mode * len(grid.modes)
     # the profiled runs are extra runs, one per selected point
     profiled = _matching(grid, {"impls": grid.impls, "modes": grid.modes, "msg_sizes": grid.msg_sizes,
                                 "threads": grid.threads}) * variants
     points = per_rep * grid.repetitions + profiled
-    wall = (points - profiled) * point_s + profiled * (point_s + PROFILE_S)
+    wall = per_mode * grid.repetitions * sum(seconds.values()) + profiled * (point_s + PROFILE_S)
     peers = grid.peers
     if peers is not None:
         for tool in peers.tools:
@@ -109,7 +113,7 @@ def estimate(grid: Grid) -> Estimate:
             if tool == "iperf3":
                 wall += n * (math.ceil(grid.warmup_s + grid.duration_s) + PER_POINT_OVERHEAD_S)
             else:
-                wall += n * (math.ceil(grid.duration_s + 0.45) + SOCKPERF_FIXED_S)
+                wall += n * (math.ceil(grid.duration_of("latency") + 0.45) + SOCKPERF_FIXED_S)
     groups = math.ceil(points / 16)
     wall += BUILD_S + groups * PER_GROUP_OVERHEAD_S
     if grid.budget_min is not None and grid.repetitions >= 3:  # extra passes fill the budget
