@@ -96,7 +96,7 @@ def check_tool(tool: str, host) -> None:
 def peer_fields(server_keys) -> dict:
     """The fields a peer cannot report (copylab's servers count them; the peers do not)."""
     fields = {key: math.nan for key in server_keys}
-    fields.update(verified="", receive="message", recv_calls=math.nan, total_bytes=math.nan,
+    fields.update(verified="", receive="message", receive_note="", recv_calls=math.nan, total_bytes=math.nan,
                   server_bytes=math.nan, server_messages=math.nan, ring_messages=math.nan)
     return fields
 
