@@ -10,6 +10,7 @@
  * A partial sendfile resumes from the file offset it stopped at; EINTR is retried.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -134,5 +135,7 @@ static const struct send_strategy sendfile_strategy = {
 
 int main(int argc, char **argv)
 {
+	/* a memfd past RLIMIT_FSIZE must fail its connection (EFBIG), not kill the server */
+	signal(SIGXFSZ, SIG_IGN);
 	return server_main(argc, argv, &sendfile_strategy);
 }

@@ -55,6 +55,9 @@ struct zc_conn {
 	struct io_uring ring;
 	int ring_ready;
 	uint64_t in_flight; /* notifications due: F_MORE results without their notification yet */
+	/* per slot and field: notifications due for requests that sent nothing (a failed send still
+	 * gets one); they free the slot but are not completions of a zero-copy send (zc_sends) */
+	unsigned char *empty_due;
 };
 
 /* What one message's chain of requests did, field by field. */
@@ -103,6 +106,10 @@ static int zc_conn_init(struct conn *c)
 		return -1;
 	}
 	c->impl = s;
+	if (!(s->empty_due = calloc((size_t)c->ring.n * MESSAGE_FIELDS, 1))) {
+		conn_fail(c, "out of memory");
+		goto fail;
+	}
 	if (uring_queue_init(c, &s->ring, ZC_ENTRIES) < 0)
 		goto fail;
 	s->ring_ready = 1;
@@ -113,6 +120,7 @@ static int zc_conn_init(struct conn *c)
 fail:
 	if (s->ring_ready)
 		io_uring_queue_exit(&s->ring);
+	free(s->empty_due);
 	free(s);
 	c->impl = NULL;
 	return -1;
@@ -123,17 +131,23 @@ fail:
 static int take_notification(struct conn *c, struct zc_conn *s, const struct io_uring_cqe *cqe)
 {
 	uint64_t data = io_uring_cqe_get_data64(cqe);
-	unsigned slot = (unsigned)((data & ~ZC_TAG) >> 4);
+	unsigned slot = (unsigned)((data & ~ZC_TAG) >> 4), field = (unsigned)(data & 0xf);
 
-	if (cqe->flags & IORING_CQE_F_MORE)
+	if (cqe->flags & IORING_CQE_F_MORE) {
 		conn_fail(c, "io_uring zero-copy notification: invalid flags 0x%x (F_MORE on a notification)",
 			  cqe->flags);
-	else if (!(data & ZC_TAG) || slot >= c->ring.n || c->ring.slot[slot].pending == 0 || s->in_flight == 0)
+	} else if (!(data & ZC_TAG) || slot >= c->ring.n || field >= MESSAGE_FIELDS ||
+		   c->ring.slot[slot].pending == 0 || s->in_flight == 0) {
 		conn_fail(c, "io_uring zero-copy notification mismatch: user_data 0x%llx has no send in flight",
 			  (unsigned long long)data);
-	else {
+	} else {
+		unsigned char *empty = &s->empty_due[(size_t)slot * MESSAGE_FIELDS + field];
 		c->ring.slot[slot].pending--;
 		s->in_flight--;
+		if (*empty > 0) { /* the notification of a send that failed: nothing was in flight */
+			(*empty)--;
+			return 0;
+		}
 		c->st.zc_completions++;
 		if ((uint32_t)cqe->res & IORING_NOTIF_USAGE_ZC_COPIED)
 			c->st.zc_copied++;
@@ -161,6 +175,8 @@ static int take_result(struct conn *c, struct zc_conn *s, struct chain *ch, cons
 	if (cqe->flags & IORING_CQE_F_MORE) {
 		c->ring.slot[ch->slot].pending++;
 		s->in_flight++;
+		if (cqe->res <= 0)
+			s->empty_due[(size_t)ch->slot * MESSAGE_FIELDS + (size_t)field]++;
 	}
 	if (cqe->res > 0) {
 		c->st.send_calls++;
@@ -344,6 +360,7 @@ static int zc_conn_finish(struct conn *c)
 	 * io_uring_queue_exit() waits for the kernel to drop them, so this is memory-safe */
 	io_uring_unregister_buffers(&s->ring);
 	io_uring_queue_exit(&s->ring);
+	free(s->empty_due);
 	free(s);
 	c->impl = NULL;
 	return rc;
