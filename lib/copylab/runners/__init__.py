@@ -73,6 +73,10 @@ class Runner:
         """How long the client runs, at most, once connected (for the engine's deadline)."""
         return spec.warmup_s + spec.steady_max_s + spec.duration_s
 
+    def expected_seconds(self, spec) -> float:
+        """How long the client usually runs once connected (for the sweep's estimate)."""
+        return self.run_seconds(spec)
+
     def error_of(self, side) -> str:
         return side.last_error()
 
