@@ -97,8 +97,8 @@ def check_perf() -> dict:
 
 
 def check_zerocopy() -> dict:
-    """SO_ZEROCOPY on a TCP socket: without it MSG_ZEROCOPY is silently ignored (A3 = A2)."""
-    lack = "A3 (MSG_ZEROCOPY) cannot be measured"
+    """SO_ZEROCOPY on a TCP socket: without it MSG_ZEROCOPY is silently ignored (zero-copy = one-copy)."""
+    lack = "MSG_ZEROCOPY senders cannot be measured"
     try:
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
             sock.setsockopt(socket.SOL_SOCKET, SO_ZEROCOPY, 1)
