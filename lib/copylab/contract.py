@@ -16,6 +16,7 @@ from .paths import NATIVE_DIR
 
 # what can be measured: native/registry.def, read by registry.py
 IMPLS = registry.names(kind="native")       # copylab's own senders (the study's and the extra ones)
+STUDY_IMPLS = registry.study_impls()        # the ones Part E compares (roles two_copy, one_copy, zero_copy)
 PEERS = registry.names(kind="peer")         # reference programs measured by the same engine
 PEER_MODES = registry.peer_modes()          # the one mode each peer measures
 ALL_IMPLS = IMPLS + PEERS

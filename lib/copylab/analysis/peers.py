@@ -7,7 +7,7 @@ import math
 
 import pandas as pd
 
-from ..contract import IMPLS
+from ..contract import STUDY_IMPLS
 from .stats import throughput_rows
 
 
@@ -27,7 +27,7 @@ def harness_ratios(df: pd.DataFrame) -> pd.DataFrame:
         if peer not in means.index.get_level_values("impl"):
             continue
         reference = means.loc[peer]
-        for impl in IMPLS:
+        for impl in STUDY_IMPLS:
             if impl not in means.index.get_level_values("impl"):
                 continue
             pair = pd.concat([means.loc[impl].rename("impl_value"), reference.rename("peer_value")],
