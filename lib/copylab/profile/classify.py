@@ -67,6 +67,8 @@ def bucket_of(sample: Sample, skid: bool = True, own: bool = False) -> str:
         if frame.kernel:
             helper = helper or sym in rules.USER_COPY_HELPERS
             found = _kernel_bucket(sym)
+            if found is None and sym in rules.RECEIVER_UNMAP and sample.comm.startswith(rules.RECEIVER_COMMS):
+                found = "receive_map"
             if found and helper:
                 found = rules.HELPER_DIRECTION.get(found, found)
         elif rules.USER_COPY.match(sym):

@@ -132,10 +132,7 @@ KERNEL_RULES: dict[str, tuple[str, ...]] = {
     "receive_map": (
         "tcp_zerocopy_receive", "tcp_zerocopy_vm_insert_batch", "tcp_zerocopy_vm_insert_batch_error",
         "tcp_zc_handle_leftover", "tcp_zc_finalize_rx_tstamp", "tcp_zerocopy_set_hint_for_skb", "vm_insert_pages",
-        "insert_pages", "insert_page_into_pte_locked", "insert_page_in_batch_locked", "do_madvise",
-        "__x64_sys_madvise", "__do_sys_madvise", "madvise_do_behavior", "madvise_vma_behavior",
-        "madvise_dontneed_free", "madvise_dontneed_single_vma", "zap_page_range_single",
-        "zap_page_range_single_batched",
+        "insert_pages", "insert_page_into_pte_locked", "insert_page_in_batch_locked",
     ),
     "tcp_send": (
         "tcp_sendmsg", "tcp_sendmsg_locked", "tcp_push", "__tcp_push_pending_frames", "tcp_push_one",
@@ -195,6 +192,14 @@ KERNEL_RULES: dict[str, tuple[str, ...]] = {
         "call_cpuidle", "haltpoll_enter_idle",
     ),
 }
+# Unmapping what TCP_ZEROCOPY_RECEIVE mapped (the receiver's madvise(MADV_DONTNEED), as tcp_mmap.c
+# does) is part of receive_map, but only in the receiver: a sender's glibc returns freed memory with
+# the same madvise, which is no mapping of received data.
+RECEIVER_COMMS = ("client",)
+RECEIVER_UNMAP = frozenset({
+    "do_madvise", "__x64_sys_madvise", "__do_sys_madvise", "madvise_do_behavior", "madvise_vma_behavior",
+    "madvise_dontneed_free", "madvise_dontneed_single_vma", "zap_page_range_single", "zap_page_range_single_batched",
+})
 # families matched by pattern (only consulted when the exact tables have no entry)
 KERNEL_PATTERNS: tuple[tuple[str, re.Pattern], ...] = (
     ("syscall", re.compile(r"^(__(x64|ia32|se)_sys_|SyS_|sys_)")),
