@@ -52,3 +52,25 @@ def test_io_uring_disabled_by_sysctl_refuses_each_connection_with_the_reason(nat
     lines = [line for line in server.stderr().splitlines() if "connection from" in line]
     assert len(lines) == 2
     assert all("io_uring_queue_init: Operation not permitted (kernel.io_uring_disabled=2" in line for line in lines)
+
+
+def test_a_server_whose_library_is_missing_is_skipped_not_fatal(tmp_path):
+    """The native build on a host without a server's library (as without liburing-dev): make says
+    which server it skips and builds the rest."""
+    import shutil
+    import subprocess
+
+    from conftest import ROOT
+
+    native = tmp_path / "native"
+    shutil.copytree(ROOT / "native", native, ignore=shutil.ignore_patterns("build"))
+    with open(native / "registry.def", "a") as fh:
+        fh.write('IMPL(nolib, 99, extra, "needs a missing library", "nothing", "#000000", "send_calls", "")\n')
+    (native / "nolib_server.c").write_text("/* ldlibs: -lcopylab_no_such_library */\n"
+                                           "int main(void) { return 0; }\n")
+    proc = subprocess.run(["make", "-C", str(native), "-j2"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "native: skipping nolib_server: cannot link -lcopylab_no_such_library" in proc.stdout
+    built = {p.name for p in (native / "build").iterdir() if p.is_file()}
+    assert "nolib_server" not in built
+    assert {f"{name}_server" for name in registry.study_impls()} | {"client"} <= built
