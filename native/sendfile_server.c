@@ -15,25 +15,28 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/sendfile.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include "message.h"
 #include "server_common.h"
+#include "sockutil.h"
 
 struct sendfile_conn {
 	int fd; /* the memfd holding the ring's messages back to back */
 };
 
-/* Write message sl at offset off of fd (all of it, resuming partial writes). 0, or -1 with errno. */
+/* Write message sl at offset off of fd (all of it, resuming partial writes as a partial sendmsg
+ * is resumed). 0, or -1 with errno. */
 static int lay_out(int fd, const struct ring_slot *sl, off_t off)
 {
-	struct iovec iov[MESSAGE_FIELDS];
-	int first = 0;
+	struct iovec rest[MESSAGE_FIELDS];
+	struct msghdr mh = {.msg_iov = (struct iovec *)sl->iov, .msg_iovlen = MESSAGE_FIELDS};
+	size_t left = message_total(&sl->msg);
 
-	memcpy(iov, sl->iov, sizeof(iov));
-	while (first < MESSAGE_FIELDS) {
-		ssize_t w = pwritev(fd, iov + first, MESSAGE_FIELDS - first, off);
+	while (left > 0) {
+		ssize_t w = pwritev(fd, mh.msg_iov, (int)mh.msg_iovlen, off);
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
@@ -44,14 +47,9 @@ static int lay_out(int fd, const struct ring_slot *sl, off_t off)
 			return -1;
 		}
 		off += w;
-		for (size_t left = (size_t)w; left > 0 && first < MESSAGE_FIELDS;) {
-			size_t take = left < iov[first].iov_len ? left : iov[first].iov_len;
-			iov[first].iov_base = (char *)iov[first].iov_base + take;
-			iov[first].iov_len -= take;
-			left -= take;
-			if (iov[first].iov_len == 0)
-				first++;
-		}
+		left -= (size_t)w;
+		if (left > 0)
+			msghdr_resume(&mh, sl->iov, rest, (size_t)w);
 	}
 	return 0;
 }
