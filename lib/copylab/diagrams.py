@@ -107,7 +107,8 @@ def _veth_and_receiver(nodes: dict, edges: list, xs, y: float, copy_no: int) -> 
 
 
 def _label(role: str) -> str:
-    return registry.label(registry.by_role(role))
+    """"A1 two-copy": the short name of the implementation playing role, and the role."""
+    return f"{registry.by_role(role).upper()} {role.replace('_', '-')}"
 
 
 def two_copy_diagram() -> go.Figure:
