@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..contract import IMPLS
+from ..contract import STUDY_IMPLS
 from .crossover import crossover
 from .significance import compare, repetition_values
 from .stats import (aggregate, measured, over_threads, paired_means, reps_per_point, size_means,
@@ -251,4 +251,4 @@ def copy_evidence(df: pd.DataFrame) -> dict:
 
 
 def study_impls(df: pd.DataFrame) -> list[str]:
-    return [i for i in IMPLS if i in set(df["impl"])]
+    return [i for i in STUDY_IMPLS if i in set(df["impl"])]

@@ -7,7 +7,7 @@ import math
 
 import pandas as pd
 
-from ..contract import CAI_CATEGORIES, IMPLS, PROFILE_BUCKETS
+from ..contract import CAI_CATEGORIES, PROFILE_BUCKETS, STUDY_IMPLS
 from .stats import one_receive, throughput_rows
 
 SIDES = {"srv": "sender", "cli": "receiver"}
@@ -73,7 +73,7 @@ def profile_finding(df: pd.DataFrame) -> dict:
     """The numbers the report cites: at the largest profiled size (the fewest threads there), each
     study implementation's copy shares per side, the CPUs' busy shares, and the bottleneck."""
     rows = profiled(df)
-    rows = rows[rows["impl"].isin(IMPLS)]
+    rows = rows[rows["impl"].isin(STUDY_IMPLS)]
     if rows.empty:
         reason = "no throughput point was profiled"
         notes = df.get("profile_note")

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from ..contract import GROUP_KEYS, IMPLS, UNSTABLE_CV
+from ..contract import GROUP_KEYS, STUDY_IMPLS, UNSTABLE_CV
 
 
 def t_critical_95(dof: int) -> float:
@@ -78,7 +78,7 @@ def one_receive(df: pd.DataFrame) -> pd.DataFrame:
 def study_rows(df: pd.DataFrame) -> pd.DataFrame:
     """The rows of A1/A2/A3 (not the peers') with the primary receive strategy: what Part E compares."""
     df = one_receive(df)
-    return df[df["impl"].isin(IMPLS)]
+    return df[df["impl"].isin(STUDY_IMPLS)]
 
 
 def throughput_rows(df: pd.DataFrame) -> pd.DataFrame:

@@ -1,4 +1,6 @@
-"""Figures that back the written answers: the copy A2 removes, A3's completions."""
+"""Figures that back the written answers: the copy the one-copy path removes, the zero-copy path's
+completions, each path's throughput against the baseline. Implementations are found by their role
+in native/registry.def (two_copy = the baseline, one_copy, zero_copy)."""
 
 from __future__ import annotations
 
@@ -7,18 +9,20 @@ import plotly
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from .. import registry
 from ..analysis import METRICS, aggregate, measured
 from ..analysis.stats import one_receive, study_rows
-from ..fmt import IMPL_LABELS, fmt_size
+from ..fmt import IMPL_LABELS, fmt_size, impl_name
 from .style import (FONT, IMPL_COLORS, FigureNote, _impl_trace, _is_spread, _log_ticks, _note_for,
                     _shared_title, _size_ticks, _style, _with_note)
 
 
 def user_copy_per_message(df: pd.DataFrame, meta: dict):
-    """The copy A2 removes: user-space copy bytes per message (as a multiple of the message)
-    next to the sender's cost per byte."""
+    """The copy the one-copy path removes: user-space copy bytes per message (as a multiple of the
+    message) next to the sender's cost per byte, for the baseline and the one-copy path."""
     tp = one_receive(df)
-    tp = tp[(tp["mode"] == "throughput") & tp["impl"].isin(["a1", "a2"])].copy()
+    pair = [registry.baseline(), registry.by_role("one_copy")]
+    tp = tp[(tp["mode"] == "throughput") & tp["impl"].isin(pair)].copy()
     if not measured(tp, "user_copy_bytes_per_message"):
         return _note_for(df, meta, "bytes copied in user space per message",
                          ["user_copy_bytes_per_message"], "throughput")
@@ -52,32 +56,35 @@ def user_copy_per_message(df: pd.DataFrame, meta: dict):
         fig.update_yaxes(title_text=y_cost, row=1, col=2)
         fig.update_xaxes(title_text="message size (bytes, log scale)", row=1, col=2,
                          **_size_ticks(agg["msg_size"]))
-    return _style(fig, meta, "The copy A2 removes: user-space copy and sender cost (mean over thread counts)")
+    return _style(fig, meta, f"The copy {impl_name(pair[1])} removes: user-space copy and sender cost "
+                             "(mean over thread counts)")
 
 
 def zerocopy_completions(df: pd.DataFrame, meta: dict):
-    """A3: error-queue completions per message; the share the kernel copied after all and the
-    share the device sent from user pages (all copied between namespaces, not between hosts);
-    and what A3 saves the sender against A1, per byte."""
+    """The zero-copy path: error-queue completions per message; the share the kernel copied after
+    all and the share the device sent from user pages (all copied between namespaces, not between
+    hosts); and what it saves the sender against the baseline, per byte."""
     rows = one_receive(df)
     rows = rows[rows["mode"] == "throughput"]
-    a3 = rows[rows["impl"] == "a3"]
-    if not measured(a3, "zc_completions_per_message"):
-        return FigureNote("A3 zero-copy completions vs message size",
+    zc, base = registry.by_role("zero_copy"), registry.baseline()
+    ZC, BASE = impl_name(zc), impl_name(base)
+    zc_rows = rows[rows["impl"] == zc]
+    if not measured(zc_rows, "zc_completions_per_message"):
+        return FigureNote(f"{ZC} zero-copy completions vs message size",
                           "zero-copy completion counts (zc_completions, zc_copied)",
-                          "the sweep has no A3 throughput rows with zero-copy accounting",
-                          "run A3 in throughput mode with this project's a3_server, which reports them")
+                          f"the sweep has no {ZC} throughput rows with zero-copy accounting",
+                          f"run {ZC} in throughput mode with this project's {zc}_server, which reports them")
     metrics = ["zc_completions_per_message", "zc_copied_share", "zc_not_copied_share"]
-    agg = aggregate(a3, metrics, by=("impl", "threads", "msg_size"))
-    saving = _sender_saving(rows)
+    agg = aggregate(zc_rows, metrics, by=("impl", "threads", "msg_size"))
+    saving = _sender_saving(rows, base, zc)
     titles = ["completions per message", "copied (solid) or not (dotted), %"]
     if saving is not None:
-        titles.append("sender saving vs A1 (%)")
+        titles.append(f"sender saving vs {BASE} (%)")
     fig = make_subplots(rows=1, cols=len(titles), horizontal_spacing=0.08, subplot_titles=titles)
     palette = plotly.colors.qualitative.Plotly
     for k, (threads, g) in enumerate(agg.groupby("threads")):
         g = g.sort_values("msg_size")
-        label = f"A3, {threads} thread{'s' if threads != 1 else ''}"
+        label = f"{ZC}, {threads} thread{'s' if threads != 1 else ''}"
         color = palette[k % len(palette)]  # one colour per thread count across the panels
         for col, metric, dash in ((1, "zc_completions_per_message", None), (2, "zc_copied_share", None),
                                   (2, "zc_not_copied_share", "dot")):
@@ -97,36 +104,38 @@ def zerocopy_completions(df: pd.DataFrame, meta: dict):
     fig.update_yaxes(title_text=METRICS["zc_completions_per_message"][0], row=1, col=1)
     fig.update_yaxes(title_text="share of completions (%)", range=[0, 105], row=1, col=2)
     if saving is not None:
-        fig.update_yaxes(title_text="1 − A3/A1 sender ns per byte (%)", row=1, col=3)
-    fig = _style(fig, meta, "A3 MSG_ZEROCOPY: completions, the share copied after all, and the sender's saving")
+        fig.update_yaxes(title_text=f"1 − {ZC}/{BASE} sender ns per byte (%)", row=1, col=3)
+    fig = _style(fig, meta, f"{ZC} MSG_ZEROCOPY: completions, the share copied after all, and the sender's saving")
     fig.update_layout(legend_title_text="thread count")
     return fig
 
 
-def _sender_saving(rows: pd.DataFrame) -> pd.DataFrame | None:
-    """(threads, msg_size, saving_pct): 1 - A3/A1 sender CPU per byte, from the means; None
+def _sender_saving(rows: pd.DataFrame, base: str, zc: str) -> pd.DataFrame | None:
+    """(threads, msg_size, saving_pct): 1 - zc/base sender CPU per byte, from the means; None
     without both implementations' sender CPU time."""
-    pair = rows[rows["impl"].isin(["a1", "a3"])]
-    if not measured(pair[pair["impl"] == "a3"], "srv_cpu_ns_per_byte") or \
-            not measured(pair[pair["impl"] == "a1"], "srv_cpu_ns_per_byte"):
+    pair = rows[rows["impl"].isin([base, zc])]
+    if not measured(pair[pair["impl"] == zc], "srv_cpu_ns_per_byte") or \
+            not measured(pair[pair["impl"] == base], "srv_cpu_ns_per_byte"):
         return None
     means = pair.groupby(["threads", "msg_size", "impl"])["srv_cpu_ns_per_byte"].mean().unstack("impl")
     means = means.dropna()
     if means.empty:
         return None
-    means["saving_pct"] = (1 - means["a3"] / means["a1"]) * 100
+    means["saving_pct"] = (1 - means[zc] / means[base]) * 100
     return means.reset_index()[["threads", "msg_size", "saving_pct"]]
 
 
-def ratio_to_a1(df: pd.DataFrame, meta: dict):
-    """A2 and A3 over A1 per size (mean over thread counts, repetition by repetition), with the 95%
-    interval of each ratio: the evidence behind Q4 and Q5's significant crossovers."""
+def ratio_to_baseline(df: pd.DataFrame, meta: dict):
+    """The one-copy and zero-copy paths over the baseline per size (mean over thread counts,
+    repetition by repetition), with the 95% interval of each ratio: the evidence behind Q4 and Q5's
+    significant crossovers."""
     from ..analysis.significance import comparisons  # only this figure needs scipy's machinery
 
     study = study_rows(df)
     fig = go.Figure()
     any_point = False
-    for impl in ("a2", "a3"):
+    BASE = impl_name(registry.baseline())
+    for impl in (registry.by_role("one_copy"), registry.by_role("zero_copy")):
         found = comparisons(study, impl)["overall"]
         if not found:
             continue
@@ -136,18 +145,20 @@ def ratio_to_a1(df: pd.DataFrame, meta: dict):
         upper = [x.ratio_high - x.ratio if x.ratio_high == x.ratio_high else 0 for x in c]
         lower = [x.ratio - x.ratio_low if x.ratio_low == x.ratio_low else 0 for x in c]
         fig.add_trace(go.Scatter(
-            x=sizes, y=[x.ratio for x in c], mode="lines+markers", name=f"{IMPL_LABELS[impl]} / A1",
+            x=sizes, y=[x.ratio for x in c], mode="lines+markers", name=f"{IMPL_LABELS[impl]} / {BASE}",
             line=dict(color=IMPL_COLORS[impl]),
             marker=dict(symbol=["diamond" if x.significant_win else "circle" for x in c], size=10),
             error_y=dict(type="data", array=upper, arrayminus=lower, visible=any(upper)),
-            hovertemplate="%{y:.3f}× A1<extra></extra>"))
+            hovertemplate=f"%{{y:.3f}}× {BASE}<extra></extra>"))
     if not any_point:
-        return FigureNote("throughput relative to A1", "throughput-mode rows of A1 and A2/A3",
-                          "the sweep has no throughput rows of both", "include a1 and a2/a3 in the grid")
+        one, zero = impl_name(registry.by_role("one_copy")), impl_name(registry.by_role("zero_copy"))
+        return FigureNote(f"throughput relative to {BASE}", f"throughput-mode rows of {BASE} and {one}/{zero}",
+                          "the sweep has no throughput rows of both",
+                          f"include {BASE.lower()} and {one.lower()}/{zero.lower()} in the grid")
     fig.add_hline(y=1.0, line_dash="dot", line_color="#555")
     fig.update_xaxes(**_size_ticks(study["msg_size"]), title_text="message size (bytes, log scale)")
-    fig.update_yaxes(title_text="throughput ÷ A1's (mean over thread counts)")
-    return _style(fig, meta, "Throughput relative to A1, 95% interval over repetitions (◆ = significant win)")
+    fig.update_yaxes(title_text=f"throughput ÷ {BASE}'s (mean over thread counts)")
+    return _style(fig, meta, f"Throughput relative to {BASE}, 95% interval over repetitions (◆ = significant win)")
 
 
 def receive_strategies(df: pd.DataFrame, meta: dict):
