@@ -69,7 +69,7 @@ def _flow(children, **layout) -> widgets.HBox:
     """A row of controls that wraps onto the next line when the output area is narrow (never a
     scrollbar)."""
     return widgets.HBox(children, layout=widgets.Layout(flex_flow="row wrap", align_items="center",
-                                                        overflow="visible", width="100%", **layout))
+                                                        overflow="visible", margin="0", **layout))
 
 
 def _toggles(description: str, options, value) -> widgets.ToggleButtons:
@@ -102,16 +102,17 @@ class Explorer:
                                                   indent=False, layout=widgets.Layout(width="auto",
                                                                                       margin="0 16px 0 0"))
                            for impl in self.impls_all}
-        self.host = widgets.HTML(f"<small>measured on {system_summary(meta)}</small>",
-                                 layout=widgets.Layout(width="100%"))
+        self.host = widgets.HTML(f"<small>measured on {system_summary(meta)}</small>")
         self.fig = go.FigureWidget(
             data=[go.Scatter(x=[], y=[], name=IMPL_LABELS.get(impl, impl), mode="lines+markers",
                              line=dict(color=IMPL_COLORS.get(impl), dash=PEER_DASH.get(impl, "solid")),
                              error_y=dict(type="data", array=[]))
                   for impl in self.impls_all],
             layout=dict(height=HEIGHT, autosize=True, template="plotly_white",
-                        margin=dict(t=48, l=70, r=16, b=8), font=dict(size=13),
-                        title=dict(text="", x=0, xref="paper", xanchor="left", font=dict(size=15)),
+                        margin=dict(t=72, l=70, r=16, b=8), font=dict(size=13),
+                        # the title just above the plot, below the band where the modebar appears
+                        title=dict(text="", x=0, xref="paper", xanchor="left", y=1, yref="paper",
+                                   yanchor="bottom", pad=dict(b=12), font=dict(size=15)),
                         # the legend under the x axis' title (plotly makes room for it): it never
                         # meets the modebar or a long title
                         legend=dict(orientation="h", y=-0.2, yanchor="top", x=0),
@@ -222,7 +223,7 @@ class Explorer:
             _flow([self.mode, self.x, self.filter, self.receive]),
             _flow([widgets.Label("implementations:", layout=widgets.Layout(margin="0 8px 0 0")),
                    *self.impl_boxes.values()]),
-            self.host], layout=widgets.Layout(width="100%", overflow="visible"))
+            self.host], layout=widgets.Layout(margin="0", overflow="visible"))
         return widgets.VBox([controls, self.width, self.fig], layout=widgets.Layout(width="100%", overflow="visible"))
 
 
