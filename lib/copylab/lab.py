@@ -32,8 +32,9 @@ FIRST_PORT = 8888
 JUPYTER_CONFIG = Path(__file__).parent / "jupyter_config"
 # what a sweep and its report write at the top of the folder (docs/contracts.md, "Sweep folder"), and
 # the folders of per-point records
-SWEEP_FILES = {"results.csv", "meta.json", "answers.json", "perf_plan.json", "sweep.log", "build.ipynb",
-               "analysis.ipynb", "analysis.failed.ipynb", "report.html", "report.pdf", "report.latex.log", "kernel.log"}
+SWEEP_FILES = {"results.csv", "profiles.csv", "meta.json", "answers.json", "perf_plan.json", "sweep.log",
+               "kernel.log", "build.ipynb", "analysis.ipynb", "analysis.failed.ipynb", "report.html",
+               "report.pdf", "report.latex.log"}
 SWEEP_FOLDERS = {"runs", "profiles"}
 
 
