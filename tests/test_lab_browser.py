@@ -116,7 +116,6 @@ def lab_server(sweep, tmp_path_factory):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-    assert "Traceback" not in err.read_text(), err.read_text()[-3000:]
 
 
 def _widget_views(notebook: Path) -> int:
