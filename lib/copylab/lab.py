@@ -97,7 +97,7 @@ def command(results_dir, port: int, token: str, open_browser: bool) -> tuple[lis
 
     results_dir = Path(results_dir).resolve()
     page = f"/lab/tree/{WORK}/analysis.ipynb"
-    argv = [sys.executable, "-m", "jupyter", "lab",
+    argv = [sys.executable, "-m", "jupyterlab",  # this environment's, whatever PATH holds
             f"--ServerApp.root_dir={results_dir}",
             f"--ServerApp.default_url={page}",
             "--ServerApp.ip=localhost", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
