@@ -132,3 +132,25 @@ def test_two_sweeps_contradict_only_where_both_decided_differently():
     assert [(c["question"][:2], c["threads"], c["size"], c["first"], c["second"]) for c in found] == [
         ("q4", "all", 1024, "win", "equivalent"), ("q4", "1", 64, "loss", "win")]
     assert contradictions(first, first) == []
+
+
+def test_runs_of_one_block_are_compared_with_each_other():
+    """The host's state drifts over seconds: a shift shared by a cell's runs of one pass (they ran
+    back to back) cancels in the paired differences; taken apart, the same runs decide nothing."""
+    rng = np.random.default_rng(3)
+    rows = []
+    for rep in range(4):
+        for size in SIZES:
+            for threads in THREADS:
+                shift = rng.normal(0, 0.15)  # the block's common state
+                for impl, ratio in (("a1", 1.0), ("a2", 1.03)):
+                    rows.append({"impl": impl, "mode": "throughput", "msg_size": size, "threads": threads,
+                                 "rep": rep, "status": "ok",
+                                 "throughput_gbps": 5.0 * ratio * math.exp(shift + rng.normal(0, 0.01))})
+    paired = pd.DataFrame(rows)
+    by_size = decide(paired, "a2", "a1")["by_size"]
+    assert {d.decision for d in by_size.values()} == {"equivalent"}
+    assert all(0.99 < d.low and d.high < 1.07 for d in by_size.values())
+    # the same values with the pairing lost (A2's passes renumbered): every interval is wide
+    apart = paired.assign(rep=[r + 10 if i == "a2" else r for i, r in zip(paired["impl"], paired["rep"])])
+    assert {d.decision for d in decide(apart, "a2", "a1")["by_size"].values()} == {"undecided"}

@@ -31,7 +31,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
 
-from copylab.analysis.decisions import compare_points, point_stats, target_half_width  # noqa: E402
+from copylab.analysis.decisions import compare_values, log_values, target_half_width  # noqa: E402
 
 SIZES = (64, 1024, 4096, 16384, 65536)
 THREADS = (1, 2, 4, 8)
@@ -55,7 +55,7 @@ class Draw:
                                   "throughput_gbps": value})
 
     def decisions(self) -> dict:
-        return compare_points(point_stats(pd.DataFrame(self.rows)), "x", "a1", MARGIN)["by_size"]
+        return compare_values(log_values(pd.DataFrame(self.rows)), "x", "a1", MARGIN)["by_size"]
 
 
 def simulate(ratio: float, rule: str, extra: int, rng) -> list[str]:

@@ -244,12 +244,15 @@ class Grid:
 
     def points(self, topology: str) -> list[PointSpec]:
         """Every (impl, mode, size, threads, receive, congestion, rep), repetition by repetition,
-        then the profiled runs. With shuffle each repetition is a freshly shuffled full pass
-        (flent's default), so a slow drift of the host cannot line up with one implementation, and
-        every repetition completes before the next. The profiled runs are extra runs of the points
-        the profile selection names (perf record costs the programs CPU: they never enter the
-        statistics), together at the end so that their perf script work never runs next to a
-        measured point."""
+        then the profiled runs. With shuffle each repetition is a freshly shuffled full pass, in
+        blocks (shuffled_blocks): the implementations of one (mode, size, threads, receive,
+        congestion) cell one after another in random order, the cells in random order. A slow drift
+        of the host cannot line up with one implementation, every repetition completes before the
+        next, and the runs an implementation is compared with ran seconds apart: the host's state
+        drifts over seconds (docs/methodology.md), so comparing within a block cancels most of it.
+        The profiled runs are extra runs of the points the profile selection names (perf record
+        costs the programs CPU: they never enter the statistics), together at the end so that their
+        perf script work never runs next to a measured point."""
         rng = random.Random(self.seed)
         specs = []
         peers = self.peers
@@ -261,9 +264,7 @@ class Grid:
                              for cc in self.congestion
                              if contract.PEER_MODES[tool] in self.modes
                              and (contract.PEER_MODES[tool] != "latency" or thr == 1)]
-            if self.shuffle:
-                rng.shuffle(one_pass)
-            specs.extend(one_pass)
+            specs.extend(shuffled_blocks(one_pass, rng) if self.shuffle else one_pass)
         return specs + self.profile_points(topology)
 
     def pass_points(self, rep: int, topology: str, keep=None) -> list[PointSpec]:
@@ -307,6 +308,25 @@ class Grid:
         if self.peers is not None:
             out["peers"] = self.peers.model_dump()
         return out
+
+
+def block_key(spec: PointSpec) -> tuple:
+    """The cell a run is compared within: everything but the implementation and the repetition."""
+    return (spec.mode, spec.msg_size, spec.threads, spec.receive, spec.congestion)
+
+
+def shuffled_blocks(specs: list[PointSpec], rng: random.Random) -> list[PointSpec]:
+    """specs in blocks of one cell each (block_key), the blocks and the runs within each shuffled."""
+    blocks: dict[tuple, list[PointSpec]] = {}
+    for spec in specs:
+        blocks.setdefault(block_key(spec), []).append(spec)
+    order = list(blocks.values())
+    rng.shuffle(order)
+    out = []
+    for block in order:
+        rng.shuffle(block)
+        out.extend(block)
+    return out
 
 
 def _first_error(exc: ValidationError, source: str) -> str:

@@ -1,20 +1,19 @@
 """A decision for every comparison: win, loss, equivalent or undecided (docs/contracts.md, "Decisions").
 
-The samples are the passes of a point: repetition r of every point was measured in pass r, in
-shuffled order, so a pass that ran a little faster or slower than the others (the host's state
-moves) shifts all of its points together. The analysis is on the log scale, where such a shift is
-additive and a ratio is a difference:
+The samples are the passes of a point: repetition r of every point was measured in pass r, and
+within a pass the implementations of one (size, threads) cell ran back to back (params.
+shuffled_blocks). The host's state drifts over seconds and a pass that ran faster or slower shifts
+all of its runs together, so X is compared with the baseline within each pass. The analysis is on
+the log scale, where such a shift is additive and a ratio is a difference:
 
-1. pass effects: e_r, the median over points of (log value - the point's mean), iterated a few
-   times; they are removed from every value of their pass (blocking by pass). Points measured in
-   one pass only do not inform them.
-2. each point keeps its own spread: mean and variance of its pass-adjusted log values over its
-   own passes (no pooling, so quiet points never shrink a noisy point's interval).
-3. X against the baseline at one (size, threads): the difference of the two points' means with
-   Welch's variance and degrees of freedom; over all thread counts at one size: the mean of the
-   per-thread differences, its variance the sum of theirs over T^2, its degrees of freedom
-   Welch-Satterthwaite's over every component.
-4. ratio = exp(difference), with its 95% interval. With margin m (grid key equivalence_margin):
+1. one cell (size, threads): the paired differences d_r = log X_r - log base_r over the passes
+   both were measured in; their mean, and its variance from the cell's own spread (no pooling:
+   quiet cells never shrink a noisy cell's interval), with n-1 degrees of freedom. A cell with
+   fewer than 2 common passes falls back to the two points' pass-adjusted means (pass effects:
+   each pass's median deviation from the points' means, removed) with Welch's variance.
+2. over all thread counts at one size: the mean of the per-cell differences, its variance the sum
+   of theirs over T^2, its degrees of freedom Welch-Satterthwaite's over every component.
+3. ratio = exp(difference), with its 95% interval. With margin m (grid key equivalence_margin):
    equivalent when the interval lies inside [1/(1+m), 1+m]; otherwise win when it lies above 1,
    loss when below 1; undecided otherwise (also with fewer than 2 passes on either side).
 
@@ -201,16 +200,38 @@ def _passes_needed(diff: _Diff, margin: float) -> int | None:
     return None
 
 
-def compare_points(stats: pd.DataFrame, impl: str, base: str, margin: float = DEFAULT_MARGIN) -> dict:
-    """{"by_size": {size: Decision}, "per_threads": {threads: {size: Decision}}} for impl against base."""
-    index = stats.set_index(["impl", "msg_size", "threads"])
+def _paired_diff(x: pd.Series, b: pd.Series) -> _Diff | None:
+    """The paired differences of one cell over the passes both were measured in (None below 2)."""
+    common = x.index.intersection(b.index)
+    if len(common) < 2:
+        return None
+    d = x.loc[common] - b.loc[common]
+    n = len(d)
+    return _Diff(float(d.mean()), ((float(d.var(ddof=1)) / n, n - 1),), n, n)
+
+
+def _adjusted_stats(values: pd.DataFrame) -> pd.DataFrame:
+    adjusted = values.assign(y=values["y"] - values["rep"].map(pass_effects(values)))
+    return adjusted.groupby(["impl", "msg_size", "threads"])["y"].agg(
+        n="count", mean="mean", var=lambda y: y.var(ddof=1) if len(y) >= 2 else math.nan)
+
+
+def compare_values(values: pd.DataFrame, impl: str, base: str, margin: float = DEFAULT_MARGIN) -> dict:
+    """{"by_size": {size: Decision}, "per_threads": {threads: {size: Decision}}} for impl against base,
+    from log_values(): paired within passes where possible (see the module's docstring)."""
     per_threads: dict[int, dict[int, Decision]] = {}
     diffs_by_size: dict[int, list[_Diff]] = {}
-    if impl not in index.index.get_level_values(0) or base not in index.index.get_level_values(0):
+    if values.empty or not {impl, base} <= set(values["impl"]):
         return {"by_size": {}, "per_threads": {}}
-    x_points, b_points = index.loc[impl], index.loc[base]
-    for size, threads in sorted(set(x_points.index) & set(b_points.index)):
-        diff = _point_diff(x_points.loc[(size, threads)], b_points.loc[(size, threads)])
+    series = values.set_index(["impl", "msg_size", "threads", "rep"])["y"].sort_index()
+    stats = None
+    cells = sorted(set(map(tuple, values[values["impl"] == impl][["msg_size", "threads"]].to_numpy()))
+                   & set(map(tuple, values[values["impl"] == base][["msg_size", "threads"]].to_numpy())))
+    for size, threads in cells:
+        diff = _paired_diff(series.loc[(impl, size, threads)], series.loc[(base, size, threads)])
+        if diff is None:  # too few common passes: the points' own means and spreads
+            stats = _adjusted_stats(values) if stats is None else stats
+            diff = _point_diff(stats.loc[(impl, size, threads)], stats.loc[(base, size, threads)])
         per_threads.setdefault(int(threads), {})[int(size)] = _decision(impl, base, int(size), int(threads),
                                                                          diff, margin)
         diffs_by_size.setdefault(int(size), []).append(diff)
@@ -221,9 +242,9 @@ def compare_points(stats: pd.DataFrame, impl: str, base: str, margin: float = DE
 
 def decide(rows: pd.DataFrame, impl: str, base: str, margin: float = DEFAULT_MARGIN,
            metric: str = "throughput_gbps") -> dict:
-    """Decisions of impl against base from throughput-mode rows (see compare_points)."""
+    """Decisions of impl against base from throughput-mode rows (see compare_values)."""
     tp = rows[rows["mode"] == "throughput"] if "mode" in rows else rows
-    return compare_points(point_stats(tp, metric), impl, base, margin)
+    return compare_values(log_values(tp, metric), impl, base, margin)
 
 
 def decided_crossover(by_size: dict[int, Decision]) -> int | None:

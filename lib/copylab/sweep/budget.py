@@ -5,7 +5,7 @@ message size over all thread counts: the ones Part E's Q4 and Q5 answer) are com
 rows measured so far (analysis/decisions.py). A comparison whose 95% interval is wider than
 target_half_width() on either side (log(1+m)/2: an interval that narrow always decides) gets
 another pass: all throughput points of both implementations at that size, at every thread count,
-in a freshly shuffled order. Passes are added while the sweep's elapsed time plus the next pass's
+in shuffled blocks (each cell's implementations back to back, params.shuffled_blocks). Passes are added while the sweep's elapsed time plus the next pass's
 estimate (and the profiled runs still to come) fit in budget_min.
 
 The allocation looks at the intervals' widths only, never at where they lie: which comparisons get
@@ -24,8 +24,8 @@ from dataclasses import dataclass, field, replace
 import pandas as pd
 
 from .. import registry
-from ..analysis.decisions import compare_points, point_stats, target_half_width
-from ..params import Grid
+from ..analysis.decisions import compare_values, log_values, target_half_width
+from ..params import Grid, shuffled_blocks
 from ..point import PointSpec
 from . import estimate as est
 
@@ -61,12 +61,14 @@ def wide_comparisons(rows: dict[str, dict], grid: Grid) -> list[dict]:
     """The study's per-size comparisons whose interval is wider than the deciding width, widest first."""
     base = registry.baseline()
     target = target_half_width(grid.equivalence_margin)
-    stats = point_stats(_study_rows(rows, grid))
+    frame = _study_rows(rows, grid)
+    values = log_values(frame) if not frame.empty else frame
     wide = []
     for impl in registry.study_impls():
         if impl == base or impl not in grid.impls or base not in grid.impls:
             continue
-        for size, decision in compare_points(stats, impl, base, grid.equivalence_margin)["by_size"].items():
+        found = compare_values(values, impl, base, grid.equivalence_margin) if not values.empty else {"by_size": {}}
+        for size, decision in found["by_size"].items():
             half = decision.half_width
             if not half <= target:  # NaN (too few passes) counts as wide
                 wide.append({"impl": impl, "base": base, "msg_size": size,
@@ -97,7 +99,7 @@ def plan_pass(rows: dict[str, dict], grid: Grid, topology: str, rep: int, second
         chosen.append(comparison)
     if not specs:
         return None
-    random.Random(seed + rep).shuffle(specs)
+    specs = shuffled_blocks(specs, random.Random(seed + rep))
     return PlannedPass(rep, specs, chosen, pass_seconds(specs))
 
 
