@@ -27,7 +27,9 @@ def test_shipped_grids_are_valid_and_sized_as_documented():
     # the serious run includes every path and every receive strategy (issue 22)
     assert set(full.receive) == set(RECEIVE_STRATEGIES) and set(full.impls) == set(registry.names(kind="native"))
     assert estimate(quick).wall_s < 60  # CI's smoke grid
-    assert estimate(default).wall_s < 7 * 60  # make report within 10 minutes on a fresh machine
+    # make report within 10 minutes on a fresh machine: the sweep's budget leaves room for the rest
+    assert default.budget_min is not None and default.budget_min <= 7.5
+    assert estimate(default).wall_s <= default.budget_min * 60
     two = load_grid(ROOT / "params" / "two-hosts.yaml")  # the example for a rig of two machines
     assert two.topology == "ssh" and two.ssh.server_host != two.ssh.client_host
     assert two.impls == default.impls and max(two.msg_sizes) > max(default.msg_sizes)

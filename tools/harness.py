@@ -44,11 +44,13 @@ from copylab.topology import open_topology  # noqa: E402
 PIN = dict(pin_server="0", pin_client="1")
 
 
-def engine_spec(impl: str, mode: str, size: int, args, rep: int) -> PointSpec:
+def engine_spec(impl: str, mode: str, size: int, args, rep: int, working_set: int | None = None,
+                profile: bool = False) -> PointSpec:
     native = registry.get(impl).native
+    extra = {"working_set": working_set} if native and working_set else {}
     return PointSpec(impl=impl, mode=mode, msg_size=size, threads=1, rep=rep, topology="netns",
-                     duration_s=args.window, warmup_s=0.1 if native else args.warmup,
-                     steady_max_s=args.warmup if native and mode == "throughput" else 0.0, **PIN).validate()
+                     duration_s=args.window, warmup_s=0.1 if native else args.warmup, profile=profile,
+                     steady_max_s=args.warmup if native and mode == "throughput" else 0.0, **PIN, **extra).validate()
 
 
 def value_of(row: dict, mode: str) -> float:
@@ -128,14 +130,19 @@ def measure(args) -> dict:
         outside = Outside(topo)
         for rep in range(args.reps):
             cases = [("engine", impl, mode, size) for size in sizes
-                     for impl, mode in [(i, "throughput") for i in impls + ["iperf3"]] + [(i, "latency") for i in impls + ["sockperf"]]]
-            cases += [("outside", tool, None, size) for size in sizes for tool in ("iperf3", "sockperf", "sockperf-sleep")]
+                     for impl, mode in [(i, "throughput") for i in impls + ["iperf3"]]
+                     + ([] if args.skip_latency else [(i, "latency") for i in impls + ["sockperf"]])]
+            cases += [("outside", tool, None, size) for size in sizes
+                      for tool in (("iperf3",) if args.skip_latency else ("iperf3", "sockperf", "sockperf-sleep"))]
+            cases += [(f"ws{ws}", impl, "throughput", size) for size in sizes for impl in impls
+                      for ws in args.working_sets]
             rng.shuffle(cases)
             for where, impl, mode, size in cases:
-                if where == "engine":
-                    row, _ = run_point(engine_spec(impl, mode, size, args, rep), plan, topo)
+                if where == "engine" or where.startswith("ws"):
+                    ws = int(where[2:]) if where.startswith("ws") else None
+                    row, _ = run_point(engine_spec(impl, mode, size, args, rep, ws), plan, topo)
                     value = value_of(row, mode) if row["status"] == "ok" else None
-                    key = f"engine {impl} {mode} {size}"
+                    key = f"engine {impl} {mode} {size}" + (f" ws{ws}" if ws else "")
                 elif impl == "iperf3":
                     value, key = outside.iperf3(size, args), f"outside iperf3 throughput {size}"
                 else:
@@ -144,7 +151,7 @@ def measure(args) -> dict:
                 if value is not None and value == value:
                     values.setdefault(key, []).append(float(value))
             print(f"repetition {rep + 1}/{args.reps} ({time.monotonic() - started:.0f} s)", file=sys.stderr)
-    return {"values": values, "impls": impls, "sizes": sizes}
+    return {"values": values, "impls": impls, "sizes": sizes, "working_sets": args.working_sets}
 
 
 def summarise(found: dict) -> dict:
@@ -156,6 +163,11 @@ def summarise(found: dict) -> dict:
                           **ratio_stats(get(f"engine {impl} throughput {size}"), get(f"engine iperf3 throughput {size}"))})
             table.append({"comparison": f"{impl} / sockperf p50 round trip", "size": size,
                           **ratio_stats(get(f"engine {impl} latency {size}"), get(f"engine sockperf latency {size}"))})
+        for ws in found.get("working_sets", []):
+            for impl in found["impls"]:
+                table.append({"comparison": f"{impl} cycling {ws} B / iperf3 throughput", "size": size,
+                              **ratio_stats(get(f"engine {impl} throughput {size} ws{ws}"),
+                                            get(f"engine iperf3 throughput {size}"))})
         table.append({"comparison": "iperf3 in the engine / outside", "size": size,
                       **ratio_stats(get(f"engine iperf3 throughput {size}"), get(f"outside iperf3 throughput {size}"))})
         table.append({"comparison": "sockperf in the engine / outside", "size": size,
@@ -182,8 +194,12 @@ def main() -> int:
     parser.add_argument("--window", type=float, default=2.0)
     parser.add_argument("--warmup", type=float, default=1.0)
     parser.add_argument("--impls", default="", help="default: the two-copy and one-copy senders")
+    parser.add_argument("--working-sets", default="", type=lambda t: [int(x) for x in t.split(",") if x],
+                        help="also measure the senders cycling through these working sets (bytes; 1: the "
+                             "fewest messages the ring allows)")
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--out", default="output/harness.json")
+    parser.add_argument("--skip-latency", action="store_true", help="throughput comparisons only")
     args = parser.parse_args()
     found = measure(args)
     summary = summarise(found)

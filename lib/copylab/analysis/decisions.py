@@ -99,7 +99,7 @@ def classify(low: float, high: float, margin: float) -> str:
 def log_values(rows: pd.DataFrame, metric: str = "throughput_gbps") -> pd.DataFrame:
     """impl, msg_size, threads, rep, y = log(metric) of the successful rows with a positive value
     (one value per point and pass: repeated rows of one are averaged)."""
-    ok = rows
+    ok = rows[[c for c in ("impl", "msg_size", "threads", "rep", "status", metric) if c in rows]]
     if "status" in ok:
         status = ok["status"].astype("string").fillna("ok").str.strip().str.lower()
         ok = ok[status.isin(["ok", ""])]
