@@ -36,10 +36,10 @@ REPO = QUICK_AUTHOR["repo_url"]
 DECLARATION = QUICK_DECLARATION
 PLOT_NAMES = ("throughput_vs_size", "latency_vs_threads", "cache_misses_vs_size", "cycles_per_byte_vs_size")
 # what a plot script may import: matplotlib and a little of the standard library, nothing that reads data
-PLOT_IMPORTS = {"math", "textwrap", "pathlib", "matplotlib", "matplotlib.pyplot"}
+PLOT_IMPORTS = {"json", "math", "textwrap", "pathlib", "matplotlib", "matplotlib.pyplot"}
 PER_BYTE = {"cycles_per_byte": "cycles", "srv_cycles_per_byte": "srv_cycles", "cli_cycles_per_byte": "cli_cycles",
             "l1_misses_per_byte": "l1_misses", "llc_misses_per_byte": "llc_misses"}
-SWEEP_FILES = ("results.csv", "meta.json", "report.pdf", "analysis.ipynb")
+SWEEP_FILES = ("results.csv", "meta.json", "report.pdf", "analysis.ipynb", "report.json")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -121,7 +121,7 @@ def test_copies_and_provenance_name_the_results_folder(bundle):
     assert record["copylab_version"] and record["sources"]["git_revision"]
     for name, digest in record["files"].items():
         assert hashlib.sha256((folder / name).read_bytes()).hexdigest() == digest, name
-    readme = (folder / "README.md").read_text()
+    readme = unescape_markdown((folder / "README.md").read_text())
     for text in (ROLL, AUTHOR, REPO, DECLARATION, "make", f"sudo ./{ROLL}_Part_C_run_all.sh",
                  f"python3 {ROLL}_Part_D_throughput_vs_size.py", str(source), meta["started_at"],
                  meta["git_revision"]):
@@ -238,16 +238,20 @@ def test_run_all_script_refuses_without_root(bundle):
 # ------------------------------------------------------------------------------------------------
 # Part D: the plot scripts
 
+def unescape_markdown(text: str) -> str:
+    """Markdown as it reads rendered: backslash escapes of punctuation resolved."""
+    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", text)
+
+
 def constants(path: Path) -> dict:
-    """The module-level literal assignments of a plot script (SERIES, METRICS, ...)."""
-    found = {}
+    """A plot script's DATA (SERIES, METRICS, ...): the JSON text of its one `DATA = json.loads(...)`
+    assignment, read without running the script."""
     for node in ast.parse(path.read_text()).body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            try:
-                found[node.targets[0].id] = ast.literal_eval(node.value)
-            except ValueError:
-                pass
-    return found
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["DATA"]:
+            call = node.value
+            assert isinstance(call, ast.Call) and ast.unparse(call.func) == "json.loads" and len(call.args) == 1
+            return json.loads(ast.literal_eval(call.args[0]))
+    raise AssertionError(f"{path.name} has no DATA = json.loads(...)")
 
 
 def test_plot_scripts_import_only_matplotlib_and_read_no_file(bundle):
@@ -379,10 +383,9 @@ def sources(reported, tmp_path_factory) -> dict:
         return folder
 
     no_roll = variant("no-roll")
-    notebook = json.loads((no_roll / "analysis.ipynb").read_text())
-    notebook["metadata"]["papermill"]["parameters"]["roll_no"] = ""  # a report built without one
-    (no_roll / "analysis.ipynb").write_text(json.dumps(notebook))
-    os.utime(no_roll / "report.pdf")  # still newer than results.csv
+    manifest = json.loads((no_roll / "report.json").read_text())
+    manifest["fields"]["roll_no"] = ""  # a report built without one
+    (no_roll / "report.json").write_text(json.dumps(manifest))
     return {"valid": variant("valid"), "no-roll": no_roll,
             "no-results": variant("no-results", drop=("results.csv",)),
             "no-report": variant("no-report", drop=("report.pdf",))}
@@ -444,11 +447,10 @@ def test_a_roll_the_report_does_not_show_rebuilds_the_report_first(sources, tmp_
 
     def rebuild(results_dir, **fields):
         calls.append(fields)
-        path = Path(results_dir) / "analysis.ipynb"
-        notebook = json.loads(path.read_text())
-        notebook["metadata"]["papermill"]["parameters"]["roll_no"] = fields["roll_no"]
-        path.write_text(json.dumps(notebook))
-        os.utime(Path(results_dir) / "report.pdf")
+        path = Path(results_dir) / "report.json"
+        manifest = json.loads(path.read_text())
+        manifest["fields"]["roll_no"] = fields["roll_no"]
+        path.write_text(json.dumps(manifest))
 
     monkeypatch.setattr(report, "build_report", rebuild)
     result = bundle_module.build_bundle(source, roll="OTHER1", out_dir=tmp_path)
