@@ -112,7 +112,8 @@ def markdown_code_block(text) -> str:
 _LATEX = {
     "\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&", "#": r"\#", "%": r"\%",
     "_": r"\_", "^": r"\textasciicircum{}", "~": r"\textasciitilde{}", "<": r"\textless{}",
-    ">": r"\textgreater{}", "|": r"\textbar{}",
+    ">": r"\textgreater{}", "|": r"\textbar{}", "`": r"\textasciigrave{}",
+    "-": "-{}",  # no -- or --- ligature: a name's two hyphens stay two hyphens
 }
 
 

@@ -93,7 +93,9 @@ def load_results(results_dir, table: str = "results.csv", allow_empty: bool = Fa
     missing = [c for c in contract.REQUIRED_COLUMNS if c not in df.columns]
     if missing:
         raise CopylabError(f"{csv_path} lacks required columns: {', '.join(missing)}")
-    validate.check_results(df, csv_path)  # types, ranges, duplicates: one line naming row and column
+    # types, ranges, duplicates: one line naming row and column, the cell shown as the file has it
+    validate.check_results(df, csv_path, pd.read_csv(io.BytesIO(data), dtype=str, keep_default_na=False)
+                           if len(df) else None)
     meta = load_meta(results_dir)
 
     # a CSV from elsewhere may lack the engine's extra columns: they are added empty, so every

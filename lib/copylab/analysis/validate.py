@@ -34,7 +34,13 @@ def _shown(value) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+_RAW: dict = {}  # csv path -> the table as the file writes it (text), for the messages
+
+
 def _fail(csv_path: Path, index, column: str, problem: str, value) -> CopylabError:
+    raw = _RAW.get(str(csv_path))
+    if raw is not None and column in raw.columns and index in raw.index:
+        value = raw.at[index, column]  # as written in the file, not as pandas read it
     return CopylabError(f"{csv_path}: row {_row(index)}, column {column}: {problem} (got {_shown(value)})")
 
 
@@ -47,13 +53,18 @@ def _is_share(column: str) -> bool:
     return column.startswith(("srv_cai_", "cli_cai_"))
 
 
-def check_results(df: pd.DataFrame, csv_path: Path) -> None:
-    """Every row of results.csv as read (ok and failed ones): raises CopylabError on the first bad cell."""
-    _check_choices(df, csv_path)
-    _check_identity_numbers(df, csv_path)
-    _check_measurements(df, csv_path)
-    _check_text(df, csv_path)
-    _check_duplicates(df, csv_path)
+def check_results(df: pd.DataFrame, csv_path: Path, raw: pd.DataFrame | None = None) -> None:
+    """Every row of results.csv as read (ok and failed ones): raises CopylabError on the first bad
+    cell. raw, the same table read as text, lets the message show the cell as the file has it."""
+    _RAW[str(csv_path)] = raw
+    try:
+        _check_choices(df, csv_path)
+        _check_identity_numbers(df, csv_path)
+        _check_measurements(df, csv_path)
+        _check_text(df, csv_path)
+        _check_duplicates(df, csv_path)
+    finally:
+        _RAW.pop(str(csv_path), None)
 
 
 def _check_choices(df, csv_path) -> None:
