@@ -109,7 +109,10 @@ def scratch_dir(prefix: str, need: int):
     happens. A TMPDIR that is full, or cannot be written, is one line naming it, up front."""
     from .errors import CopylabError
 
-    tmp = tempfile.gettempdir()
+    # tempfile falls back to /tmp, silently, when TMPDIR cannot be written: the one the user set is checked
+    tmp = os.environ.get("TMPDIR") or tempfile.gettempdir()
+    if not os.path.isdir(tmp):
+        raise CopylabError(f"TMPDIR {tmp}: no such folder; point TMPDIR at a writable folder")
     problem = space_problem(tmp, need)
     if problem:
         raise CopylabError(problem)
@@ -151,3 +154,23 @@ def tempdir_in(folder: str | Path):
         yield
     finally:
         tempfile.tempdir = old
+
+
+SOCKET_DIR_MAX = 60  # Chromium puts a UNIX socket under TMPDIR: the whole path must stay under 108 bytes
+
+
+@contextlib.contextmanager
+def socket_safe_dir(scratch: Path):
+    """scratch when it is short enough to be the TMPDIR of a program that makes UNIX sockets there
+    (Chromium: TMPDIR/.org.chromium.Chromium.XXXXXX/SingletonSocket; a longer path made kaleido wait
+    forever); else a private folder under /tmp, removed afterwards as scratch is."""
+    import shutil
+
+    if len(str(scratch)) <= SOCKET_DIR_MAX:
+        yield scratch
+        return
+    path = Path(tempfile.mkdtemp(prefix="copylab-", dir="/tmp"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)

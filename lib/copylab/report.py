@@ -436,12 +436,13 @@ def _execute_analysis(params: dict, record: Path, output_dir: Path, timeout_s: i
     analysis.failed.ipynb; an interruption leaves nothing half-written."""
     from .sweep.kernel import WarmKernel, execute
 
-    kernel = WarmKernel(cwd=PROJECT_ROOT, log_path=scratch / "kernel.log",
-                        env={**os.environ, "TMPDIR": str(scratch)})
-    try:
-        outcome = execute(NOTEBOOK, record, params, kernel, timeout_s=timeout_s, cwd=PROJECT_ROOT)
-    finally:
-        kernel.stop()
+    with fsutil.socket_safe_dir(scratch) as kernel_tmp:
+        kernel = WarmKernel(cwd=PROJECT_ROOT, log_path=scratch / "kernel.log",
+                            env={**os.environ, "TMPDIR": str(kernel_tmp)})
+        try:
+            outcome = execute(NOTEBOOK, record, params, kernel, timeout_s=timeout_s, cwd=PROJECT_ROOT)
+        finally:
+            kernel.stop()
     if not outcome.ok:
         failed = output_dir / "analysis.failed.ipynb"
         if record.exists():
