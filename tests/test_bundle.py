@@ -456,3 +456,138 @@ def test_a_roll_the_report_does_not_show_rebuilds_the_report_first(sources, tmp_
     result = bundle_module.build_bundle(source, roll="OTHER1", out_dir=tmp_path)
     assert calls and calls[0]["roll_no"] == "OTHER1"
     assert result["folder"].name == "OTHER1_PA02" and (result["folder"] / "OTHER1_Report.pdf").is_file()
+
+
+# ------------------------------------------------------------------------------------------------
+# the report the bundle takes, and values that must stay data (issue 23)
+
+def _copy(source: Path, into: Path) -> Path:
+    folder = into / "copy"
+    folder.mkdir()
+    for file in SWEEP_FILES:
+        shutil.copy2(source / file, folder / file)
+    return folder
+
+
+@pytest.mark.parametrize("case, needle", [
+    ("report.pdf a link to a text file", "report.pdf: is a symbolic link"),
+    ("report.pdf a text file", "is not a PDF"),
+    ("results changed after the report", "was built from other results than results.csv"),
+    ("meta.json changed after the report", "was built from another meta.json"),
+    ("report.pdf changed after the report", "is not the PDF its report built"),
+    ("no manifest", "has no manifest (report.json)"),
+])
+def test_the_bundle_takes_only_this_folders_complete_report(sources, tmp_path, case, needle):
+    folder = _copy(sources["valid"], tmp_path)
+    if case == "report.pdf a link to a text file":
+        text = tmp_path / "notes.txt"
+        text.write_text("not a report\n")
+        (folder / "report.pdf").unlink()
+        (folder / "report.pdf").symlink_to(text)
+    elif case == "report.pdf a text file":
+        (folder / "report.pdf").write_text("not a report\n")
+    elif case == "results changed after the report":
+        with open(folder / "results.csv", "a") as handle:
+            handle.write("")
+        lines = (folder / "results.csv").read_text().splitlines()
+        (folder / "results.csv").write_text("\n".join(lines[:-1]) + "\n")  # a point fewer
+    elif case == "meta.json changed after the report":
+        meta = json.loads((folder / "meta.json").read_text())
+        meta["hostname"] = "elsewhere"
+        (folder / "meta.json").write_text(json.dumps(meta))
+    elif case == "report.pdf changed after the report":
+        (folder / "report.pdf").write_bytes((folder / "report.pdf").read_bytes() + b"\n% appended\n")
+    else:
+        (folder / "report.json").unlink()
+    before = folder_state(folder)
+    proc = run_copylab("bundle", str(folder), "--roll", ROLL, timeout=300)
+    assert_one_line_error(proc, needle)
+    assert folder_state(folder) == before
+
+
+HOSTILE = '"""; import os; os.system("touch {marker}") #\n\'\'\'; os.system("touch {marker}")'
+
+
+def test_part_d_scripts_carry_values_as_data_never_as_code(reported, tmp_path):
+    from copylab.analysis import load_results
+    from copylab.bundle import plots
+
+    marker = tmp_path / "pwned"
+    df, meta = load_results(reported)
+    value = HOSTILE.format(marker=marker)
+    meta = {**meta, "git_revision": value, "hostname": value, "cpu_model": "$\\input{x}$ " + value}
+    origin = {"results_dir": value, "sweep": value, "started_at": value, "finished_at": value,
+              "git_revision": value, "failed_points": 0}
+    for spec in plots.PLOTS:
+        source = plots.plot_script(spec, df, meta, origin, ROLL)
+        tree = ast.parse(source)
+        docstring = ast.get_docstring(tree)
+        assert "import os" not in docstring and str(marker) not in docstring
+        # the module is: the docstring, imports, `if` for matplotlib's settings, DATA = json.loads(...),
+        # NAME = DATA[...] lines and the drawing functions: no other statement carries a value
+        for node in tree.body:
+            assert isinstance(node, (ast.Expr, ast.Import, ast.ImportFrom, ast.Assign, ast.If, ast.FunctionDef)), node
+        path = tmp_path / f"{ROLL}_Part_D_{spec.name}.py"
+        path.write_text(source)
+        proc = subprocess.run([sys.executable, str(path)], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                              env={"PATH": os.environ["PATH"], "MPLCONFIGDIR": str(tmp_path / "mpl")})
+        assert proc.returncode == 0, proc.stderr
+        assert not marker.exists(), f"{spec.name}: a value ran as code"
+        assert constants(path)["PROVENANCE"]["git_revision"] == value
+
+
+def test_the_run_all_script_reads_its_grid_as_data(tmp_path):
+    """A grid name with a newline put a command into the script before its root check."""
+    from copylab.bundle import runall
+
+    place = Path(tempfile.mkdtemp(prefix="copylab-bundle-test-"))  # a folder the user nobody can enter
+    place.chmod(0o777)
+    marker = place / "pwned"
+    sweep = f"quick\ntouch {marker}\n$(touch {marker}) `touch {marker}`"
+    script = place / "run_all.sh"
+    script.write_text(runall.run_all_script(ROLL, sweep, {"impls": ["a1"], "modes": ["throughput"],
+                                                          "msg_sizes": [64], "threads": [1]}))
+    script.chmod(0o755)
+    assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
+    commands = [line for line in script.read_text().splitlines() if "touch" in line]
+    assert commands == [f"SWEEP=quick touch {marker} $(touch {marker}) `touch {marker}`"], commands
+    try:  # the user nobody runs it (and is refused at the root check)
+        proc = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", str(script)],
+                              capture_output=True, text=True, timeout=60, cwd="/")
+        assert proc.returncode == 2 and "root" in proc.stderr and not marker.exists(), proc.stderr
+    finally:
+        shutil.rmtree(place)
+    with pytest.raises(CopylabError, match="MSG_SIZES"):
+        runall.run_all_script(ROLL, "x", {"impls": ["a1"], "modes": ["throughput"], "msg_sizes": ["64;id"],
+                                          "threads": [1]})
+
+
+def test_the_run_all_script_checks_what_the_environment_gives_it(built, tmp_path):
+    marker = tmp_path / "pwned"
+    proc = subprocess.run([f"./{ROLL}_Part_C_run_all.sh"], cwd=built["dir"], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "IMPLS": f"a1;touch {marker}"})
+    assert proc.returncode == 2 and "IMPLS must match" in proc.stderr and not marker.exists(), proc.stderr
+
+
+def test_the_readme_shows_every_value_as_text(reported):
+    from nbconvert.filters.markdown import markdown2html_mistune
+
+    from copylab.bundle import readme
+    from copylab.bundle import Inputs
+    from copylab.analysis import load_results
+
+    df, meta = load_results(reported)
+    meta = {**meta, "hostname": "<script>alert(1)</script>", "perf_note": "[x](javascript:alert(2)) <not supported>"}
+    fields = {"author": "<img src=x onerror=alert(3)> john_doe", "roll_no": ROLL,
+              "repo_url": "javascript:alert(4)", "ai_declaration": "# heading\n<script>alert(5)</script>\n`x` *y*"}
+    inputs = Inputs(reported, reported, ROLL, fields, meta, df, True, [])
+    origin = {"sweep": "q`uick", "results_dir": "/x/<b>", "started_at": "t", "finished_at": "t",
+              "sweep_status": "<i>finished</i>", "points": 1, "failed_points": 0, "git_revision": "abc`def",
+              "perf_note": meta["perf_note"]}
+    record = {"results": origin, "sources": {"programs": {"a1_server": [f"{ROLL}_Part_A1_Server.c"]},
+                                             "git_revision": "abc"},
+              "copylab_version": "1", "created_at": "now"}
+    page = markdown2html_mistune(readme.readme_text(inputs, record))
+    for live in ("<script>", "<img src=x", 'href="javascript:', "<i>finished</i>", "<b>"):
+        assert live not in page, live
+    assert "&lt;img src=x onerror=alert(3)&gt; john_doe" in page and "javascript:alert(4)" in page
