@@ -61,7 +61,9 @@ def author_markdown(fields: dict) -> str:
     label = "AI-usage declaration"
     if decl.lower().startswith(label.lower()):
         # the text names itself (the template in params/ does): bold its own label, do not repeat it
-        lines.append(f"**{escape.markdown(decl[:len(label)])}**{escape.markdown(decl[len(label):], block=True)}")
+        rest = decl[len(label):]
+        gap = " " if rest[:1].isspace() else ""  # the block escape trims each line
+        lines.append(f"**{escape.markdown(decl[:len(label)])}**{gap}{escape.markdown(rest, block=True)}")
     else:
         lines.append(f"**{label}.** " + (escape.markdown(decl, block=True) if decl else "_not given (pass "
                      "`--ai-declaration FILE` or set `ai_declaration` in the params YAML)_"))
@@ -317,6 +319,7 @@ def build_report(results_dir, output_dir=None, author=None, roll_no=None, repo_u
     results_dir = Path(results_dir).resolve()
     output_dir = Path(output_dir).resolve() if output_dir else results_dir
     df, meta = load_results(results_dir)  # fails fast, one line, before anything is written
+    sources = _source_digests(results_dir)  # what the report is built from, for its manifest
     declaration = userfiles.read_declaration(ai_declaration) if ai_declaration else declaration_text
     fields = resolve_author(meta, results_dir, author=author, roll_no=roll_no, repo_url=repo_url,
                             ai_declaration=declaration)
@@ -341,7 +344,7 @@ def build_report(results_dir, output_dir=None, author=None, roll_no=None, repo_u
                                + "; ".join(tools.install_hint(m) for m in missing))
         _say(progress, "[4/4] writing report.pdf (nbconvert via xelatex)")
         _export_pdf(nb, fields, results_dir.name, staging / "report.pdf", output_dir, scratch)
-        _install(staging, output_dir, REPORT_FILES, _manifest(results_dir, fields, staging))
+        _install(staging, output_dir, REPORT_FILES, _manifest(results_dir, sources, fields, staging))
     return {"notebook": output_dir / "analysis.ipynb", "answers": output_dir / "answers.json",
             "html": output_dir / "report.html", "pdf": output_dir / "report.pdf", "manifest": output_dir / MANIFEST}
 
@@ -387,13 +390,25 @@ def _latex_error(log: str) -> str:
     return "no error line in its log"
 
 
-def _manifest(results_dir: Path, fields: dict, staging: Path) -> dict:
+def _source_digests(results_dir: Path) -> dict:
+    """sha256 of results.csv and meta.json as the report starts (meta.json: None when absent)."""
+    import hashlib
+
+    from .analysis.load import MAX_CSV_BYTES, MAX_META_BYTES
+
+    digests = {}
+    for key, name, limit in (("results_csv_sha256", "results.csv", MAX_CSV_BYTES),
+                             ("meta_json_sha256", "meta.json", MAX_META_BYTES)):
+        data = userfiles.read_inside(results_dir, name, limit)
+        digests[key] = None if data is None else hashlib.sha256(data).hexdigest()
+    return digests
+
+
+def _manifest(results_dir: Path, sources: dict, fields: dict, staging: Path) -> dict:
     from . import __version__
 
-    return {"results_csv_sha256": fsutil.sha256_file(results_dir / "results.csv"),
-            "meta_json_sha256": fsutil.sha256_file(results_dir / "meta.json") if (results_dir / "meta.json").is_file()
-            else None,
-            "results_dir": str(results_dir), "fields": fields, "created_at": _now(), "copylab_version": __version__,
+    return {**sources, "results_dir": str(results_dir), "fields": fields, "created_at": _now(),
+            "copylab_version": __version__,
             "files": {name: fsutil.sha256_file(staging / name) for name in REPORT_FILES if (staging / name).is_file()}}
 
 
