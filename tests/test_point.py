@@ -197,9 +197,9 @@ def test_a_stopped_side_is_named_not_blamed_on_its_exit_status(native_build, pla
 def test_a_window_stretched_on_the_wall_clock_fails_the_point(native_build, plan, monkeypatch):
     """With the stop detector blinded, the wall-clock check still catches a client stopped for 3 s
     inside a 1 s window."""
-    from copylab import point
+    from copylab import measurement
 
-    monkeypatch.setattr(point._Measurement, "_stopped_side", lambda self: "")
+    monkeypatch.setattr(measurement.Supervisor, "stopped_side", lambda self: "")
     spec = PointSpec(impl="a1", mode="throughput", msg_size=4096, threads=1, duration_s=1.0, warmup_s=0.2)
     _signal_later(f"{ROOT}/native/build/client --connect", (0.6, signal.SIGSTOP), (3.6, signal.SIGCONT))
     with netns_pair() as topo:

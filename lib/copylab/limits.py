@@ -82,11 +82,12 @@ def check_memory(peak: int, what: str, allow_large: bool) -> None:
                        "smaller messages, or pass --allow-large if you really mean it")
 
 
-def check_point(impl: str, msg_size: int, threads: int, what: str, allow_large: bool = False) -> None:
+def check_point(impl: str, msg_size: int, threads: int, what: str, allow_large: bool = False,
+                working_set: int | None = None) -> None:
     """Everything above for one point on this host."""
     from .sweep.estimate import point_memory
 
-    memory = point_memory(impl, msg_size, threads)
+    memory = point_memory(impl, msg_size, threads, *([working_set] if working_set else []))
     check_open_files(threads, what)
     check_address_space(memory, threads, what)
     check_memory(memory, what, allow_large)
@@ -98,6 +99,7 @@ def check_grid(grid, what: str) -> None:
 
     threads = max(list(grid.threads) + (list(grid.peers.threads) if grid.peers else []))
     size = max(grid.msg_sizes)
-    memory = max(point_memory(impl, size, max(grid.threads)) for impl in grid.impls)
+    ring = [grid.working_set] if getattr(grid, "working_set", None) else []
+    memory = max(point_memory(impl, size, max(grid.threads), *ring) for impl in grid.impls)
     check_open_files(threads, what)
     check_address_space(memory, max(grid.threads), what)

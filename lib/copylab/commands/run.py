@@ -77,7 +77,7 @@ def run_command(args) -> int:
         check_cpus_available("--pin-server", spec.pin_server, usable)
         check_cpus_available("--pin-client", spec.pin_client, usable)
         # open files, address space and memory for its threads and messages, before anything starts
-        limits.check_point(spec.impl, spec.msg_size, spec.threads, "", args.allow_large)
+        limits.check_point(spec.impl, spec.msg_size, spec.threads, "", args.allow_large, spec.working_set)
     check_congestion_usable([spec.congestion], topology)
     ssh = _ssh_settings(args, topology)
     if topology != "ssh":
