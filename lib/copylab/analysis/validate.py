@@ -46,7 +46,7 @@ def _fail(csv_path: Path, index, column: str, problem: str, value) -> CopylabErr
 
 def _is_share(column: str) -> bool:
     """Columns that hold a share of something: between 0 and 1."""
-    if column.endswith(("_cpu_busy", "_prof_skid")):
+    if column.endswith(("_cpu_busy", "_cpu_steal", "_prof_skid", "_share")):
         return True
     if column.startswith(("srv_prof_", "cli_prof_")) and not column.endswith("_samples"):
         return True
