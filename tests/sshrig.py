@@ -109,6 +109,7 @@ def ssh_rig(root: Path):
     rig = Rig(root=root, token=secrets.token_hex(2))
     client_pub = _keygen(root / "id_test")
     noperf_pub = _keygen(root / "id_noperf")
+    banner_pub = _keygen(root / "id_banner")
     known = []
     noperf = root / "noperf-bin"  # a PATH with every command but perf: "a host without perf"
     noperf.mkdir()
@@ -117,7 +118,12 @@ def ssh_rig(root: Path):
             if not entry.name.startswith("perf") and not (noperf / entry.name).exists():
                 (noperf / entry.name).symlink_to(entry)
     # the second key logs in with that PATH (sshd resets PATH for SetEnv, not for this option)
-    (root / "authorized_keys").write_text(f"{client_pub}\nenvironment=\"PATH={noperf}\" {noperf_pub}\n")
+    # the third key logs in to a host whose login shell greets every command, on both streams
+    # (a .bashrc that echoes, "Last login"): what copylab reads must not be those lines
+    banner = ('command="echo Welcome to the rig; echo Last login: never >&2; '
+              'exec sh -c \\"$SSH_ORIGINAL_COMMAND\\""')
+    (root / "authorized_keys").write_text(f"{client_pub}\nenvironment=\"PATH={noperf}\" {noperf_pub}\n"
+                                          f"{banner} {banner_pub}\n")
     try:
         for index, host in enumerate(("h1", "h2"), start=1):
             ns = f"{PREFIX}-{os.getpid()}-{rig.token}-{host}"
@@ -154,6 +160,8 @@ def ssh_rig(root: Path):
             f"Host h1\n  HostName {MGMT['h1'][1]}\n{common}"
             f"Host h2\n  HostName {MGMT['h2'][1]}\n{common}"
             f"Host h2-noperf\n  HostName {MGMT['h2'][1]}\n{common.replace('id_test', 'id_noperf')}"
+            f"Host h1-banner\n  HostName {MGMT['h1'][1]}\n{common.replace('id_test', 'id_banner')}"
+            f"Host h2-banner\n  HostName {MGMT['h2'][1]}\n{common.replace('id_test', 'id_banner')}"
             # a name that resolves nowhere: ssh's own "Could not resolve hostname"
             f"Host nosuchhost\n  HostName nosuchhost.invalid\n{common}")
         for host in ("h1", "h2"):

@@ -82,7 +82,7 @@ def test_unmeasured_metrics_become_notes_that_say_why_and_how(bare):
         note = make(df, meta)
         assert isinstance(note, figures.FigureNote)
         md = note._repr_markdown_()
-        assert "virtual machine without PMU" in md and "&lt;not supported&gt;" in md
+        assert "virtual machine without PMU" in md and "\\<not supported\\>" in md
         assert "vPMU" in md or "virtual PMU" in md
     # task-clock still works without a PMU: CPU time per byte is drawn
     assert isinstance(figures.cpu_time_per_byte_vs_size(df, meta), go.Figure)

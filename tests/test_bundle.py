@@ -36,10 +36,10 @@ REPO = QUICK_AUTHOR["repo_url"]
 DECLARATION = QUICK_DECLARATION
 PLOT_NAMES = ("throughput_vs_size", "latency_vs_threads", "cache_misses_vs_size", "cycles_per_byte_vs_size")
 # what a plot script may import: matplotlib and a little of the standard library, nothing that reads data
-PLOT_IMPORTS = {"math", "textwrap", "pathlib", "matplotlib", "matplotlib.pyplot"}
+PLOT_IMPORTS = {"json", "math", "textwrap", "pathlib", "matplotlib", "matplotlib.pyplot"}
 PER_BYTE = {"cycles_per_byte": "cycles", "srv_cycles_per_byte": "srv_cycles", "cli_cycles_per_byte": "cli_cycles",
             "l1_misses_per_byte": "l1_misses", "llc_misses_per_byte": "llc_misses"}
-SWEEP_FILES = ("results.csv", "meta.json", "report.pdf", "analysis.ipynb")
+SWEEP_FILES = ("results.csv", "meta.json", "report.pdf", "analysis.ipynb", "report.json")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -121,7 +121,7 @@ def test_copies_and_provenance_name_the_results_folder(bundle):
     assert record["copylab_version"] and record["sources"]["git_revision"]
     for name, digest in record["files"].items():
         assert hashlib.sha256((folder / name).read_bytes()).hexdigest() == digest, name
-    readme = (folder / "README.md").read_text()
+    readme = unescape_markdown((folder / "README.md").read_text())
     for text in (ROLL, AUTHOR, REPO, DECLARATION, "make", f"sudo ./{ROLL}_Part_C_run_all.sh",
                  f"python3 {ROLL}_Part_D_throughput_vs_size.py", str(source), meta["started_at"],
                  meta["git_revision"]):
@@ -238,16 +238,20 @@ def test_run_all_script_refuses_without_root(bundle):
 # ------------------------------------------------------------------------------------------------
 # Part D: the plot scripts
 
+def unescape_markdown(text: str) -> str:
+    """Markdown as it reads rendered: backslash escapes of punctuation resolved."""
+    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", text)
+
+
 def constants(path: Path) -> dict:
-    """The module-level literal assignments of a plot script (SERIES, METRICS, ...)."""
-    found = {}
+    """A plot script's DATA (SERIES, METRICS, ...): the JSON text of its one `DATA = json.loads(...)`
+    assignment, read without running the script."""
     for node in ast.parse(path.read_text()).body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            try:
-                found[node.targets[0].id] = ast.literal_eval(node.value)
-            except ValueError:
-                pass
-    return found
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["DATA"]:
+            call = node.value
+            assert isinstance(call, ast.Call) and ast.unparse(call.func) == "json.loads" and len(call.args) == 1
+            return json.loads(ast.literal_eval(call.args[0]))
+    raise AssertionError(f"{path.name} has no DATA = json.loads(...)")
 
 
 def test_plot_scripts_import_only_matplotlib_and_read_no_file(bundle):
@@ -379,10 +383,9 @@ def sources(reported, tmp_path_factory) -> dict:
         return folder
 
     no_roll = variant("no-roll")
-    notebook = json.loads((no_roll / "analysis.ipynb").read_text())
-    notebook["metadata"]["papermill"]["parameters"]["roll_no"] = ""  # a report built without one
-    (no_roll / "analysis.ipynb").write_text(json.dumps(notebook))
-    os.utime(no_roll / "report.pdf")  # still newer than results.csv
+    manifest = json.loads((no_roll / "report.json").read_text())
+    manifest["fields"]["roll_no"] = ""  # a report built without one
+    (no_roll / "report.json").write_text(json.dumps(manifest))
     return {"valid": variant("valid"), "no-roll": no_roll,
             "no-results": variant("no-results", drop=("results.csv",)),
             "no-report": variant("no-report", drop=("report.pdf",))}
@@ -444,13 +447,147 @@ def test_a_roll_the_report_does_not_show_rebuilds_the_report_first(sources, tmp_
 
     def rebuild(results_dir, **fields):
         calls.append(fields)
-        path = Path(results_dir) / "analysis.ipynb"
-        notebook = json.loads(path.read_text())
-        notebook["metadata"]["papermill"]["parameters"]["roll_no"] = fields["roll_no"]
-        path.write_text(json.dumps(notebook))
-        os.utime(Path(results_dir) / "report.pdf")
+        path = Path(results_dir) / "report.json"
+        manifest = json.loads(path.read_text())
+        manifest["fields"]["roll_no"] = fields["roll_no"]
+        path.write_text(json.dumps(manifest))
 
     monkeypatch.setattr(report, "build_report", rebuild)
     result = bundle_module.build_bundle(source, roll="OTHER1", out_dir=tmp_path)
     assert calls and calls[0]["roll_no"] == "OTHER1"
     assert result["folder"].name == "OTHER1_PA02" and (result["folder"] / "OTHER1_Report.pdf").is_file()
+
+
+# ------------------------------------------------------------------------------------------------
+# the report the bundle takes, and values that must stay data (issue 23)
+
+def _copy(source: Path, into: Path) -> Path:
+    folder = into / "copy"
+    folder.mkdir()
+    for file in SWEEP_FILES:
+        shutil.copy2(source / file, folder / file)
+    return folder
+
+
+@pytest.mark.parametrize("case, needle", [
+    ("report.pdf a link to a text file", "report.pdf: is a symbolic link"),
+    ("report.pdf a text file", "is not a PDF"),
+    ("results changed after the report", "was built from other results than results.csv"),
+    ("meta.json changed after the report", "was built from another meta.json"),
+    ("report.pdf changed after the report", "is not the PDF its report built"),
+    ("no manifest", "has no manifest (report.json)"),
+])
+def test_the_bundle_takes_only_this_folders_complete_report(sources, tmp_path, case, needle):
+    folder = _copy(sources["valid"], tmp_path)
+    if case == "report.pdf a link to a text file":
+        text = tmp_path / "notes.txt"
+        text.write_text("not a report\n")
+        (folder / "report.pdf").unlink()
+        (folder / "report.pdf").symlink_to(text)
+    elif case == "report.pdf a text file":
+        (folder / "report.pdf").write_text("not a report\n")
+    elif case == "results changed after the report":
+        with open(folder / "results.csv", "a") as handle:
+            handle.write("")
+        lines = (folder / "results.csv").read_text().splitlines()
+        (folder / "results.csv").write_text("\n".join(lines[:-1]) + "\n")  # a point fewer
+    elif case == "meta.json changed after the report":
+        meta = json.loads((folder / "meta.json").read_text())
+        meta["hostname"] = "elsewhere"
+        (folder / "meta.json").write_text(json.dumps(meta))
+    elif case == "report.pdf changed after the report":
+        (folder / "report.pdf").write_bytes((folder / "report.pdf").read_bytes() + b"\n% appended\n")
+    else:
+        (folder / "report.json").unlink()
+    before = folder_state(folder)
+    proc = run_copylab("bundle", str(folder), "--roll", ROLL, timeout=300)
+    assert_one_line_error(proc, needle)
+    assert folder_state(folder) == before
+
+
+HOSTILE = '"""; import os; os.system("touch {marker}") #\n\'\'\'; os.system("touch {marker}")'
+
+
+def test_part_d_scripts_carry_values_as_data_never_as_code(reported, tmp_path):
+    from copylab.analysis import load_results
+    from copylab.bundle import plots
+
+    marker = tmp_path / "pwned"
+    df, meta = load_results(reported)
+    value = HOSTILE.format(marker=marker)
+    meta = {**meta, "git_revision": value, "hostname": value, "cpu_model": "$\\input{x}$ " + value}
+    origin = {"results_dir": value, "sweep": value, "started_at": value, "finished_at": value,
+              "git_revision": value, "failed_points": 0}
+    for spec in plots.PLOTS:
+        source = plots.plot_script(spec, df, meta, origin, ROLL)
+        tree = ast.parse(source)
+        docstring = ast.get_docstring(tree)
+        assert "import os" not in docstring and str(marker) not in docstring
+        # the module is: the docstring, imports, `if` for matplotlib's settings, DATA = json.loads(...),
+        # NAME = DATA[...] lines and the drawing functions: no other statement carries a value
+        for node in tree.body:
+            assert isinstance(node, (ast.Expr, ast.Import, ast.ImportFrom, ast.Assign, ast.If, ast.FunctionDef)), node
+        path = tmp_path / f"{ROLL}_Part_D_{spec.name}.py"
+        path.write_text(source)
+        proc = subprocess.run([sys.executable, str(path)], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                              env={"PATH": os.environ["PATH"], "MPLCONFIGDIR": str(tmp_path / "mpl")})
+        assert proc.returncode == 0, proc.stderr
+        assert not marker.exists(), f"{spec.name}: a value ran as code"
+        assert constants(path)["PROVENANCE"]["git_revision"] == value
+
+
+def test_the_run_all_script_reads_its_grid_as_data(tmp_path):
+    """A grid name with a newline put a command into the script before its root check."""
+    from copylab.bundle import runall
+
+    place = Path(tempfile.mkdtemp(prefix="copylab-bundle-test-"))  # a folder the user nobody can enter
+    place.chmod(0o777)
+    marker = place / "pwned"
+    sweep = f"quick\ntouch {marker}\n$(touch {marker}) `touch {marker}`"
+    script = place / "run_all.sh"
+    script.write_text(runall.run_all_script(ROLL, sweep, {"impls": ["a1"], "modes": ["throughput"],
+                                                          "msg_sizes": [64], "threads": [1]}))
+    script.chmod(0o755)
+    assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
+    commands = [line for line in script.read_text().splitlines() if "touch" in line]
+    assert commands == [f"SWEEP=quick touch {marker} $(touch {marker}) `touch {marker}`"], commands
+    try:  # the user nobody runs it (and is refused at the root check)
+        proc = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", str(script)],
+                              capture_output=True, text=True, timeout=60, cwd="/")
+        assert proc.returncode == 2 and "root" in proc.stderr and not marker.exists(), proc.stderr
+    finally:
+        shutil.rmtree(place)
+    with pytest.raises(CopylabError, match="MSG_SIZES"):
+        runall.run_all_script(ROLL, "x", {"impls": ["a1"], "modes": ["throughput"], "msg_sizes": ["64;id"],
+                                          "threads": [1]})
+
+
+def test_the_run_all_script_checks_what_the_environment_gives_it(built, tmp_path):
+    marker = tmp_path / "pwned"
+    proc = subprocess.run([f"./{ROLL}_Part_C_run_all.sh"], cwd=built["dir"], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "IMPLS": f"a1;touch {marker}"})
+    assert proc.returncode == 2 and "IMPLS must match" in proc.stderr and not marker.exists(), proc.stderr
+
+
+def test_the_readme_shows_every_value_as_text(reported):
+    from nbconvert.filters.markdown import markdown2html_mistune
+
+    from copylab.bundle import readme
+    from copylab.bundle import Inputs
+    from copylab.analysis import load_results
+
+    df, meta = load_results(reported)
+    meta = {**meta, "hostname": "<script>alert(1)</script>", "perf_note": "[x](javascript:alert(2)) <not supported>"}
+    fields = {"author": "<img src=x onerror=alert(3)> john_doe", "roll_no": ROLL,
+              "repo_url": "javascript:alert(4)", "ai_declaration": "# heading\n<script>alert(5)</script>\n`x` *y*"}
+    inputs = Inputs(reported, reported, ROLL, fields, meta, df, True, [])
+    origin = {"sweep": "q`uick", "results_dir": "/x/<b>", "started_at": "t", "finished_at": "t",
+              "sweep_status": "<i>finished</i>", "points": 1, "failed_points": 0, "git_revision": "abc`def",
+              "perf_note": meta["perf_note"]}
+    record = {"results": origin, "sources": {"programs": {"a1_server": [f"{ROLL}_Part_A1_Server.c"]},
+                                             "git_revision": "abc"},
+              "copylab_version": "1", "created_at": "now"}
+    page = markdown2html_mistune(readme.readme_text(inputs, record))
+    for live in ("<script>", "<img src=x", 'href="javascript:', "<i>finished</i>", "<b>"):
+        assert live not in page, live
+    assert "&lt;img src=x onerror=alert(3)&gt; john_doe" in page and "javascript:alert(4)" in page

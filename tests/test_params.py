@@ -126,3 +126,43 @@ def test_ssh_grid_gives_the_settings_and_keeps_them_in_its_fingerprint():
     assert parse_grid(GOOD).ssh is None
     other = parse_grid({**SSH, "client_host": "h3"}, source="ssh.yaml")
     assert fingerprint(grid) != fingerprint(other)  # other hosts: another study, not a resume
+
+
+# ------------------------------------------------------------------------------------------------
+# YAML numbers in every notation (issue 23): PyYAML reads YAML 1.1, where 2e-1 is a string
+
+@pytest.mark.parametrize("text, key, value", [
+    ("duration_s: 2e-1", "duration_s", 0.2),
+    ("duration_s: 1.5E+0", "duration_s", 1.5),
+    ("warmup_s: 1.0e-1", "warmup_s", 0.1),
+    ("warmup_s: .5", "warmup_s", 0.5),
+    ("msg_sizes: [1e3, 4.096e3, 0x40, 0o200]", "msg_sizes", (1000, 4096, 64, 128)),
+    ("threads: [1_0, 2.0]", "threads", (10, 2)),
+    ("repetitions: 3e0", "repetitions", 3),
+])
+def test_yaml_numbers_in_every_notation_are_numbers(tmp_path, text, key, value):
+    lines = {k: v for k, v in GOOD.items() if k not in text}
+    path = tmp_path / "grid.yaml"
+    path.write_text(yaml.safe_dump(lines) + text + "\n")
+    grid = load_grid(path)
+    assert getattr(grid, key) == value
+
+
+@pytest.mark.parametrize("text, key", [("threads: [1.5]", "threads"), ("msg_sizes: [6.4e1, 64.7]", "msg_sizes"),
+                                       ("duration_s: 2e", "duration_s"), ("repetitions: 2.5", "repetitions")])
+def test_numbers_that_are_not_whole_or_not_numbers_are_still_refused(tmp_path, text, key):
+    lines = {k: v for k, v in GOOD.items() if k not in text}
+    path = tmp_path / "grid.yaml"
+    path.write_text(yaml.safe_dump(lines) + text + "\n")
+    with pytest.raises(CopylabError, match=f"^{key}"):
+        load_grid(path)
+
+
+def test_cli_takes_a_duration_written_2e_minus_1(tmp_path):
+    path = tmp_path / "grid.yaml"
+    grid = {k: v for k, v in GOOD.items() if k not in ("msg_sizes", "threads")}
+    path.write_text(yaml.safe_dump(grid) + "duration_s: 2e-1\nmsg_sizes: [6.4e7]\nthreads: [1024]\n")
+    proc = run_copylab("sweep", str(path), "--out", str(tmp_path / "out"), timeout=60)
+    # accepted as numbers: what stops this grid is its size, not the notation
+    assert "not a number" not in proc.stderr and "valid number" not in proc.stderr, proc.stderr
+    assert "--allow-large" in proc.stderr or "open files" in proc.stderr, proc.stderr

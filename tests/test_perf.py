@@ -233,3 +233,23 @@ def test_sigint_to_the_process_group_keeps_workload_output_and_counters(tmp_path
     assert counters["task_clock_ms"] is not None and counters["task_clock_ms"] > 0
     if plan.cycles_source is not None:
         assert counters["cycles"] is not None and not math.isnan(counters["cycles"])
+
+
+# ------------------------------------------------------------------------------------------------
+# impossible values (issue 23): a perf that prints 2e32 cycles or negative counts is not believed
+
+@pytest.mark.parametrize("line, needle", [
+    ("2e32,,cycles,100,100.00,,", "cycles = 2e32 is impossible (more than a 64-bit counter holds)"),
+    ("-3,,cpu-migrations,100,100.00,,", "cpu-migrations = -3 is impossible (a count cannot be negative)"),
+    ("inf,,context-switches,100,100.00,,", "context-switches = inf is impossible (not a finite number)"),
+    ("-0.5,msec,task-clock,100,100.00,,", "task-clock = -0.5 is impossible"),
+])
+def test_impossible_counts_are_a_named_error(line, needle):
+    text = "# started on Mon\n\n12.5,msec,task-clock,12500,100.00,0.9,CPUs utilized\n" + line + "\n"
+    with pytest.raises(perf.ImpossibleCount) as info:
+        perf.parse_stat_csv(text)
+    assert needle in str(info.value)
+
+
+def test_the_largest_possible_count_is_believed():
+    assert perf.parse_stat_csv(f"{2**64},,cycles,1,100.00,,\n")["cycles"] == float(2**64)

@@ -156,3 +156,91 @@ def test_cli_run_interrupted_leaves_nothing(native_build):
     assert "interrupted" in err and "Traceback" not in err
     ns_of_run = [ns for ns in copylab_namespaces() if ns.startswith(f"copylab-{proc.pid}-")]
     assert ns_of_run == [] and benchmark_processes() == []
+
+
+# ------------------------------------------------------------------------------------------------
+# the right reason (issue 23): a stopped side, a window that outlasts the wall clock, a perf that
+# prints impossible counts
+
+def _signal_later(pattern: str, *steps: tuple[float, int]) -> threading.Thread:
+    """At each (delay from now, signal), send it to the processes matching pattern (gone: ignored)."""
+    def run():
+        started = time.monotonic()
+        for delay, signum in steps:
+            time.sleep(max(0.0, started + delay - time.monotonic()))
+            for pid in _pids_matching(pattern):
+                with __import__("contextlib").suppress(ProcessLookupError):
+                    os.kill(pid, signum)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.parametrize("side, pattern", [("server", f"{ROOT}/native/build/a2_server --bind"),
+                                           ("client", f"{ROOT}/native/build/client --connect")])
+def test_a_stopped_side_is_named_not_blamed_on_its_exit_status(native_build, plan, side, pattern):
+    """SIGSTOP 1 s into a 3 s window, SIGCONT 6 s later: the point fails at once, naming the side
+    (it read "exited with status 0", or status=ok with duration_s=0.705)."""
+    spec = PointSpec(impl="a2", mode="throughput", msg_size=4096, threads=2, duration_s=3.0, warmup_s=0.2)
+    signals = _signal_later(pattern, (1.2, signal.SIGSTOP), (7.2, signal.SIGCONT))
+    started = time.monotonic()
+    with netns_pair() as topo:
+        row, _ = run_point(spec, plan, topo)
+    assert time.monotonic() - started < 6, "waited for the stopped side"
+    assert row["status"] == "failed" and row["error_kind"] == "stopped", row["error"]
+    assert row["error"].startswith(f"the {side} was stopped (SIGSTOP"), row["error"]
+    signals.join()
+    assert _our_ns() == [] and benchmark_processes() == []
+
+
+def test_a_window_stretched_on_the_wall_clock_fails_the_point(native_build, plan, monkeypatch):
+    """With the stop detector blinded, the wall-clock check still catches a client stopped for 3 s
+    inside a 1 s window."""
+    from copylab import measurement
+
+    monkeypatch.setattr(measurement.Supervisor, "stopped_side", lambda self: "")
+    spec = PointSpec(impl="a1", mode="throughput", msg_size=4096, threads=1, duration_s=1.0, warmup_s=0.2)
+    _signal_later(f"{ROOT}/native/build/client --connect", (0.6, signal.SIGSTOP), (3.6, signal.SIGCONT))
+    with netns_pair() as topo:
+        row, _ = run_point(spec, plan, topo)
+    assert row["status"] == "failed" and row["error_kind"] == "window_stretched", row["error"]
+    assert "for a 1 s window" in row["error"] and "of wall clock" in row["error"]
+    assert _our_ns() == [] and benchmark_processes() == []
+
+
+FAKE_PERF = r"""#!/usr/bin/env python3
+# a perf that runs its workload and then claims impossible counts
+import signal, subprocess, sys
+
+args = sys.argv[1:]
+if args[:1] == ["--version"]:
+    print("perf version 6.1.0")
+    sys.exit(0)
+out = args[args.index("-o") + 1] if "-o" in args else "/dev/null"
+child = subprocess.Popen(args[args.index("--") + 1:])
+signal.signal(signal.SIGINT, lambda *_: child.send_signal(signal.SIGINT))
+code = child.wait()
+with open(out, "w") as handle:
+    handle.write("100.0,msec,task-clock,100,100.00,,\n2e32,,msr/tsc/,100,100.00,,\n"
+                 "-3,,cpu-migrations,100,100.00,,\n7,,context-switches,100,100.00,,\n")
+sys.exit(code if code >= 0 else 128 - code)
+"""
+
+
+def test_a_perf_printing_impossible_counts_fails_the_point_naming_the_value(native_build, tmp_path):
+    from copylab.topology import loopback
+
+    fake = tmp_path / "perf"
+    fake.write_text(FAKE_PERF)
+    fake.chmod(0o755)
+    plan = perfmod.probe(perf=str(fake))
+    assert plan.perf_path == str(fake) and plan.cycles_source == "tsc"
+    spec = PointSpec(impl="a1", mode="throughput", msg_size=4096, threads=1, duration_s=0.3, warmup_s=0.1,
+                     topology="loopback")
+    with loopback() as topo:
+        row, _ = run_point(spec, plan, topo)
+    assert row["status"] == "failed" and row["error_kind"] == "counters_invalid", row["error"]
+    assert "msr/tsc/ = 2e32 is impossible" in row["error"]
+    assert math.isnan(row["cycles"]) and math.isnan(row["context_switches"])
+    assert row["bytes"] > 0  # the program's own numbers stay, the row just is not believed

@@ -193,7 +193,7 @@ def test_cli_sweep_out_is_an_existing_file(tmp_path):
 
 def test_cli_sweep_params_path_is_a_folder(tmp_path):
     proc = run_copylab("sweep", str(tmp_path), "--out", str(tmp_path / "out"), timeout=60)
-    assert_one_line_error(proc, "params file not found")
+    assert_one_line_error(proc, "is a folder, not a regular file")
     assert not (tmp_path / "out").exists()
 
 

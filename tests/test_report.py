@@ -3,7 +3,9 @@ the PDF/HTML build, the CLI's error handling, and the PDF of a real quick sweep.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import re
 import subprocess
 import sys
@@ -44,6 +46,11 @@ def notebook_text(nb_path: Path) -> str:
     return "\n".join(texts)
 
 
+def rendered(markdown: str) -> str:
+    """Markdown with its backslash escapes resolved: the text a reader sees (values are escaped)."""
+    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", markdown)
+
+
 def pdf_text(pdf: Path) -> str:
     return subprocess.run(["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True,
                           check=True).stdout
@@ -64,7 +71,7 @@ def test_notebook_without_counters_and_one_rep_says_what_it_cannot_answer(tmp_pa
     assert "What this sweep could not answer" in text and "**Q2**" in text
     # markdown output escapes the perf note's <not supported> (a renderer drops it as an HTML
     # tag otherwise); answers.json keeps the plain text
-    assert "read &lt;not supported&gt;" in text and "read <not supported>" not in text
+    assert "read \\<not supported\\>" in text and "read <not supported>" not in text
     assert "read <not supported>" in doc["q2_cache_detail"]["text"]
     for heading in HEADINGS:
         assert heading in text
@@ -78,7 +85,7 @@ def test_report_pdf_and_html_from_synthetic_sweep(tmp_path):
     paths = report.build_report(results, output_dir=tmp_path / "report", author="Ada Synthetic",
                                 ai_declaration=str(decl), progress=None)
     assert sorted(p.name for p in (tmp_path / "report").iterdir()) == [
-        "analysis.ipynb", "answers.json", "report.html", "report.pdf"]
+        "analysis.ipynb", "answers.json", "report.html", "report.json", "report.pdf"]
     doc = json.loads(paths["answers"].read_text())
     assert doc["q4_one_copy_vs_two_copy"] == {**doc["q4_one_copy_vs_two_copy"], **synthetic.EXPECTED_Q4}
     text = " ".join(pdf_text(paths["pdf"]).split())
@@ -113,7 +120,7 @@ def test_required_columns_only_no_meta_and_no_xelatex(tmp_path, monkeypatch):
     assert doc["q4_one_copy_vs_two_copy"]["crossover_bytes"] == synthetic.EXPECTED_Q4["crossover_bytes"]
     assert "host is unknown" in text
     assert "no `runs/` records" in text
-    assert "zero-copy completion counts" in text  # A3 figure replaced by a note
+    assert "zero-copy completion counts" in rendered(text)  # A3 figure replaced by a note
 
 
 @pytest.mark.parametrize("args, message", [
@@ -150,7 +157,177 @@ def test_report_from_real_quick_sweep(quick_report):
 def test_declaration_that_names_itself_is_not_labelled_twice():
     fields = {"author": "", "roll_no": "", "repo_url": "",
               "ai_declaration": "AI-usage declaration (draft): I used a linter."}
-    md = report.author_markdown(fields)
-    assert md.count("AI-usage declaration") == 1 and "**AI-usage declaration** (draft)" in md
+    md = rendered(report.author_markdown(fields))
+    assert md.count("AI-usage declaration") == 1 and "**AI-usage declaration** (draft): I used a linter." in md
     fields["ai_declaration"] = "I used a linter."
-    assert "**AI-usage declaration.** I used a linter." in report.author_markdown(fields)
+    assert "**AI-usage declaration.** I used a linter." in rendered(report.author_markdown(fields))
+
+
+# ------------------------------------------------------------------------------------------------
+# nothing a user writes becomes code, nothing stale is handed on (issue 23)
+
+SECRET = "COPYLAB-SECRET-91c2 (a file of this machine)"
+ORDINARY_NAMES = ["john_doe", "Tom & Jerry", "Ann #1", "50% done", "C:\\Users\\me\\newdir", "{", "<"]
+SCRIPT_NAMES = "अदिति शर्मा 李小龙 山田太郎 דוד 😀"
+
+
+def _hostile_sweep(folder: Path, secret: Path) -> Path:
+    """A synthetic sweep whose every text reaching the report tries something: meta.json's host name,
+    perf note and declaration path, a failed row's error, a run's program output."""
+    import csv as csv_module
+
+    results = synthetic.write_sweep(folder, reps=2)
+    meta = json.loads((results / "meta.json").read_text())
+    meta["hostname"] = f"host-\\protect\\input{{{secret}}}-<script>alert('h')</script>"
+    meta["perf_note"] = "events read <not supported> [x](javascript:alert(2)) $\\input{" + str(secret) + "}$"
+    meta["params"] = {**meta["params"], "ai_declaration": str(secret), "author": "", "roll_no": "", "repo_url": ""}
+    (results / "meta.json").write_text(json.dumps(meta))
+    with open(results / "results.csv", newline="") as handle:
+        reader = csv_module.DictReader(handle)
+        fields, rows = reader.fieldnames, list(reader)
+    failed = next(r for r in rows if r["status"] == "failed")
+    failed["error"] = f"[x](javascript:alert(3)) <img src=x onerror=alert(4)> \\input{{{secret}}}"
+    with open(results / "results.csv", "w", newline="") as handle:
+        writer = csv_module.DictWriter(handle, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+    ok = next(r for r in rows if r["status"] == "ok" and r["impl"] == "a1" and r["mode"] == "throughput")
+    row = {k: (float(v) if k in ("throughput_gbps", "bytes", "duration_s") and v else v) for k, v in ok.items()}
+    row.update(msg_size=int(ok["msg_size"]), threads=int(ok["threads"]), rep=int(ok["rep"]))
+    breakout = f"```\n\\end{{verbatim}}\n\\input{{{secret}}}\n<script>alert(5)</script>\n````"
+    (results / "runs").mkdir()
+    (results / "runs" / f"{ok['point_id']}.json").write_text(json.dumps({"row": row, "raw": {
+        "server": {"argv": ["a1_server", "--bind", "$(touch /tmp/x)"], "stdout": breakout, "stderr": breakout,
+                   "perf": ""},
+        "client": {"argv": ["client"], "stdout": '{"bytes": 1}', "stderr": "", "perf": ""}}}))
+    return results
+
+
+@pytest.fixture(scope="module")
+def hostile_report(tmp_path_factory) -> dict:
+    """One report of the hostile sweep through the CLI, every author field hostile too, TMPDIR a
+    folder of its own (so what Chromium and xelatex leave there can be seen)."""
+    base = tmp_path_factory.mktemp("hostile")
+    secret = base / "secret.txt"
+    secret.write_text(SECRET)
+    results = _hostile_sweep(base / "sweep", secret)
+    declaration = base / "declaration.txt"
+    declaration.write_text(f"AI-usage declaration: {' '.join(ORDINARY_NAMES)} <script>alert(6)</script>\n"
+                           f"\\input{{{secret}}} {SCRIPT_NAMES}\n")
+    tmpdir = base / "tmp"
+    tmpdir.mkdir()
+    author = f"Eve \\protect\\input{{{secret}}} " + " ".join(ORDINARY_NAMES) + " " + SCRIPT_NAMES
+    proc = subprocess.run([sys.executable, "-m", "copylab", "report", str(results), "--author", author,
+                           "--roll-no", "<b>R1</b>_#%", "--repo-url", "<img src=x onerror=alert(7)>",
+                           "--ai-declaration", str(declaration)], capture_output=True, text=True, cwd=ROOT,
+                          timeout=600, env={**os.environ, "TMPDIR": str(tmpdir)})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return {"dir": results, "tmpdir": tmpdir, "author": author}
+
+
+def test_no_field_shows_a_file_or_runs_tex_in_the_pdf(hostile_report):
+    pdf = hostile_report["dir"] / "report.pdf"
+    text = pdf_text(pdf)
+    flat = " ".join(text.split())
+    assert SECRET not in text, "a file's content reached the PDF"
+    for name in ORDINARY_NAMES:  # rendered literally
+        assert name in flat, name
+    assert "Eve \\protect\\input{" in flat and "<b>R1</b>_#%" in flat and "<img src=x onerror=alert(7)>" in flat
+    assert "host-\\protect\\input{" in flat  # meta.json's host name, as text
+    assert "\\end{verbatim}" in flat  # a program's output that tried to close its code block
+    assert "[x](javascript:alert(3))" in flat  # a failed row's error, as text
+
+
+def test_no_field_is_live_html_in_the_report(hostile_report):
+    page = (hostile_report["dir"] / "report.html").read_text()
+    assert SECRET not in page
+    for live in ("<script>alert(", "<img src=x", 'href="javascript:', "<b>R1</b>", "onerror=alert(4)>"):
+        assert live not in page, live
+    assert "&lt;b&gt;R1&lt;/b&gt;" in page and "&lt;img src=x onerror=alert(7)&gt;" in page
+    assert "&lt;script&gt;alert(6)&lt;/script&gt;" in page
+
+
+def test_the_pdf_carries_fonts_for_the_scripts_names_are_written_in(hostile_report):
+    fonts = subprocess.run(["pdffonts", str(hostile_report["dir"] / "report.pdf")], capture_output=True, text=True,
+                           check=True).stdout
+    for font in ("NotoSansDevanagari", "NotoSansCJK", "NotoSansHebrew", "Symbola"):
+        assert font in fonts, f"{font} not embedded:\n{fonts}"
+    text = pdf_text(hostile_report["dir"] / "report.pdf")
+    for word in ("李小龙", "山田太郎", "😀"):
+        assert word in text, word
+
+
+def test_a_declaration_path_in_meta_json_stays_unread_and_tmpdir_is_left_clean(hostile_report):
+    manifest = json.loads((hostile_report["dir"] / "report.json").read_text())
+    assert manifest["fields"]["author"] == hostile_report["author"]
+    assert manifest["fields"]["ai_declaration"].startswith("AI-usage declaration: john_doe")
+    for name, digest in manifest["files"].items():
+        assert hashlib.sha256((hostile_report["dir"] / name).read_bytes()).hexdigest() == digest, name
+    assert list(hostile_report["tmpdir"].iterdir()) == [], "Chromium's profile or xelatex's files were left"
+    chromium = subprocess.run(["pgrep", "-af", str(hostile_report["tmpdir"])], capture_output=True, text=True).stdout
+    assert not chromium.strip(), chromium
+    assert not [p for p in hostile_report["dir"].iterdir() if p.name.startswith(".report-staging")]
+
+
+def _previous_report(folder: Path) -> dict:
+    """A complete earlier report in folder (stand-in files and their manifest)."""
+    for name in report.REPORT_FILES:
+        (folder / name).write_bytes(b"%PDF-1.5 earlier\n" if name == "report.pdf" else f"earlier {name}\n".encode())
+    (folder / report.MANIFEST).write_text(json.dumps({"earlier": True}))
+    return {p.name: p.read_bytes() for p in folder.iterdir()}
+
+
+def _fake_analysis(params, record, output_dir, timeout_s, scratch):
+    """_execute_analysis without a kernel: an executed-looking notebook and answers.json."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# stand-in")])
+    nbformat.write(nb, record)
+    (Path(params["output_dir"]) / "answers.json").write_text("{}")
+
+
+def test_a_report_whose_pdf_fails_leaves_the_previous_report_whole(tmp_path, monkeypatch):
+    folder = synthetic.write_sweep(tmp_path / "sweep", reps=1)
+    before = _previous_report(folder)
+
+    def failing_pdf(*args, **kwargs):
+        raise CopylabError("xelatex failed to build report.pdf: Undefined control sequence")
+
+    monkeypatch.setattr(report, "_execute_analysis", _fake_analysis)
+    monkeypatch.setattr(report, "_export_pdf", failing_pdf)
+    with pytest.raises(CopylabError, match="xelatex failed"):
+        report.build_report(folder, progress=None)
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before, "a half-replaced report"
+
+
+def test_an_html_only_report_takes_the_old_pdf_and_manifest_away(tmp_path, monkeypatch):
+    folder = synthetic.write_sweep(tmp_path / "sweep", reps=1)
+    _previous_report(folder)
+    monkeypatch.setattr(report, "_execute_analysis", _fake_analysis)
+    monkeypatch.setattr(report, "_missing_tools", lambda: ["xelatex"])
+    with pytest.raises(CopylabError, match="report.html written, but report.pdf needs xelatex"):
+        report.build_report(folder, progress=None)
+    names = {p.name for p in folder.iterdir()}
+    assert "report.pdf" not in names and report.MANIFEST not in names, "an old PDF beside a new HTML"
+    assert (folder / "report.html").read_bytes() != b"earlier report.html\n"
+    assert not [n for n in names if n.startswith(".report-staging")]
+
+
+def test_a_full_tmpdir_is_one_line_naming_it_and_nothing_is_left(tmp_path):
+    folder = synthetic.write_sweep(tmp_path / "sweep", reps=1)
+    full = tmp_path / "full"
+    full.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(full)], check=True)
+    try:
+        subprocess.run(["dd", "if=/dev/zero", f"of={full}/filler", "bs=64k"], capture_output=True)
+        before = {p.name: p.read_bytes() for p in folder.iterdir()}
+        proc = subprocess.run([sys.executable, "-m", "copylab", "report", str(folder)], capture_output=True,
+                              text=True, cwd=ROOT, timeout=300, env={**os.environ, "TMPDIR": str(full)})
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+        lines = proc.stderr.strip().splitlines()
+        assert lines[-1].startswith("copylab report: error: TMPDIR " + str(full)), proc.stderr
+        assert len([line for line in lines if "error:" in line]) == 1
+        assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+        assert sorted(p.name for p in full.iterdir()) == ["filler"]
+    finally:
+        subprocess.run(["umount", str(full)], check=True)

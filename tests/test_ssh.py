@@ -168,3 +168,32 @@ def test_sigterm_during_an_ssh_sweep_cleans_both_hosts(rig, tmp_path):
     assert proc.returncode != 0
     assert json.loads((out / "meta.json").read_text())["status"] == "interrupted"
     assert_nothing_left(rig)
+
+
+def test_hosts_whose_login_shell_prints_a_banner_are_read_past_it(rig, tmp_path):
+    """A host whose shell greets every command on both streams was diagnosed "not root" (issue 23):
+    every ssh command's output now starts after a mark of copylab's."""
+    from copylab.hosts import SshHost
+
+    host = SshHost("h1-banner", tmp_path, rig.ssh_config)
+    host.connect()
+    try:
+        assert host.ok(["id", "-u"], "running a command") == "0\n"
+        assert host.check(DATA["h1"], "server") == "data"
+        proc = host.run(["sh", "-c", "echo out; echo err >&2; exit 3"])
+        assert (proc.returncode, proc.stdout, proc.stderr) == (3, b"out\n", b"err\n")
+    finally:
+        host.disconnect()
+    grid = rig.grid("ssh-banner", server_host="h1-banner", client_host="h2-banner", impls=["a1"])
+    out = tmp_path / "out"
+    proc = run_copylab("sweep", str(grid_file(tmp_path, grid)), "--out", str(out), "--no-progress", timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = records(out)
+    assert rows and all(r["status"] == "ok" for r in rows.values()), rows
+    for path in (out / "runs").glob("*.json"):
+        raw = json.loads(path.read_text())["raw"]
+        for side in ("server", "client"):
+            assert "Welcome to the rig" not in raw[side]["stdout"] + raw[side]["stderr"], side
+    meta = json.loads((out / "meta.json").read_text())
+    assert "Welcome" not in json.dumps(meta["hosts"])
+    assert_nothing_left(rig)

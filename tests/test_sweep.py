@@ -122,3 +122,87 @@ def test_two_sweeps_cannot_write_one_folder(tmp_path, native_build):
     first.send_signal(signal.SIGINT)
     first.communicate(timeout=60)
     assert second.returncode == 2 and "another sweep is writing" in second.stderr
+
+
+# ------------------------------------------------------------------------------------------------
+# a folder is a sweep's, and a sweep's points come from one build (issue 23)
+
+TINY = {"name": "tiny", "impls": ["a1"], "modes": ["throughput"], "msg_sizes": [4096], "threads": [1],
+        "duration_s": 0.2, "warmup_s": 0.1, "profile": False, "topology": "loopback"}
+
+
+def _grid(tmp_path: Path, **changes) -> Path:
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump({**TINY, **changes}))
+    return path
+
+
+def test_out_into_a_users_folder_that_is_not_a_sweep_is_refused(tmp_path):
+    out = tmp_path / "thesis"
+    out.mkdir()
+    (out / "thesis.tex").write_text("\\documentclass{article}\n")
+    (out / "results.csv").write_text("my,own,results\n1,2,3\n")
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    proc = run_copylab("sweep", str(_grid(tmp_path)), "--out", str(out), "--no-progress", timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "not empty and not a copylab sweep" in lines[0], proc.stderr
+    assert "results.csv" in lines[0] and "thesis.tex" in lines[0]
+    after = {p.name: p.read_bytes() for p in out.iterdir() if p.name != ".lock"}
+    assert after == before
+    restart = run_copylab("sweep", str(_grid(tmp_path)), "--out", str(out), "--restart", timeout=120)
+    assert restart.returncode == 2 and "not a copylab sweep" in restart.stderr
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.name != ".lock"} == before
+
+
+def test_a_resume_refuses_points_of_another_build_unless_asked(tmp_path, native_build):
+    from copylab import buildinfo
+
+    params, out = _grid(tmp_path, impls=["a1", "a2"], ai_declaration=str(_declaration(tmp_path))), tmp_path / "out"
+    first = run_copylab("sweep", str(params), "--out", str(out), "--no-progress", timeout=300)
+    assert first.returncode == 0, first.stderr
+    records = sorted((out / "runs").glob("*.json"))
+    rows = [json.loads(p.read_text())["row"] for p in records]
+    assert {r["build_id"] for r in rows} == {buildinfo.build_id()}
+    assert pd.read_csv(out / "results.csv")["build_id"].tolist() == [buildinfo.build_id()] * 2
+    # the declaration was read at sweep time and copied in; the path stays in meta.json as provenance
+    assert (out / "ai_declaration.txt").read_text() == "AI-usage declaration: tiny.\n"
+    # one finished point of another build (as after editing native/*.c and resuming)
+    record = json.loads(records[0].read_text())
+    record["row"]["build_id"] = "0123456789abcdef"
+    records[0].write_text(json.dumps(record))
+    before = {p.name: p.read_bytes() for p in (out / "runs").iterdir()}
+    refused = run_copylab("sweep", str(params), "--out", str(out), "--no-progress", timeout=300)
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr
+    error = [line for line in refused.stderr.splitlines() if "error:" in line]
+    assert len(error) == 1 and "1 finished point(s) were measured by another build of native/" in error[0]
+    assert "0123456789abcdef" in error[0] and "--mixed-builds" in error[0] and "--force" in error[0]
+    assert {p.name: p.read_bytes() for p in (out / "runs").iterdir()} == before
+    kept = run_copylab("sweep", str(params), "--out", str(out), "--no-progress", "--mixed-builds", timeout=300)
+    assert kept.returncode == 0 and "kept (--mixed-builds)" in kept.stderr, kept.stderr
+    builds = pd.read_csv(out / "results.csv")["build_id"].tolist()
+    assert sorted(builds) == sorted(["0123456789abcdef", buildinfo.build_id()])
+
+
+def _declaration(tmp_path: Path) -> Path:
+    path = tmp_path / "ai.txt"
+    path.write_text("AI-usage declaration: tiny.")
+    return path
+
+
+def test_the_build_id_follows_the_sources_the_compiler_and_the_flags(tmp_path, monkeypatch):
+    import shutil
+
+    from copylab import buildinfo, hosts
+
+    native = tmp_path / "native"
+    shutil.copytree(ROOT / "native", native, ignore=shutil.ignore_patterns("build"))
+    monkeypatch.setattr(hosts, "NATIVE_DIR", native)
+    first = buildinfo.fingerprint()
+    assert first == buildinfo.fingerprint() and len(first) == 16
+    source = next(native.glob("*.c"))
+    source.write_text(source.read_text() + "\n/* edited */\n")
+    edited = buildinfo.fingerprint()
+    assert edited != first
+    monkeypatch.setenv("CFLAGS", "-march=native")
+    assert buildinfo.fingerprint() not in (first, edited)

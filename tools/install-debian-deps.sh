@@ -11,6 +11,8 @@ packages=(
   python3-venv                # make's .venv
   chromium                    # kaleido renders the static figures with it
   pandoc texlive-xetex texlive-fonts-recommended texlive-plain-generic  # nbconvert --to pdf
+  fonts-noto-core fonts-noto-cjk fonts-symbola  # the PDF: Devanagari, CJK, Hebrew... names; emoji (XeTeX: Symbola)
+  fonts-noto-color-emoji      # emoji in report.html and the figures (Chromium)
   poppler-utils               # pdftotext/pdftoppm: the report tests read the PDF
   iperf3 sockperf             # the peers measured beside A1/A2/A3 (throughput, latency)
   openssh-client              # topology ssh: the other hosts

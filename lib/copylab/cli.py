@@ -40,6 +40,13 @@ def _terminate(signum, _frame):
     raise KeyboardInterrupt
 
 
+def _address_limit() -> str:
+    import resource
+
+    limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    return "unlimited" if limit == resource.RLIM_INFINITY else f"{limit >> 10} KiB"
+
+
 def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _terminate)
     parser = build_parser()
@@ -51,6 +58,16 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except OSError as exc:  # disk full, read-only folder, a file where a folder should be...
         print(f"copylab {args.command}: error: {describe_os_error(exc)}", file=sys.stderr)
+        return 1
+    except MemoryError:  # ulimit -v below what copylab itself needs, or a host out of memory
+        print(f"copylab {args.command}: error: out of memory (ulimit -v is {_address_limit()}); raise the limit "
+              "or free memory", file=sys.stderr)
+        return 1
+    except RuntimeError as exc:
+        if "can't start new thread" not in str(exc):
+            raise
+        print(f"copylab {args.command}: error: cannot start a thread ({exc}): the address space (ulimit -v is "
+              f"{_address_limit()}) or the process limit (ulimit -u) is too small", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         # the clean-up is done: signals that still come must not turn the exit into a traceback

@@ -108,8 +108,10 @@ EXTRA = (
     _text("status", "ok or failed"),
     _text("error", "why the point failed, one line"),
     _text("error_kind", "why the point failed, as a word: server_failed, client_failed, namespace_lost, "
-                        "timeout, no_result, not_verified, notebook_failed, kernel_died"),
+                        "timeout, no_result, not_verified, notebook_failed, kernel_died, stopped, "
+                        "window_stretched, counters_invalid"),
     _text("started_at", "UTC time the point started"),
+    _text("build_id", "fingerprint of the native build that measured the point (sources, compiler, flags)"),
     _text("topology", "netns, loopback or ssh"),
     _text("pin_server", "taskset CPU list of the server (sender), empty if not pinned"),
     _text("pin_client", "taskset CPU list of the client (receiver), empty if not pinned"),

@@ -30,3 +30,6 @@ class ErrorKind:
     NOT_VERIFIED = "not_verified"     # the received bytes did not match the pattern
     NOTEBOOK = "notebook_failed"      # the experiment notebook raised before writing a record
     KERNEL_DIED = "kernel_died"       # the notebook's kernel died or stopped answering
+    STOPPED = "stopped"               # a side's process was stopped (SIGSTOP) during the run
+    STRETCHED = "window_stretched"    # the window lasted far longer on the wall clock than asked
+    COUNTERS = "counters_invalid"     # perf stat printed a value no counter can hold

@@ -7,11 +7,10 @@ host reads the same everywhere.
 from __future__ import annotations
 
 import math
-import re
 
 import pandas as pd
 
-from . import registry
+from . import escape, registry
 
 # every implementation's label for legends and tables, from native/registry.def
 IMPL_LABELS = {impl.name: impl.label for impl in registry.all_impls()}
@@ -60,18 +59,16 @@ def plural(n, word: str) -> str:
 
 
 def md_escape(text: str) -> str:
-    """Plain text (perf notes say <not supported>) about to be rendered as markdown: keep <...>
-    from being read as an HTML tag and dropped. Only for display: answers.json holds plain text.
-    Code spans are left alone, since markdown shows an entity inside backticks literally."""
-    parts = re.split(r"(`[^`]*`)", str(text))
-    return "".join(p if p.startswith("`") and p.endswith("`") and len(p) > 1
-                   else p.replace("<", "&lt;").replace(">", "&gt;") for p in parts)
+    """Prose copylab composed, with values from a sweep inside it, about to be rendered as
+    markdown: shown as written (no raw HTML or TeX, links or math can start), its `*` emphasis and
+    code spans kept. Only for display: answers.json holds plain text. (escape.markdown_prose)"""
+    return escape.markdown_prose(text)
 
 
 def markdown_table(frame: pd.DataFrame) -> str:
     """A pipe table (pandoc turns it into a LaTeX longtable; HTML renders it). Floats formatted."""
     cols = list(frame.columns)
-    lines = ["| " + " | ".join(str(c) for c in cols) + " |",
+    lines = ["| " + " | ".join(escape.markdown(c) for c in cols) + " |",
              "|" + "|".join("---:" if pd.api.types.is_numeric_dtype(frame[c]) else ":---"
                             for c in cols) + "|"]
     for _, row in frame.iterrows():
@@ -83,7 +80,7 @@ def markdown_table(frame: pd.DataFrame) -> str:
             elif v is None:
                 cells.append("n/a")
             else:
-                cells.append(str(v).replace("|", "\\|"))
+                cells.append(escape.markdown(v))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

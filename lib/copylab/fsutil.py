@@ -74,3 +74,103 @@ def describe_os_error(exc: OSError) -> str:
         cause = f"{cause} ({code})"
     paths = [p for p in (exc.filename, exc.filename2) if p not in (None, "")]
     return f"{' -> '.join(map(str, paths))}: {cause}" if paths else cause
+
+
+def sha256_file(path: str | Path) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def free_bytes(path: str | Path) -> int | None:
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return None
+    return st.f_bavail * st.f_frsize
+
+
+def space_problem(folder: str | Path, need: int) -> str:
+    """"" when folder (a TMPDIR) has need bytes free, else one phrase naming it and what is free."""
+    free = free_bytes(folder)
+    if free is None or free >= need:
+        return ""
+    return (f"TMPDIR {folder}: only {free >> 20} MiB free, and about {need >> 20} MiB are needed there; "
+            "free some space or point TMPDIR at another folder")
+
+
+@contextlib.contextmanager
+def scratch_dir(prefix: str, need: int):
+    """A private folder in TMPDIR for one command's temporary files, removed afterwards whatever
+    happens. A TMPDIR that is full, or cannot be written, is one line naming it, up front."""
+    from .errors import CopylabError
+
+    # tempfile falls back to /tmp, silently, when TMPDIR cannot be written: the one the user set is checked
+    tmp = os.environ.get("TMPDIR") or tempfile.gettempdir()
+    if not os.path.isdir(tmp):
+        raise CopylabError(f"TMPDIR {tmp}: no such folder; point TMPDIR at a writable folder")
+    problem = space_problem(tmp, need)
+    if problem:
+        raise CopylabError(problem)
+    try:
+        path = Path(tempfile.mkdtemp(prefix=prefix, dir=tmp))
+    except OSError as exc:
+        raise CopylabError(f"TMPDIR {tmp}: cannot create a folder there: {describe_os_error(exc)}") from None
+    try:
+        yield path
+    except OSError as exc:  # ENOSPC and its kin met half-way: named by its path
+        raise CopylabError(f"{describe_os_error(exc)}" + (f" (TMPDIR {tmp})" if str(tmp) not in str(exc) else "")) \
+            from None
+    finally:
+        import shutil
+
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def staging_dir(parent: str | Path, prefix: str):
+    """A hidden folder beside the files it will replace (same file system: os.replace is a rename),
+    removed with whatever is left in it."""
+    import shutil
+
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def tempdir_in(folder: str | Path):
+    """tempfile's default folder set to folder for a while (libraries that make their own temporary
+    folders, nbconvert's LaTeX build, then make them there)."""
+    old = tempfile.tempdir
+    tempfile.tempdir = str(folder)
+    try:
+        yield
+    finally:
+        tempfile.tempdir = old
+
+
+SOCKET_DIR_MAX = 60  # Chromium puts a UNIX socket under TMPDIR: the whole path must stay under 108 bytes
+
+
+@contextlib.contextmanager
+def socket_safe_dir(scratch: Path):
+    """scratch when it is short enough to be the TMPDIR of a program that makes UNIX sockets there
+    (Chromium: TMPDIR/.org.chromium.Chromium.XXXXXX/SingletonSocket; a longer path made kaleido wait
+    forever); else a private folder under /tmp, removed afterwards as scratch is."""
+    import shutil
+
+    if len(str(scratch)) <= SOCKET_DIR_MAX:
+        yield scratch
+        return
+    path = Path(tempfile.mkdtemp(prefix="copylab-", dir="/tmp"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)

@@ -134,6 +134,7 @@ class SshHost:
         self.ssh_config = ssh_config
         self.build_root = build_root  # where the native sources are built there (set by build())
         self._pending_fifos: list[str] = []
+        self.start_mark = f"copylab-start-{secrets.token_hex(8)}"  # no banner can guess it
         self._controller: subprocess.Popen | None = None
         self._lock = threading.Lock()
 
@@ -183,8 +184,18 @@ class SshHost:
     # -- programs and files there -----------------------------------------------------------------
 
     def _remote(self, argv: list[str]) -> list[str]:
-        # ssh hands the remote login shell one string; LC_ALL=C: perf's CSV must not use a decimal comma
-        return self.ssh(self.destination, "--", shlex.join(["env", "LC_ALL=C", *argv]))
+        # ssh hands the remote login shell one string; LC_ALL=C: perf's CSV must not use a decimal comma.
+        # The command first prints start_mark on both streams: whatever a login shell prints before
+        # it (a banner from .bashrc, "Last login") is not the command's output (strip_banner).
+        return self.ssh(self.destination, "--", shlex.join(["sh", "-c", _MARKED, self.start_mark,
+                                                            "env", "LC_ALL=C", *argv]))
+
+    def strip_banner(self, data: bytes) -> bytes:
+        """A command's output without what the login shell printed before start_mark; all of it
+        when the mark never came (ssh's own complaint about a connection that failed)."""
+        mark = self.start_mark.encode() + b"\n"
+        at = data.find(mark)
+        return data[at + len(mark):] if at >= 0 else data
 
     def command(self, argv: list[str], workdir: str | None = None) -> list[str]:
         """ssh argv that runs argv there as a Side (sides.Side with host=self): workdir and the
@@ -209,9 +220,11 @@ class SshHost:
     def run(self, argv: list[str], timeout: float = SSH_TIMEOUT_S, input: bytes | None = None):
         """argv run there to completion; a lost connection is status 255 with ssh's complaint."""
         try:
-            return subprocess.run(self._remote(argv), capture_output=True, timeout=timeout, input=input)
+            proc = subprocess.run(self._remote(argv), capture_output=True, timeout=timeout, input=input)
         except subprocess.TimeoutExpired as exc:
             return subprocess.CompletedProcess(argv, 255, b"", f"timed out after {exc.timeout:g} s".encode())
+        return subprocess.CompletedProcess(argv, proc.returncode, self.strip_banner(proc.stdout),
+                                           self.strip_banner(proc.stderr))
 
     def ok(self, argv: list[str], what: str, timeout: float = SSH_TIMEOUT_S, input: bytes | None = None) -> str:
         """stdout of argv there, or a one-line CopylabError naming the host and what failed."""
@@ -326,6 +339,9 @@ def native_digest() -> str:
     for path in sorted(p for p in NATIVE_DIR.rglob("*") if p.is_file() and "build" not in p.relative_to(NATIVE_DIR).parts):
         digest.update(str(path.relative_to(NATIVE_DIR)).encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:12]
+
+
+_MARKED = 'printf "%s\\n" "$0"; printf "%s\\n" "$0" >&2; exec "$@"'
 
 
 @dataclass(frozen=True)

@@ -162,6 +162,7 @@ class Supervisor:
 
     def __init__(self, ctx: Context, server: Side, client: Side):
         self.ctx, self.server, self.client = ctx, server, client
+        self.pids: dict[str, list[int]] = {}  # per side: its leader and its program, once known
         self.started = time.monotonic()
         # generous: connection set-up for many threads, the drain after STOP, a slow sanitizer build
         self.deadline = self.started + ctx.runner.run_seconds(ctx.spec) + 15.0 + 0.02 * ctx.spec.threads
@@ -183,6 +184,10 @@ class Supervisor:
         lost = self.lost_host()
         if lost:
             return ErrorKind.HOST_LOST, lost
+        stopped = self.stopped_side()
+        if stopped:
+            return ErrorKind.STOPPED, (f"the {stopped} was stopped (SIGSTOP, or a debugger) during the run: "
+                                       "its counters and window would not be the measured ones")
         runner = self.ctx.runner
         if self.server.poll() is not None and not runner.server_exits_by_itself:
             return ErrorKind.SERVER, (f"server exited with status {self.server.returncode} during the run: "
@@ -209,6 +214,22 @@ class Supervisor:
             failure = (ErrorKind.SERVER, f"server exited with status {self.server.returncode} during the run: "
                                          f"{runner.error_of(self.server) or 'no message'}; {failure[1]}")
         return failure
+
+    def stopped_side(self) -> str:
+        """Which side ("server" or "client") has a process in the stopped state (T, or t when
+        traced) on this host; "" when none. A stopped program measures nothing while the clock runs."""
+        for side in (self.server, self.client):
+            if side is None or side.remote:
+                continue
+            pids = self.pids.get(side.name)
+            if not pids:
+                program = side.program_pid()
+                pids = [side.proc.pid] + ([program] if program and program != side.proc.pid else [])
+                if program:
+                    self.pids[side.name] = pids  # known once the program runs under its wrappers
+            if any(process_state(pid) in ("T", "t") for pid in pids):
+                return side.name
+        return ""
 
     def lost_host(self) -> str:
         """Which side's ssh connection ended under its program ("" when none did)."""
@@ -266,6 +287,7 @@ class Collected:
     cpu: dict               # "srv_cpu_busy", "cli_cpu_busy", "srv_cpu_steal", "cli_cpu_steal"
     congestion: dict        # "srv"/"cli" -> what a side runs when its program cannot say
     profile: dict | None    # profile columns (or None when the point was not profiled)
+    doubts: Failure | None = None  # impossible counters, a stretched window: the row is not believed
 
 
 def perf_texts(ctx: Context) -> dict[str, str]:
@@ -288,11 +310,17 @@ def side_counters(plan, text: str, side: str) -> tuple[dict, str]:
 def collect(ctx: Context, server: Side, client: Side | None, texts: dict[str, str]) -> Collected:
     spec, plan = ctx.spec, ctx.plan
     result = ctx.runner.result(spec, server, client, ctx.hosts["client"].read_text)
-    counters, notes = {}, []
+    counters, notes, doubts = {}, [], None
     for side, name in (("srv", "server"), ("cli", "client")):
-        counters[side], note = side_counters(plan, texts[name], name)
+        try:
+            counters[side], note = side_counters(plan, texts[name], name)
+        except perfmod.ImpossibleCount as exc:
+            counters[side] = {key: None for key in COUNTER_KEYS}
+            note = f"perf stat of the {name} printed an impossible value"
+            doubts = doubts or (ErrorKind.COUNTERS, f"perf stat of the {name}: {exc}")
         if note:
             notes.append(note)
+    doubts = doubts or stretched_window(ctx)
     if ctx.profiler is not None:
         profile = ctx.profiler.columns(spec.point_id())
     else:
@@ -302,7 +330,26 @@ def collect(ctx: Context, server: Side, client: Side | None, texts: dict[str, st
                      {"srv_cpu_busy": window.busy("srv"), "cli_cpu_busy": window.busy("cli"),
                       "srv_cpu_steal": window.steal("srv"), "cli_cpu_steal": window.steal("cli")},
                      {"srv": ctx.topo.effective_congestion("server"), "cli": ctx.topo.effective_congestion("client")},
-                     profile)
+                     profile, doubts)
+
+
+# a window that lasts longer than asked by this much (seconds, or share of the window) was not measured
+STRETCH_SLACK_S = 1.0
+STRETCH_FACTOR = 0.5
+
+
+def stretched_window(ctx: Context) -> Failure | None:
+    """copylab's client announces its window; the engine clocks the announcements. A window that
+    lasted far longer on the wall clock than asked (the client was stopped, or starved of CPU)
+    measured something else than the window: the point fails, naming both durations."""
+    window = ctx.window
+    if ctx.runner.window_source != "client" or window.opened_at is None or window.closed_at is None:
+        return None
+    wall, asked = window.closed_at - window.opened_at, ctx.spec.duration_s
+    if wall <= asked + max(STRETCH_SLACK_S, STRETCH_FACTOR * asked):
+        return None
+    return (ErrorKind.STRETCHED, f"the window lasted {wall:.2f} s of wall clock for a {asked:g} s window (a side "
+                                 "was stopped or starved of CPU): its numbers are not the window's")
 
 
 def _nan(value):
@@ -332,7 +379,7 @@ def build_row(spec, topology: str, plan, got: Collected, failure: Failure | None
     row.update(got.cpu)
     if got.profile is not None:
         row.update(got.profile)
-    failure = failure or got.result.failure
+    failure = failure or got.result.failure or got.doubts
     row["status"] = "failed" if failure else "ok"
     row["error_kind"], row["error"] = failure or (ErrorKind.NONE, "")
     return row

@@ -18,7 +18,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from . import registry
+from . import escape, registry
 from .analysis.answers import equivalence_margin
 from .analysis.decisions import DEFAULT_MARGIN, decide
 from .analysis.stats import aggregate, one_receive, primary_receive, throughput_rows
@@ -143,7 +143,7 @@ def receive_notes_markdown(df: pd.DataFrame) -> str:
         note = _first_note(g)
         if note:
             sender, receive = pair.split("/", 1)
-            lines.append(f"- {impl_name(sender)} with `{receive}`: {note}")
+            lines.append(f"- {impl_name(sender)} with `{receive}`: {escape.markdown(note)}")  # a results.csv value
     return "\n".join(lines)
 
 

@@ -15,7 +15,7 @@ from typing import Annotated, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from . import contract, yamlsafe
+from . import contract, userfiles, yamlsafe
 from .errors import CopylabError
 from .hosts import SshSettings, is_destination
 from .paths import PROJECT_ROOT
@@ -115,6 +115,19 @@ class GridSchema(BaseModel):
             contract.check_congestion("congestion", item)
         return value
 
+    @field_validator("msg_sizes", "threads", mode="before")
+    @classmethod
+    def _whole_numbers(cls, value):
+        """1e3 and 64.0 are the integers they write (YAML reads them as floats); 1.5 stays refused."""
+        if isinstance(value, list):
+            return [_whole(v) for v in value]
+        return value
+
+    @field_validator("repetitions", "seed", "working_set", mode="before")
+    @classmethod
+    def _whole_number(cls, value):
+        return _whole(value)
+
     @field_validator("impls", "modes", "msg_sizes", "threads", "receive", "congestion")
     @classmethod
     def _no_repeats(cls, value: list) -> list:
@@ -190,6 +203,12 @@ class GridSchema(BaseModel):
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return str(value)  # a roll number written without quotes
         return value
+
+
+def _whole(value):
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    return value
 
 
 REQUIRED_KEYS = tuple(k for k, f in GridSchema.model_fields.items() if f.is_required())
@@ -372,20 +391,28 @@ def parse_grid(data, source: str = "<params>") -> Grid:
 
 
 def _declaration_file(text: str, source: str, key: str) -> str:
-    """A file a grid names: relative to the grid file, else to the project root."""
+    """A file a grid names: relative to the grid file, else to the project root. It must be a
+    regular file (a FIFO or a device is named as such); the AI declaration must also be UTF-8 text
+    of a sensible size (the sweep copies it into the results folder)."""
     path = Path(text).expanduser()
     base = Path(source).parent if source != "<params>" else PROJECT_ROOT
     resolved = path if path.is_absolute() else (base / path)
-    if not resolved.is_file():
+    if not resolved.exists():
         resolved = PROJECT_ROOT / path  # also accept paths relative to the project root
-    if not resolved.is_file():
+    if not resolved.exists():
         raise CopylabError(f"{key}: file not found: {path}")
+    if key == "ai_declaration":
+        userfiles.read_declaration(resolved, key)
+    else:
+        userfiles.check_regular(resolved, key)
     return str(resolved.resolve())
 
 
 def load_grid(path: str | Path) -> Grid:
-    """Read and validate a params YAML file."""
+    """Read and validate a params YAML file (a regular file: a FIFO, a device or a folder is
+    named for what it is)."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():
         raise CopylabError(f"params file not found: {path}")
+    userfiles.check_regular(path, "params file")
     return parse_grid(yamlsafe.load(path), source=str(path))

@@ -13,6 +13,7 @@ empty carry an extra metric for the line above; comment lines start with '#'.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shutil
@@ -20,6 +21,8 @@ import subprocess
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from .errors import CopylabError
 
 REQUESTED_EVENTS = ("cycles", "instructions", "L1-dcache-load-misses", "LLC-load-misses", "cache-misses",
                     "context-switches", "cpu-migrations", "task-clock")
@@ -127,11 +130,31 @@ def parse_stat_csv(text: str) -> dict[str, float | None]:
             value = float(raw_value)
         except ValueError:
             continue  # not a counter line (perf warnings can land in the -o file)
+        check_count(event, value, raw_value)
         previous = values.get(event)
         values[event] = value if previous is None else previous + value
     for event in unsupported_part:
         values[event] = None
     return values
+
+
+MAX_COUNT = float(2**64)  # perf's counters are u64; task-clock (ms) stays far below too
+
+
+class ImpossibleCount(CopylabError):
+    """perf stat printed a value no counter can hold: negative, not finite, or beyond 2^64."""
+
+
+def check_count(event: str, value: float, raw: str = "") -> float:
+    """value, when event could have counted it; ImpossibleCount naming both otherwise."""
+    shown = raw.strip() or repr(value)
+    if not math.isfinite(value):
+        raise ImpossibleCount(f"{event} = {shown} is impossible (not a finite number)")
+    if value < 0:
+        raise ImpossibleCount(f"{event} = {shown} is impossible (a count cannot be negative)")
+    if value > MAX_COUNT:
+        raise ImpossibleCount(f"{event} = {shown} is impossible (more than a 64-bit counter holds)")
+    return value
 
 
 def side_counters(parsed: dict, plan: PerfPlan) -> dict[str, float | None]:

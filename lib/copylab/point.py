@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import contract
+from . import buildinfo, contract
 from . import perf as perfmod
 from .errors import CopylabError
 from .measurement import (PROCESS_GROUPS, Context, Supervisor, build_row, collect, empty_row, perf_texts,
@@ -147,6 +147,7 @@ def run_point(spec: PointSpec, plan: "perfmod.PerfPlan", topo: Topology, workdir
         ctx.window.cancel()
         shutil.rmtree(workdir, ignore_errors=True)  # what matters is in the record now
     row["started_at"] = started_at
+    row["build_id"] = buildinfo.build_id()
     return row, raw
 
 

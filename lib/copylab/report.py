@@ -7,16 +7,18 @@ output of real runs), so the notebook stays narrative + calls.
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import sys
 import textwrap
 import warnings
 from pathlib import Path
 
-from . import tools
+from . import escape, tools, userfiles
 from .analysis import load_results
-from .fmt import fmt_num, fmt_size, md_escape, plural, system_fields
-from .fsutil import atomic_write_bytes, atomic_write_text
+from .fmt import fmt_num, fmt_size, plural, system_fields
+from . import fsutil
+from .fsutil import atomic_write_bytes, atomic_write_json, atomic_write_text
 from .errors import CopylabError
 from .paths import NOTEBOOKS_DIR, PROJECT_ROOT
 
@@ -33,42 +35,37 @@ WRAP = 78  # characters per line of program output; longer lines would run off t
 # ---------------------------------------------------------------------------------------------
 # helpers for the notebook
 
-def _text_or_file(value: str) -> str:
-    """An AI declaration may be given as text or as a path to a file holding it."""
-    value = (value or "").strip()
-    if not value:
-        return ""
-    for candidate in (Path(value), PROJECT_ROOT / value):
-        try:
-            if candidate.is_file():
-                return candidate.read_text().strip()
-        except OSError:  # a long text is not a valid path
-            break
-    return value
-
-
-def resolve_author(meta: dict, **given) -> dict:
-    """Author fields: the ones given, else meta.json["params"], else empty. Text, not paths."""
-    params = meta.get("params") or {}
+def resolve_author(meta: dict, results_dir=None, **given) -> dict:
+    """Author fields as text: the ones given, else meta.json["params"], else empty. The declaration
+    is text too: given (copylab report read the file the user named), else the copy the sweep
+    took into results_dir. Nothing from a results folder is ever opened as a path: meta.json's
+    params.ai_declaration is where the file was at sweep time, provenance only."""
+    params = meta.get("params") if isinstance(meta.get("params"), dict) else {}
     out = {}
     for field in AUTHOR_FIELDS:
-        value = given.get(field) or params.get(field) or ""
-        out[field] = _text_or_file(str(value)) if field == "ai_declaration" else str(value).strip()
+        value = given.get(field)
+        if not value and field != "ai_declaration":
+            value = params.get(field)
+        if not value and field == "ai_declaration" and results_dir is not None:
+            value = userfiles.folder_declaration(results_dir)
+        out[field] = "" if value is None else str(value).strip()
     return out
 
 
 def author_markdown(fields: dict) -> str:
     rows = [("Author", fields["author"]), ("Roll number", fields["roll_no"]),
             ("Repository", fields["repo_url"])]
-    lines = [f"- **{k}:** {v if v else '_not given_'}" for k, v in rows]
+    lines = [f"- **{k}:** {escape.markdown(v) if v else '_not given_'}" for k, v in rows]
     decl = fields["ai_declaration"]
     lines.append("")
     label = "AI-usage declaration"
     if decl.lower().startswith(label.lower()):
         # the text names itself (the template in params/ does): bold its own label, do not repeat it
-        lines.append(f"**{decl[:len(label)]}**{decl[len(label):]}")
+        rest = decl[len(label):]
+        gap = " " if rest[:1].isspace() else ""  # the block escape trims each line
+        lines.append(f"**{escape.markdown(decl[:len(label)])}**{gap}{escape.markdown(rest, block=True)}")
     else:
-        lines.append(f"**{label}.** " + (decl if decl else "_not given (pass "
+        lines.append(f"**{label}.** " + (escape.markdown(decl, block=True) if decl else "_not given (pass "
                      "`--ai-declaration FILE` or set `ai_declaration` in the params YAML)_"))
     return "\n".join(lines)
 
@@ -100,7 +97,7 @@ def system_markdown(meta: dict, df) -> str:
         shown = ", ".join(f"{k}={'on' if offloads[k] in (True, 'on') else 'off'}" for k in key)
         rows.append(("veth offloads", f"{shown} ({len(offloads)} in meta.json)"))
     table = "| setting | value |\n|:---|:---|\n" + "\n".join(
-        f"| {k} | {md_escape(v).replace('|', '/')} |" for k, v in rows)
+        f"| {escape.markdown(k)} | {escape.markdown(v)} |" for k, v in rows)
     if meta.get("hosts"):
         table = (hosts_markdown(meta["hosts"]) + "\n\nThe driver (this table) ran the notebooks, the records and "
                  "the report; the programs ran on the hosts above.\n\n" + table)
@@ -114,9 +111,10 @@ def system_markdown(meta: dict, df) -> str:
     failed = df.attrs.get("rows_failed", 0)
     if failed:
         first = df.attrs["failed"][0]
-        grid += (f" **{failed} point(s) failed and are left out**, e.g. {first.get('impl')} "
-                 f"{first.get('mode')} {first.get('msg_size')} B × {first.get('threads')} threads: "
-                 f"{first.get('error') or 'no error recorded'}.")
+        what = " ".join(str(first.get(k)) for k in ("impl", "mode", "msg_size"))
+        grid += (f" **{failed} point(s) failed and are left out**, e.g. {escape.markdown(what)} B × "
+                 f"{escape.markdown(first.get('threads'))} threads: "
+                 f"{escape.markdown(first.get('error') or 'no error recorded')}.")
     return head + table + grid
 
 
@@ -132,7 +130,7 @@ def hosts_markdown(hosts: dict) -> str:
             value = ", ".join(f"{k}={'on' if offloads[k] else 'off'}" for k in KEY_OFFLOADS if k in offloads) or None
         else:
             value = h.get(key)
-        return "unknown" if value in (None, "", []) else md_escape(value).replace("|", "/")
+        return "unknown" if value in (None, "", []) else escape.markdown(value)
     rows = [("ssh destination", "destination"), ("data-path address", "address"), ("interface", "interface"),
             ("NIC (ethtool -i)", "nic"), ("MTU", "veth_mtu"), ("offloads", "offloads"), ("hostname", "hostname"),
             ("kernel", "kernel"), ("CPU", "cpu_model"), ("cores", "cores"), ("memory (GiB)", "memory_gib"),
@@ -145,7 +143,7 @@ def hosts_markdown(hosts: dict) -> str:
 def measurement_markdown(meta: dict, df) -> str:
     """How the numbers were taken: window, repetitions and order, the receiver, pinning, peers,
     profiling, and what a VM changes. All read from the sweep's own grid and rows."""
-    params = meta.get("params") or {}
+    params = meta.get("params") if isinstance(meta.get("params"), dict) else {}
     reps = df.groupby(["impl", "mode", "msg_size", "threads"])["rep"].nunique()
     warmups = sorted(set(df["warmup_s"].dropna()))
     durations = df["duration_s"].dropna()
@@ -158,20 +156,21 @@ def measurement_markdown(meta: dict, df) -> str:
         f"- **Repetitions:** {int(reps.min()) if len(reps) else 0}–{int(reps.max()) if len(reps) else 0} per point"
         + (", each repetition a freshly shuffled pass over the grid (a slow drift of the host cannot line up "
            "with one implementation)" if params.get("shuffle") else ", in grid order") + ".",
-        f"- **Receiver:** {', '.join(receive)} reads (`message`: each `recv` asks for the rest of one message, "
+        f"- **Receiver:** {escape.markdown(', '.join(map(str, receive)))} reads (`message`: each `recv` asks for the rest of one message, "
         "as an application reading whole messages does and as iperf3 does; `bulk`: up to 256 KiB per `recv`).",
-        f"- **Pinning:** sender on CPU {params.get('pin_server') or 'any'}, receiver on CPU "
-        f"{params.get('pin_client') or 'any'}.",
+        f"- **Pinning:** sender on CPU {escape.markdown(params.get('pin_server') or 'any')}, receiver on CPU "
+        f"{escape.markdown(params.get('pin_client') or 'any')}.",
     ]
     peers = sorted(set(df["impl"]) - {"a1", "a2", "a3"})
     if peers:
-        lines.append(f"- **Reference programs:** {', '.join(peers)} measured by the same engine, in the same "
+        lines.append(f"- **Reference programs:** {escape.markdown(', '.join(peers))} measured by the same engine, in the same "
                      "namespaces, pinning and perf windows (iperf3 `-R -l <size>`; sockperf ping-pong "
                      "`--full-rtt`, whose request is as large as its reply, where copylab's is 8 bytes).")
     prof = df[df["profile_mode"].fillna("").astype(str) != ""]
     if len(prof):
-        lines.append(f"- **Profiles:** {len(prof)} points profiled ({', '.join(sorted(set(prof['profile_mode'])))}; "
-                     f"{prof['profile_event'].iloc[0]}), folded stacks in `profiles/`.")
+        modes = ", ".join(sorted(set(map(str, prof["profile_mode"]))))
+        lines.append(f"- **Profiles:** {len(prof)} points profiled ({escape.markdown(modes)}; "
+                     f"{escape.markdown(prof['profile_event'].iloc[0])}), folded stacks in `profiles/`.")
     return "\n".join(lines)
 
 
@@ -198,15 +197,11 @@ def pick_runs(results_dir, df) -> dict:
     mid = sizes[len(sizes) // 2] if sizes else 0
     candidates = {}
     for path in sorted(runs_dir.glob("*.json")):
-        try:
-            rec = json.loads(path.read_text())
-        except (json.JSONDecodeError, OSError, UnicodeDecodeError):
+        rec = _run_record(runs_dir, path.name)
+        if rec is None:
             continue
-        row = rec.get("row") or {}
-        if str(row.get("status", "ok")) != "ok" or row.get("impl") not in ("a1", "a2", "a3"):
-            continue
-        score = (row.get("mode") != "throughput", abs(int(row.get("msg_size") or 0) - mid),
-                 int(row.get("threads") or 0), int(row.get("rep") or 0), path.name)
+        row = rec["row"]
+        score = (row["mode"] != "throughput", abs(row["msg_size"] - mid), row["threads"], row["rep"], path.name)
         if row["impl"] not in candidates or score < candidates[row["impl"]][0]:
             candidates[row["impl"]] = (score, path, rec)
     for impl, (_, path, rec) in sorted(candidates.items()):
@@ -214,27 +209,58 @@ def pick_runs(results_dir, df) -> dict:
     return picked
 
 
+MAX_RECORD_BYTES = 64 << 20  # a point's record with both programs' (bounded) output
+
+
+def _run_record(runs_dir: Path, name: str) -> dict | None:
+    """A successful A1/A2/A3 record of runs/, its row's identity checked; None for anything else
+    (a link out of the folder, a half-written or foreign file, a row that is not one)."""
+    try:
+        data = userfiles.read_inside(runs_dir, name, MAX_RECORD_BYTES)
+        rec = json.loads(data) if data is not None else None
+    except (CopylabError, ValueError):
+        return None
+    row = rec.get("row") if isinstance(rec, dict) else None
+    if not isinstance(row, dict) or str(row.get("status", "ok")) != "ok" or row.get("impl") not in ("a1", "a2", "a3"):
+        return None
+    if row.get("mode") not in ("throughput", "latency"):
+        return None
+    for key in ("msg_size", "threads", "rep"):
+        value = row.get(key)
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            return None
+        row[key] = value
+    if not isinstance(rec.get("raw"), dict):
+        rec["raw"] = {}
+    return rec
+
+
 def program_output_markdown(run: dict) -> str:
-    """Command lines, JSON output and perf stat output of one run, as the programs printed them."""
+    """Command lines, JSON output and perf stat output of one run, as the programs printed them
+    (each in a code block: whatever the programs printed is shown, never rendered)."""
     row = run.get("row") or {}
-    parts = [f"**{str(row.get('impl', '?')).upper()}**: {row.get('mode')} mode, "
-             f"{fmt_size(row.get('msg_size'))} messages, {plural(row.get('threads'), 'thread')}; "
-             f"record:\n\n```\n{Path(run['path']).name}\n```"]
+    parts = [f"**{escape.markdown(str(row.get('impl', '?')).upper())}**: {escape.markdown(row.get('mode'))} mode, "
+             f"{escape.markdown(fmt_size(row.get('msg_size')))} messages, "
+             f"{escape.markdown(plural(row.get('threads'), 'thread'))}; "
+             f"record:\n\n{escape.markdown_code_block(Path(run['path']).name)}"]
     raw = run.get("raw") or {}
     for side, who in (("server", "server (sender)"), ("client", "client (receiver)")):
-        r = raw.get(side) or {}
-        if not r:
+        r = raw.get(side)
+        if not isinstance(r, dict) or not r:
             parts.append(f"_No {who} output recorded._")
             continue
-        argv = r.get("argv") or []
-        parts.append(f"**{who}** command line:\n\n```\n{_wrap(shlex.join(map(str, argv)))}\n```")
-        if r.get("stdout"):
-            parts.append(f"{who} stdout:\n\n```\n{_wrap(r['stdout'].strip())}\n```")
-        if r.get("stderr", "").strip():
-            tail = "\n".join(r["stderr"].strip().splitlines()[-8:])
-            parts.append(f"{who} stderr (last lines):\n\n```\n{_wrap(tail)}\n```")
-        if r.get("perf", "").strip():
-            parts.append(f"{who} `perf stat -x,` output:\n\n```\n{_wrap(r['perf'].strip())}\n```")
+        argv = r.get("argv") if isinstance(r.get("argv"), list) else []
+        parts.append(f"**{who}** command line:\n\n{escape.markdown_code_block(_wrap(shlex.join(map(str, argv))))}")
+        stdout, stderr, perf = (str(r.get(k) or "") for k in ("stdout", "stderr", "perf"))
+        if stdout.strip():
+            parts.append(f"{who} stdout:\n\n{escape.markdown_code_block(_wrap(stdout.strip()))}")
+        if stderr.strip():
+            tail = "\n".join(stderr.strip().splitlines()[-8:])
+            parts.append(f"{who} stderr (last lines):\n\n{escape.markdown_code_block(_wrap(tail))}")
+        if perf.strip():
+            parts.append(f"{who} `perf stat -x,` output:\n\n{escape.markdown_code_block(_wrap(perf.strip()))}")
     return "\n\n".join(parts)
 
 
@@ -247,7 +273,9 @@ def _say(progress, msg: str) -> None:
 
 
 def _exporter_config(nb, fields: dict, sweep: str, remove_tags: set[str] = frozenset({WIDGET_TAG})):
-    """Export settings shared by HTML and PDF: no code, no widget cells, a title and author."""
+    """Export settings shared by HTML and PDF: no code, no widget cells, a title and author.
+    The title and author stay plain text here: each template escapes them for its language (the
+    HTML one with nbconvert's HTML escaping, copylab_pdf with escape.latex)."""
     from traitlets.config import Config
 
     # the explorer's saved widget state would make the HTML fetch a widget manager from a CDN,
@@ -269,88 +297,174 @@ def _missing_tools() -> list[str]:
     return [t for t in ("xelatex", "pandoc", "chromium") if tools.find(t) is None]
 
 
-def build_report(results_dir, output_dir=None, author=None, roll_no=None, repo_url=None,
-                 ai_declaration=None, progress=print, timeout_s: int = 600) -> dict:
-    """Execute the analysis notebook on results_dir; write analysis.ipynb, answers.json,
-    report.html and report.pdf into output_dir (default results_dir). Returns their paths.
+# what one report is: written together into a staging folder, then moved into place together, the
+# manifest last (it names the results and author fields it was built from, and each file's digest)
+REPORT_FILES = ("analysis.ipynb", "answers.json", "report.html", "report.pdf")
+MANIFEST = "report.json"
+SCRATCH_BYTES = 200 << 20  # TMPDIR space a report needs: Chromium's profile, xelatex's files
 
-    Raises CopylabError on bad input, a failing notebook or a missing tool (after writing
-    what it could: without xelatex or chromium the HTML is still written)."""
+
+def build_report(results_dir, output_dir=None, author=None, roll_no=None, repo_url=None,
+                 ai_declaration=None, progress=print, timeout_s: int = 600, declaration_text=None) -> dict:
+    """Execute the analysis notebook on results_dir; write analysis.ipynb, answers.json,
+    report.html, report.pdf and report.json (the manifest) into output_dir (default results_dir).
+    Returns their paths. ai_declaration names a file (read as UTF-8 text), declaration_text is
+    the text itself (the bundle rebuilding a report keeps the declaration it showed).
+
+    All or nothing: everything is built in a staging folder first and replaces the previous report
+    only once the PDF exists; a failure leaves the previous report as it was. The one exception is
+    a host without xelatex/pandoc/chromium, known before anything runs: the HTML report is written
+    and an older report.pdf removed (it would not match), then a CopylabError says what to install.
+    Raises CopylabError on bad input, a failing notebook, a missing tool or TMPDIR trouble."""
     results_dir = Path(results_dir).resolve()
     output_dir = Path(output_dir).resolve() if output_dir else results_dir
     df, meta = load_results(results_dir)  # fails fast, one line, before anything is written
-    if ai_declaration and not Path(ai_declaration).is_file():
-        raise CopylabError(f"--ai-declaration {ai_declaration}: no such file")
+    sources = _source_digests(results_dir)  # what the report is built from, for its manifest
+    declaration = userfiles.read_declaration(ai_declaration) if ai_declaration else declaration_text
+    fields = resolve_author(meta, results_dir, author=author, roll_no=roll_no, repo_url=repo_url,
+                            ai_declaration=declaration)
     # imported once the input is known good: nbconvert alone takes ~2 s to import
-    from nbconvert import HTMLExporter, PDFExporter
-    from nbconvert.exporters.pdf import LatexFailed
     import nbformat
 
     _say(progress, f"[1/4] {results_dir / 'results.csv'}: {len(df)} measurements used, "
                    f"{df.attrs['rows_failed']} failed point(s) left out")
-    fields = resolve_author(meta, author=author, roll_no=roll_no, repo_url=repo_url,
-                            ai_declaration=str(ai_declaration or ""))
     output_dir.mkdir(parents=True, exist_ok=True)
     missing = _missing_tools()
+    with fsutil.scratch_dir("copylab-report-", SCRATCH_BYTES) as scratch, \
+            fsutil.staging_dir(output_dir, ".report-staging-") as staging:
+        _say(progress, f"[2/4] executing {NOTEBOOK.relative_to(PROJECT_ROOT)} with papermill")
+        params = {"results_dir": str(results_dir), "output_dir": str(staging), **fields}
+        _execute_analysis(params, staging / "analysis.ipynb", output_dir, timeout_s, scratch)
+        nb = nbformat.read(staging / "analysis.ipynb", as_version=4)
+        _say(progress, "[3/4] writing report.html (interactive figures, plotly.js embedded)")
+        _export_html(nb, fields, results_dir.name, staging / "report.html")
+        if missing:
+            _install(staging, output_dir, REPORT_FILES[:3], None)
+            raise CopylabError(f"report.html written, but report.pdf needs {', '.join(missing)}: "
+                               + "; ".join(tools.install_hint(m) for m in missing))
+        _say(progress, "[4/4] writing report.pdf (nbconvert via xelatex)")
+        _export_pdf(nb, fields, results_dir.name, staging / "report.pdf", output_dir, scratch)
+        _install(staging, output_dir, REPORT_FILES, _manifest(results_dir, sources, fields, staging))
+    return {"notebook": output_dir / "analysis.ipynb", "answers": output_dir / "answers.json",
+            "html": output_dir / "report.html", "pdf": output_dir / "report.pdf", "manifest": output_dir / MANIFEST}
 
-    _say(progress, f"[2/4] executing {NOTEBOOK.relative_to(PROJECT_ROOT)} with papermill")
-    record = output_dir / "analysis.ipynb"
-    tmp_record = output_dir / ".analysis.tmp.ipynb"  # papermill wants the .ipynb suffix
-    params = {"results_dir": str(results_dir), "output_dir": str(output_dir), **fields}
-    _execute_analysis(params, tmp_record, output_dir, timeout_s)
-    tmp_record.replace(record)
-    paths = {"notebook": record, "answers": output_dir / "answers.json"}
 
-    nb = nbformat.read(record, as_version=4)
+def _export_html(nb, fields: dict, sweep: str, path: Path) -> None:
+    from nbconvert import HTMLExporter
+
     # LaTeX cannot show the text/html that loads plotly.js; expected, not worth a warning
     warnings.filterwarnings("ignore", message="Your element with mimetype")
-    config = _exporter_config(nb, fields, results_dir.name)
-    _say(progress, "[3/4] writing report.html (interactive figures, plotly.js embedded)")
-    exporter = HTMLExporter(config=config, template_name="copylab_offline",
+    exporter = HTMLExporter(config=_exporter_config(nb, fields, sweep), template_name="copylab_offline",
                             extra_template_basedirs=[str(TEMPLATES_DIR)])
     html, _ = exporter.from_notebook_node(nb)
-    atomic_write_text(output_dir / "report.html", html)
-    paths["html"] = output_dir / "report.html"
+    atomic_write_text(path, html)
 
-    if missing:
-        raise CopylabError(f"report.html written, but report.pdf needs {', '.join(missing)}: "
-                           + "; ".join(tools.install_hint(m) for m in missing))
-    _say(progress, "[4/4] writing report.pdf (nbconvert via xelatex)")
+
+def _export_pdf(nb, fields: dict, sweep: str, path: Path, output_dir: Path, scratch: Path) -> None:
+    """report.pdf through copylab's LaTeX template (escaped title and author, fonts for the scripts
+    names are written in). xelatex's own error, when it fails, is named in the one line."""
+    from nbconvert import PDFExporter
+    from nbconvert.exporters.pdf import LatexFailed
+
+    exporter = PDFExporter(config=_exporter_config(nb, fields, sweep, {WIDGET_TAG, HTML_ONLY_TAG}),
+                           template_name="copylab_pdf", extra_template_basedirs=[str(TEMPLATES_DIR)])
+    exporter.register_filter("copylab_latex", escape.latex)
     try:
-        pdf_config = _exporter_config(nb, fields, results_dir.name, {WIDGET_TAG, HTML_ONLY_TAG})
-        pdf, _ = PDFExporter(config=pdf_config).from_notebook_node(nb)
+        with fsutil.tempdir_in(scratch):  # xelatex's files go where the clean-up takes them
+            pdf, _ = exporter.from_notebook_node(nb)
     except LatexFailed as exc:
         log = output_dir / "report.latex.log"
-        log.write_text(exc.output or "")
-        raise CopylabError(f"xelatex failed to build report.pdf (log: {log})") from exc
-    atomic_write_bytes(output_dir / "report.pdf", pdf)
-    paths["pdf"] = output_dir / "report.pdf"
-    return paths
+        atomic_write_text(log, exc.output or "")
+        raise CopylabError(f"xelatex failed to build report.pdf: {_latex_error(exc.output or '')} "
+                           f"(log: {log}); the previous report is unchanged") from None
+    atomic_write_bytes(path, pdf)
 
 
-def _execute_analysis(params: dict, tmp_record: Path, output_dir: Path, timeout_s: int) -> None:
+def _latex_error(log: str) -> str:
+    """The first error line of a LaTeX log ("! Undefined control sequence."), with its context."""
+    lines = log.splitlines()
+    for k, line in enumerate(lines):
+        if line.startswith("!"):
+            context = next((ln.strip() for ln in lines[k + 1:k + 4] if ln.startswith("l.")), "")
+            return (line[1:].strip() + (f" at {context}" if context else ""))[:200]
+    return "no error line in its log"
+
+
+def _source_digests(results_dir: Path) -> dict:
+    """sha256 of results.csv and meta.json as the report starts (meta.json: None when absent)."""
+    import hashlib
+
+    from .analysis.load import MAX_CSV_BYTES, MAX_META_BYTES
+
+    digests = {}
+    for key, name, limit in (("results_csv_sha256", "results.csv", MAX_CSV_BYTES),
+                             ("meta_json_sha256", "meta.json", MAX_META_BYTES)):
+        data = userfiles.read_inside(results_dir, name, limit)
+        digests[key] = None if data is None else hashlib.sha256(data).hexdigest()
+    return digests
+
+
+def _manifest(results_dir: Path, sources: dict, fields: dict, staging: Path) -> dict:
+    from . import __version__
+
+    return {**sources, "results_dir": str(results_dir), "fields": fields, "created_at": _now(),
+            "copylab_version": __version__,
+            "files": {name: fsutil.sha256_file(staging / name) for name in REPORT_FILES if (staging / name).is_file()}}
+
+
+def _now() -> str:
+    from datetime import datetime, timezone
+
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _install(staging: Path, output_dir: Path, names, manifest: dict | None) -> None:
+    """Move a finished report into place: the old manifest goes first (a report being replaced is
+    no report a bundle may take), then every file, then the new manifest. Without a manifest (an
+    HTML-only report) an older report.pdf is removed: it would not match the rest."""
+    (output_dir / MANIFEST).unlink(missing_ok=True)
+    if manifest is None:
+        (output_dir / "report.pdf").unlink(missing_ok=True)
+    for name in names:
+        os.replace(staging / name, output_dir / name)
+    if manifest is not None:
+        atomic_write_json(output_dir / MANIFEST, manifest)
+
+
+def read_manifest(folder: Path) -> dict | None:
+    """report.json of a results folder (None when there is none or it is not one)."""
+    try:
+        data = userfiles.read_inside(folder, MANIFEST, 1 << 20)
+        manifest = json.loads(data) if data is not None else None
+    except (CopylabError, ValueError):
+        return None
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict) \
+            or not isinstance(manifest.get("fields"), dict):
+        return None
+    return manifest
+
+
+def _execute_analysis(params: dict, record: Path, output_dir: Path, timeout_s: int, scratch: Path) -> None:
     """The analysis notebook, run like a sweep's notebooks (a watchdog, the kernel's chatter in a log
-    that is dropped afterwards); a failure keeps the executed notebook as analysis.failed.ipynb, an
-    interruption leaves nothing half-written."""
-    import tempfile
-
+    that is dropped afterwards). The kernel's TMPDIR is the scratch folder, so Chromium's profile
+    (kaleido) goes where the clean-up removes it. A failure keeps the executed notebook as
+    analysis.failed.ipynb; an interruption leaves nothing half-written."""
     from .sweep.kernel import WarmKernel, execute
 
-    with tempfile.TemporaryDirectory(prefix="copylab-report-") as scratch:
-        kernel = WarmKernel(cwd=PROJECT_ROOT, log_path=Path(scratch) / "kernel.log")
+    with fsutil.socket_safe_dir(scratch) as kernel_tmp:
+        kernel = WarmKernel(cwd=PROJECT_ROOT, log_path=scratch / "kernel.log",
+                            env={**os.environ, "TMPDIR": str(kernel_tmp)})
         try:
-            outcome = execute(NOTEBOOK, tmp_record, params, kernel, timeout_s=timeout_s, cwd=PROJECT_ROOT)
-        except BaseException:
-            tmp_record.unlink(missing_ok=True)  # Ctrl-C or SIGTERM: no half-written notebook stays
-            raise
+            outcome = execute(NOTEBOOK, record, params, kernel, timeout_s=timeout_s, cwd=PROJECT_ROOT)
         finally:
             kernel.stop()
     if not outcome.ok:
         failed = output_dir / "analysis.failed.ipynb"
-        if tmp_record.exists():
-            tmp_record.replace(failed)
+        if record.exists():
+            os.replace(record, failed)
             outcome.error += f" (executed notebook kept as {failed})"
-        raise CopylabError(f"analysis notebook did not finish: {outcome.error}")
+        short = fsutil.space_problem(scratch.parent, SCRATCH_BYTES)
+        raise CopylabError(f"analysis notebook did not finish: {outcome.error}" + (f"; {short}" if short else ""))
 
 
 def main_progress(msg: str) -> None:

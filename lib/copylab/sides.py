@@ -9,6 +9,7 @@ busy time from /proc/stat at the same two instants.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import os
@@ -41,13 +42,15 @@ class Side:
         # a remote program's exit status, as its wrapper reports it on each stream (the ssh channel
         # stays open after it, until the engine has read the side's files back)
         self._remote_exit: dict[str, int] = {}
+        self._begun: set[str] = set()  # streams whose start mark came (SshHost: after any login banner)
+        self._preamble: dict[str, list[str]] = {}
         # set when the process exits: a supervisor sleeps on it instead of polling, so the harness
         # takes no CPU from the measured programs while they run
         self.exited = threading.Event()
         self._wake = wake
         self.argv = argv
-        self.stdout_lines: list[str] = []
-        self.stderr_lines: list[str] = []
+        self.stdout_lines = BoundedLines()  # a program printing 300 MB costs a few MB here
+        self.stderr_lines = BoundedLines()
         self.listeners = list(listeners or [])
         self.proc = subprocess.Popen(
             # a remote program lives as long as the ssh channel's stdin stays open (hosts.SshHost)
@@ -79,8 +82,18 @@ class Side:
             self._wake.set()
 
     def _notice(self, label: str, line: str) -> bool:
-        """Take in a remote wrapper's notice; True if line was one."""
-        if not self.remote or not line.startswith((PGID_NOTICE, EXIT_NOTICE)):
+        """Take in a remote wrapper's notice; True if line was one (or a login banner before the
+        command's start mark: kept aside, and given back only if the mark never comes)."""
+        if not self.remote:
+            return False
+        mark = getattr(self.host, "start_mark", None)
+        if mark is not None and label not in self._begun:
+            if line.rstrip("\n") == mark:
+                self._begun.add(label)
+            else:
+                self._preamble.setdefault(label, []).append(line)
+            return True
+        if not line.startswith((PGID_NOTICE, EXIT_NOTICE)):
             return False
         with contextlib.suppress(ValueError, IndexError):
             value = int(line.split()[1])
@@ -93,14 +106,18 @@ class Side:
                     self._set_exited()
         return True
 
-    def _pump(self, stream, sink: list[str], label: str) -> None:
-        for line in stream:
+    def _pump(self, stream, sink: "BoundedLines", label: str) -> None:
+        # at most MAX_LINE characters at a time: a line without end must not be held whole either
+        for line in iter(lambda: stream.readline(MAX_LINE), ""):
             if self._notice(label, line):
                 continue
             sink.append(line)
             for listener in self.listeners:
                 with contextlib.suppress(Exception):  # a listener's fault must not stop the reading
                     listener(label, line)
+        if label not in self._begun:  # no start mark: ssh's own words about a connection that failed
+            for line in self._preamble.pop(label, []):
+                sink.append(line)
         stream.close()
 
     # -- the process: local, or the program behind a remote wrapper --------------------------------
@@ -209,6 +226,56 @@ class Side:
     def raw(self, perf_text: str = "") -> dict:
         return {"argv": self.argv, "exit_status": self.returncode, "stdout": self.stdout(),
                 "stderr": "".join(self.stderr_lines), "perf": perf_text}
+
+
+MAX_LINE = 1 << 16           # characters read at a time; a longer line arrives in pieces
+KEEP_HEAD = 8 << 20          # characters of a stream kept from its start (a peer's JSON document)
+KEEP_TAIL = 2 << 20          # and from its end (the JSON line, the last error), once the head is full
+
+
+class BoundedLines:
+    """A program's output, line by line, in bounded memory: the first KEEP_HEAD characters and the
+    last KEEP_TAIL; what lies between is dropped and counted, and a line says so where it was.
+    Reads like the list of lines it stands for."""
+
+    def __init__(self):
+        self._head: list[str] = []
+        self._tail: collections.deque[str] = collections.deque()
+        self._head_size = self._tail_size = self.dropped = 0
+        self._lock = threading.Lock()
+
+    def append(self, line: str) -> None:
+        with self._lock:
+            if not self._tail and self._head_size + len(line) <= KEEP_HEAD:
+                self._head.append(line)
+                self._head_size += len(line)
+                return
+            self._tail.append(line)
+            self._tail_size += len(line)
+            while self._tail_size > KEEP_TAIL and len(self._tail) > 1:
+                old = self._tail.popleft()
+                self._tail_size -= len(old)
+                self.dropped += len(old)
+
+    def _lines(self) -> list[str]:
+        with self._lock:
+            note = [f"[copylab: {self.dropped} characters of output dropped here]\n"] if self.dropped else []
+            return self._head + note + list(self._tail)
+
+    def __iter__(self):
+        return iter(self._lines())
+
+    def __reversed__(self):
+        return reversed(self._lines())
+
+    def __len__(self) -> int:
+        return len(self._lines())
+
+    def __eq__(self, other) -> bool:
+        return self._lines() == list(other)
+
+    def __repr__(self) -> str:
+        return f"BoundedLines({self._lines()!r})"
 
 
 class PerfControl:

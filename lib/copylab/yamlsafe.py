@@ -8,6 +8,7 @@ refuses each of those with a one-line error naming the line, before building any
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import yaml
@@ -56,6 +57,15 @@ class StrictLoader(yaml.SafeLoader):
     def _line(self) -> int:
         mark = self.peek_event().start_mark if self.check_event() else None
         return mark.line + 1 if mark else 0
+
+
+# YAML 1.2's numbers, which PyYAML (YAML 1.1) reads as strings: 2e-1, 1E3, 1.0e5 (no dot or no
+# exponent sign), and 0o17. PyYAML's own int and float resolvers come first; these catch the rest.
+StrictLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)(?:[eE][-+]?[0-9]+)?$"),
+    list("-+0123456789."))
+StrictLoader.add_implicit_resolver("tag:yaml.org,2002:int", re.compile(r"^[-+]?0o[0-7_]+$"), list("-+0"))
 
 
 def _expanded_size(node: Node, memo: dict[int, int]) -> int:

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from .. import contract
+from .. import contract, userfiles
 from ..errors import CopylabError
 from ..paths import PROJECT_ROOT
+from . import validate
 from .stats import repetition_spread
 
 PROFILES_CSV = "profiles.csv"  # sweep/records.py writes it beside results.csv
+MAX_CSV_BYTES = 512 << 20   # a sweep of a million points is about 1 GiB... of a grid nobody runs
+MAX_META_BYTES = 16 << 20
 
 # Derived metric -> (label with unit, description). Figures and the explorer read labels from here.
 METRICS = {
@@ -75,10 +79,11 @@ def load_results(results_dir, table: str = "results.csv", allow_empty: bool = Fa
     csv_path = results_dir / table
     if not results_dir.is_dir():
         raise CopylabError(f"results directory {results_dir} does not exist")
-    if not csv_path.is_file():
+    data = userfiles.read_inside(results_dir, table, MAX_CSV_BYTES)  # not a link out of the folder
+    if data is None:
         raise CopylabError(f"{csv_path} does not exist (run a sweep first)")
     try:
-        df = pd.read_csv(csv_path)
+        df = pd.read_csv(io.BytesIO(data), encoding="utf-8")
     except pd.errors.EmptyDataError:
         if not allow_empty:
             raise CopylabError(f"{csv_path} is not a readable CSV: it is empty") from None
@@ -88,6 +93,9 @@ def load_results(results_dir, table: str = "results.csv", allow_empty: bool = Fa
     missing = [c for c in contract.REQUIRED_COLUMNS if c not in df.columns]
     if missing:
         raise CopylabError(f"{csv_path} lacks required columns: {', '.join(missing)}")
+    # types, ranges, duplicates: one line naming row and column, the cell shown as the file has it
+    validate.check_results(df, csv_path, pd.read_csv(io.BytesIO(data), dtype=str, keep_default_na=False)
+                           if len(df) else None)
     meta = load_meta(results_dir)
 
     # a CSV from elsewhere may lack the engine's extra columns: they are added empty, so every
@@ -135,14 +143,16 @@ def load_results(results_dir, table: str = "results.csv", allow_empty: bool = Fa
 def load_meta(results_dir) -> dict:
     """meta.json beside results.csv, or {} when there is none (a CSV from elsewhere)."""
     path = Path(results_dir) / "meta.json"
-    if not path.is_file():
+    data = userfiles.read_inside(results_dir, "meta.json", MAX_META_BYTES)
+    if data is None:
         return {}
     try:
-        meta = json.loads(path.read_text())
+        meta = json.loads(data.decode("utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise CopylabError(f"{path} is not valid JSON: {exc}") from exc
     if not isinstance(meta, dict):
         raise CopylabError(f"{path} must hold a JSON object, not {type(meta).__name__}")
+    validate.check_meta(meta, path)
     return meta
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
 import re
 import shutil
@@ -23,17 +22,19 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import __version__
+from .. import __version__, userfiles
 from ..analysis import load_results, resolve_results_dir
 from ..errors import CopylabError
 from ..fsutil import atomic_write_bytes, atomic_write_json, atomic_write_text
 from ..hostmeta import git_revision
-from ..report import AUTHOR_FIELDS, resolve_author
+from ..analysis.load import MAX_CSV_BYTES
+from ..report import AUTHOR_FIELDS, MANIFEST, read_manifest, resolve_author
 from ..sweep.records import now
 from . import csource, plots, readme, runall
 
 ROLL_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,31}")
 MARK = "bundle.json"  # what makes a folder a bundle this command may replace
+MAX_PDF_BYTES = 256 << 20
 
 
 @dataclass
@@ -48,6 +49,9 @@ class Inputs:
     df: object          # analysis.load_results' table (ok rows, derived metrics)
     report_checked: bool  # whether the report's own author fields could be compared
     stale_fields: list    # author fields the report shows otherwise: it is rebuilt with these first
+    declaration: str | None = None  # the text of --ai-declaration FILE, read once
+    pdf: bytes = b""      # report.pdf and results.csv as checked (the bundle copies these bytes)
+    csv: bytes = b""
 
     @property
     def name(self) -> str:
@@ -62,14 +66,40 @@ def check_roll(roll: str, source: str) -> str:
 
 
 def report_fields(results_dir: Path) -> dict | None:
-    """The author fields report.pdf was built with (the executed analysis notebook records its
-    parameters), or None when that record is not there."""
-    path = results_dir / "analysis.ipynb"
-    try:
-        params = json.loads(path.read_text())["metadata"]["papermill"]["parameters"]
-    except (OSError, ValueError, KeyError, TypeError):
+    """The author fields report.pdf was built with (its manifest, report.json, records them), or
+    None when there is no complete report."""
+    manifest = read_manifest(results_dir)
+    if manifest is None:
         return None
-    return {f: str(params.get(f) or "").strip() for f in AUTHOR_FIELDS}
+    return {f: str(manifest["fields"].get(f) or "").strip() for f in AUTHOR_FIELDS}
+
+
+def check_report(results_dir: Path) -> tuple[bytes, bytes]:
+    """report.pdf and results.csv of results_dir, checked to belong together: report.pdf a real
+    PDF inside the folder (no link out of it), complete (its manifest is there), built from this
+    results.csv and meta.json and unchanged since. Returns (pdf bytes, csv bytes); CopylabError
+    naming what does not match otherwise."""
+    again = f"run `copylab report {results_dir}` again"
+    pdf = userfiles.read_inside(results_dir, "report.pdf", MAX_PDF_BYTES)
+    if pdf is None:
+        raise CopylabError(f"{results_dir} has no report.pdf yet: run `copylab report {results_dir}` first")
+    if not pdf.startswith(b"%PDF-"):
+        raise CopylabError(f"{results_dir / 'report.pdf'} is not a PDF (it does not start with %PDF-): {again}")
+    manifest = read_manifest(results_dir)
+    if manifest is None:
+        raise CopylabError(f"{results_dir / 'report.pdf'} has no manifest ({MANIFEST}): the report was not "
+                           f"completed, or was made by an older copylab; {again}")
+    csv = userfiles.read_inside(results_dir, "results.csv", MAX_CSV_BYTES) or b""
+    if hashlib.sha256(csv).hexdigest() != manifest.get("results_csv_sha256"):
+        raise CopylabError(f"{results_dir / 'report.pdf'} was built from other results than results.csv beside it "
+                           f"(the results changed after the report, or the report is older): {again}")
+    meta = userfiles.read_inside(results_dir, "meta.json", MAX_CSV_BYTES)
+    if (hashlib.sha256(meta).hexdigest() if meta is not None else None) != manifest.get("meta_json_sha256"):
+        raise CopylabError(f"{results_dir / 'report.pdf'} was built from another meta.json than the one beside it: "
+                           f"{again}")
+    if hashlib.sha256(pdf).hexdigest() != manifest["files"].get("report.pdf"):
+        raise CopylabError(f"{results_dir / 'report.pdf'} is not the PDF its report built (it changed since): {again}")
+    return pdf, csv
 
 
 def check_inputs(results_dir, roll=None, out_dir=None, author=None, repo_url=None,
@@ -79,18 +109,12 @@ def check_inputs(results_dir, roll=None, out_dir=None, author=None, repo_url=Non
         check_roll(roll, "--roll")
     results_dir = resolve_results_dir(results_dir).resolve()
     df, meta = load_results(results_dir)
-    report = results_dir / "report.pdf"
-    if not report.is_file():
-        raise CopylabError(f"{results_dir} has no report.pdf yet: run `copylab report {results_dir}` first")
-    if report.stat().st_mtime < (results_dir / "results.csv").stat().st_mtime:
-        raise CopylabError(f"{report} is older than results.csv beside it: its numbers would not be the "
-                           f"bundle's; run `copylab report {results_dir}` again")
-    if ai_declaration and not Path(ai_declaration).is_file():
-        raise CopylabError(f"--ai-declaration {ai_declaration}: no such file")
+    pdf, csv = check_report(results_dir)
+    declaration = userfiles.read_declaration(ai_declaration) if ai_declaration else None
     recorded = report_fields(results_dir)
-    given = {"author": author, "roll_no": roll, "repo_url": repo_url, "ai_declaration": ai_declaration}
+    given = {"author": author, "roll_no": roll, "repo_url": repo_url, "ai_declaration": declaration}
     # a flag wins, then what the report shows, then the grid's fields in meta.json
-    fields = resolve_author(meta, **{f: given[f] or (recorded or {}).get(f) for f in AUTHOR_FIELDS})
+    fields = resolve_author(meta, results_dir, **{f: given[f] or (recorded or {}).get(f) for f in AUTHOR_FIELDS})
     if not fields["roll_no"]:
         raise CopylabError("no roll number: pass --roll ROLL (or set roll_no in the grid's params YAML "
                            "and rebuild the report)")
@@ -99,7 +123,8 @@ def check_inputs(results_dir, roll=None, out_dir=None, author=None, repo_url=Non
     stale = [f for f in AUTHOR_FIELDS if recorded is not None and fields[f] != recorded[f]]
     out_dir = Path(out_dir).resolve() if out_dir else results_dir
     _check_out_dir(out_dir, f"{fields['roll_no']}_PA02")
-    return Inputs(results_dir, out_dir, fields["roll_no"], fields, meta, df, recorded is not None, stale)
+    return Inputs(results_dir, out_dir, fields["roll_no"], fields, meta, df, recorded is not None, stale,
+                  declaration, pdf, csv)
 
 
 def _check_out_dir(out_dir: Path, name: str) -> None:
@@ -194,8 +219,8 @@ def _write_bundle(folder: Path, inputs: Inputs) -> dict:
     for spec in plots.PLOTS:
         atomic_write_text(folder / f"{roll}_Part_D_{spec.name}.py",
                           plots.plot_script(spec, inputs.df, inputs.meta, origin, roll))
-    atomic_write_bytes(folder / f"{roll}_results.csv", (inputs.results_dir / "results.csv").read_bytes())
-    atomic_write_bytes(folder / f"{roll}_Report.pdf", (inputs.results_dir / "report.pdf").read_bytes())
+    atomic_write_bytes(folder / f"{roll}_results.csv", inputs.csv)  # the bytes checked against the report
+    atomic_write_bytes(folder / f"{roll}_Report.pdf", inputs.pdf)
     record = {"roll_no": roll, **{f: inputs.fields[f] for f in AUTHOR_FIELDS if f != "roll_no"},
               "created_at": now(), "copylab_version": __version__, "results": origin,
               "sources": sources, "report_fields_checked": inputs.report_checked}
@@ -228,8 +253,9 @@ def build_bundle(results_dir, roll=None, out_dir=None, author=None, repo_url=Non
 
         if progress:
             progress(f"report.pdf shows other {', '.join(inputs.stale_fields)} than the bundle: rebuilding it")
-        build_report(inputs.results_dir, author=author, roll_no=inputs.roll, repo_url=repo_url,
-                     ai_declaration=ai_declaration, progress=progress)
+        build_report(inputs.results_dir, author=inputs.fields["author"], roll_no=inputs.roll,
+                     repo_url=inputs.fields["repo_url"], declaration_text=inputs.fields["ai_declaration"],
+                     progress=progress)
         inputs = check_inputs(results_dir, roll, out_dir, author, repo_url, ai_declaration)
     name = inputs.name
     staging = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=inputs.out_dir))

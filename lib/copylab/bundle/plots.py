@@ -10,11 +10,17 @@ script still writes its PNG, saying what is missing and why (the sweep's own not
 from __future__ import annotations
 
 import math
+import re
 import textwrap
 from dataclasses import dataclass
 
+from .. import escape
+
 from ..analysis import IMPL_LABELS, aggregate, measured, system_summary, unmeasured_reason
 from ..figures import IMPL_COLORS
+
+
+ROLL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,31}")  # bundle.ROLL_PATTERN
 
 
 @dataclass(frozen=True)
@@ -95,44 +101,18 @@ def not_measured(df, meta: dict, spec: PlotSpec) -> dict[str, str]:
     return reasons
 
 
-def _literal(value) -> str:
-    """A Python literal; floats via repr(), which round-trips exactly."""
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{k!r}: {_literal(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, list):
-        return "[" + ", ".join(_literal(v) for v in value) + "]"
-    return repr(value)
-
-
-def _constant_literal(value) -> str:
-    """A long dict or list one item per line, so the script stays readable."""
-    text = _literal(value)
-    if len(text) <= 100 or not isinstance(value, (dict, list)) or not value:
-        return text
-    items = ([f"{k!r}: {_literal(v)}" for k, v in value.items()] if isinstance(value, dict)
-             else [_literal(v) for v in value])
-    opening, closing = ("{", "}") if isinstance(value, dict) else ("[", "]")
-    return opening + "\n" + "".join(f"    {item},\n" for item in items) + closing
-
-
-def _series_literal(entries: list[dict]) -> str:
-    """SERIES, one entry per block: who it is on the first line, then one list per line."""
-    blocks = []
-    for entry in entries:
-        head = ", ".join(f"{k!r}: {_literal(v)}" for k, v in entry.items() if not isinstance(v, list))
-        rest = "".join(f",\n     {k!r}: {_literal(v)}" for k, v in entry.items() if isinstance(v, list))
-        blocks.append(f"    {{{head}{rest}}},")
-    return "[\n" + "\n".join(blocks) + "\n]"
-
-
 def plot_script(spec: PlotSpec, df, meta: dict, provenance: dict, roll: str) -> str:
-    """The text of <roll>_Part_D_<spec.name>.py."""
+    """The text of <roll>_Part_D_<spec.name>.py. Every value from the sweep (the numbers, the
+    host, the sweep's name and revision, the notes) travels in DATA, a JSON text the script parses
+    (escape.python): none of it is ever Python source, so no value can add code to the script."""
+    if not ROLL.fullmatch(roll):
+        raise ValueError(f"roll {roll!r} is not an identifier")  # bundle.check_roll refused it already
     y_label, notes = spec.y_label, []
     if spec.y_label_tsc and meta.get("cycles_source") == "tsc":
         y_label = spec.y_label_tsc
         notes.append("No PMU on this host: cycles are TSC reference cycles while the task ran "
                      "(CPU time x TSC rate), not core clock cycles.")
-    params = meta.get("params") or {}
+    params = meta.get("params") if isinstance(meta.get("params"), dict) else {}
     pins = [f"{side} on CPU {params[key]}" for side, key in (("server", "pin_server"), ("client", "pin_client"))
             if params.get(key) not in (None, "")]
     reps = int(df.groupby(["impl", "mode", "msg_size", "threads"])["rep"].nunique().max()) if len(df) else 0
@@ -140,36 +120,39 @@ def plot_script(spec: PlotSpec, df, meta: dict, provenance: dict, roll: str) -> 
     source = (f"sweep {provenance['sweep']!r}, {provenance['finished_at'] or provenance['started_at'] or 'time unknown'}"
               f"; mean of {reps} repetition{'s' if reps != 1 else ''} per point")
     impls = set(df["impl"].unique().tolist())
-    constants = {
+    data = {
+        "PROVENANCE": {key: provenance.get(key) for key in ("results_dir", "sweep", "started_at", "finished_at",
+                                                            "git_revision", "failed_points")},
         "TITLE": spec.title, "SYSTEM": system, "SOURCE": source, "MODE": spec.mode, "X": spec.x,
         "PANEL": spec.panel,
         "X_LABEL": ("message size (bytes, log scale)" if spec.x == "msg_size" else "client threads (connections)"),
         "Y_LABEL": y_label,
-        "METRICS": [(m.column, m.legend, m.style, m.name) for m in spec.metrics],
+        "METRICS": [[m.column, m.legend, m.style, m.name] for m in spec.metrics],
         # the study's three, and any reference program the sweep measured beside them (grey)
         "IMPL_LABELS": {i: IMPL_LABELS.get(i, f"{i} (reference)") for i in sorted(set(IMPL_LABELS) | impls)},
         "IMPL_COLORS": {i: IMPL_COLORS.get(i, "#666666") for i in sorted(set(IMPL_LABELS) | impls)},
         "NOTES": notes,
         "NOT_MEASURED": not_measured(df, meta, spec),
+        "SERIES": series(df, spec),
     }
-    lines = [f"{name} = {_constant_literal(value)}" for name, value in constants.items()]
-    # a raw docstring: a path with a backslash must not turn into an escape sequence
     doc = textwrap.dedent(f'''\
-        r"""{roll} PA02 Part D: {spec.title}.
+        """{roll} PA02 Part D: {spec.title}.
 
-        Generated by `copylab bundle` from {provenance['results_dir']}/results.csv
-        (copied beside this script as {roll}_results.csv): sweep {provenance['sweep']!r}, measured
-        {provenance['started_at']} to {provenance['finished_at']}, git revision {provenance['git_revision']}.
-        SERIES holds, per implementation and {spec.panel}, the mean over repetitions of the rows with
-        status ok ({provenance['failed_points']} failed point(s) left out). No file is read: run
+        Generated by `copylab bundle` from the sweep's results.csv (copied beside this script as
+        {roll}_results.csv; DATA["PROVENANCE"] names the sweep, when it ran and the code revision).
+        DATA["SERIES"] holds, per implementation and {spec.panel}, the mean over repetitions of the
+        rows with status ok. DATA is a JSON text, parsed here: no file is read. Run
             python3 {roll}_Part_D_{spec.name}.py
         and it writes {roll}_Part_D_{spec.name}.png beside itself.
         """''')
-    data = f"SERIES = {_series_literal(series(df, spec))}"
-    return "\n".join([doc, _IMPORTS, "\n".join(lines), data, _DRAW])
+    names = [k for k in data if k != "PROVENANCE"]
+    constants = "\n".join(f"{name} = DATA[{name!r}]" for name in names)
+    return "\n".join([doc, _IMPORTS, "# the sweep's values: data, parsed (never code)",
+                      f"DATA = {escape.python(data)}", "", constants, _DRAW])
 
 
 _IMPORTS = '''
+import json
 import math
 import textwrap
 from pathlib import Path
@@ -177,6 +160,8 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")  # no display needed: the figure goes to a PNG file
+if "text.parse_math" in matplotlib.rcParams:  # a '$' in a host name is a dollar sign, not math
+    matplotlib.rcParams["text.parse_math"] = False
 import matplotlib.pyplot as plt  # noqa: E402
 
 '''

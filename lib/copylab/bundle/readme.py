@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import re
-
+from .. import escape
 from ..fmt import system_summary
 from .plots import PLOTS
 
@@ -19,11 +18,6 @@ def _sources_note(record: dict) -> str:
         return f"from the same revision that measured the results ({now})"
     return (f"from native/ as it was when the bundle was made (revision {now or 'unknown'}); the "
             f"results were measured with revision {measured or 'unknown'}")
-
-
-def _code_spans(text: str | None) -> str:
-    """perf's <not supported> as code, so a markdown viewer does not take it for a tag and drop it."""
-    return re.sub(r"(<[^<>`]+>)", r"`\1`", text or "")
 
 
 def readme_text(inputs, record: dict) -> str:
@@ -50,12 +44,13 @@ def readme_text(inputs, record: dict) -> str:
     table = "\n".join(f"| `{name}` | {what} |" for name, what in rows)
     plots = "\n".join(f"python3 {roll}_Part_D_{spec.name}.py" for spec in PLOTS)
     server = next((p for p in programs if p.endswith("_server")), "a1_server")
-    decl = fields["ai_declaration"] or "_not given_"
-    return f"""# {roll}: PA02, the cost of data movement in Linux TCP I/O
+    md, code = escape.markdown, escape.markdown_code  # every value from the flags, the grid or the results folder
+    decl = md(fields["ai_declaration"], block=True) if fields["ai_declaration"] else "_not given_"
+    return f"""# {md(roll)}: PA02, the cost of data movement in Linux TCP I/O
 
-- **Author:** {fields['author'] or '_not given_'}
-- **Roll number:** {roll}
-- **Repository:** {fields['repo_url'] or '_not given_'}
+- **Author:** {md(fields['author']) if fields['author'] else '_not given_'}
+- **Roll number:** {md(roll)}
+- **Repository:** {code(fields['repo_url']) if fields['repo_url'] else '_not given_'}
 
 ## Files
 
@@ -98,11 +93,11 @@ and writes the PNG of the same name beside itself:
 
 ## Where the numbers come from
 
-- Results: sweep `{origin['sweep']}` (`{origin['results_dir']}`), measured {origin['started_at']} to {origin['finished_at']} (status {origin['sweep_status'] or 'unknown'}): {origin['points']} points measured, {origin['failed_points']} failed and left out; code revision {origin['git_revision'] or 'unknown'}.
-- Host: {system_summary(inputs.meta)}.
-- Counters: {_code_spans(origin['perf_note']) or 'every requested perf event was counted.'}
+- Results: sweep {code(origin['sweep'])} ({code(origin['results_dir'])}), measured {code(origin['started_at'])} to {code(origin['finished_at'])} (status {md(origin['sweep_status'] or 'unknown')}): {md(origin['points'])} points measured, {md(origin['failed_points'])} failed and left out; code revision {code(origin['git_revision'] or 'unknown')}.
+- Host: {md(system_summary(inputs.meta))}.
+- Counters: {md(origin['perf_note']) if origin['perf_note'] else 'every requested perf event was counted.'}
 - The plots and `{roll}_results.csv` come from the same results folder as `{roll}_Report.pdf`.
-- C sources: single-file builds of the project's native/ modules (each section names the file it came from), {_sources_note(record)}.
+- C sources: single-file builds of the project's native/ modules (each section names the file it came from), {md(_sources_note(record))}.
 - Bundle made by copylab {record['copylab_version']} at {record['created_at']}.
 
 ## AI-usage declaration

@@ -10,7 +10,10 @@ meta.json; environment variables override it.
 
 from __future__ import annotations
 
-import shlex
+import re
+
+from .. import escape
+from ..errors import CopylabError
 
 # perf stat's events, most to least: the script keeps the first list perf accepts here. Hardware
 # events read <not supported> in most VMs; msr/tsc/ (TSC reference cycles) stands in for cycles
@@ -24,38 +27,84 @@ EVENT_LISTS = (
 )
 
 
+ROLL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,31}")  # bundle.ROLL_PATTERN
+# what each grid variable may hold: the script checks the same patterns at run time, after the
+# environment had its say, and copylab checks the values it writes against them first
+PATTERNS = {
+    "IMPLS": r"[a-z][a-z0-9_]*( [a-z][a-z0-9_]*)*",
+    "MODES": r"(throughput|latency)( (throughput|latency))*",
+    "MSG_SIZES": r"[1-9][0-9]*( [1-9][0-9]*)*",
+    "THREADS": r"[1-9][0-9]*( [1-9][0-9]*)*",
+    "REPETITIONS": r"[1-9][0-9]*",
+    "DURATION_S": r"[0-9]+(\.[0-9]+)?",
+    "WARMUP_S": r"[0-9]+(\.[0-9]+)?",
+    "PIN_SERVER": r"([0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*)?",
+    "PIN_CLIENT": r"([0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*)?",
+    "VERIFY": r"[01]",
+    "RECEIVES": r"[a-z]+( [a-z]+)*",
+}
+
+
 def _words(values) -> str:
     return " ".join(str(v) for v in values)
 
 
-def grid_block(params: dict) -> str:
-    """`NAME=${NAME:-value}` lines: the sweep's grid, each overridable from the environment."""
+def grid_values(params: dict) -> dict[str, str]:
+    """The sweep's grid as the script's variables (copylab run's defaults where the sweep did not
+    record its own). A value that does not fit its pattern is a CopylabError naming the key."""
     pins = {k: "" if params.get(k) in (None, "") else str(params[k]) for k in ("pin_server", "pin_client")}
-    rows = [  # (variable, value, an empty value from the caller counts, what it is)
-        ("IMPLS", _words(params["impls"]), False, "implementations: a1 a2 a3"),
-        ("MODES", _words(params["modes"]), False, "throughput and/or latency"),
-        ("MSG_SIZES", _words(params["msg_sizes"]), False, "bytes per message"),
-        ("THREADS", _words(params["threads"]), False, "client threads = connections"),
-        ("REPETITIONS", str(params.get("repetitions") or 1), False, "measurements per point"),
-        # copylab run's defaults where the sweep did not record its own
-        ("DURATION_S", f"{float(params.get('duration_s') or 2.0):g}", False, "measured seconds per point"),
-        ("WARMUP_S", f"{float(params.get('warmup_s') or 0.5):g}", False, "seconds discarded before the window"),
-        ("PIN_SERVER", pins["pin_server"], True, "taskset CPU list of the server (sender); empty: not pinned"),
-        ("PIN_CLIENT", pins["pin_client"], True, "taskset CPU list of the client (receiver); empty: not pinned"),
-        ("VERIFY", "1" if params.get("verify") else "0", False, "1: the client checks every received byte"),
-        ("RECEIVES", _words(params["receive"]) if params.get("receive") else "default", False,
-         "how the client reads (its --receive): message and/or bulk; default: its own"),
-    ]
+    values = {
+        "IMPLS": _words(params["impls"]), "MODES": _words(params["modes"]),
+        "MSG_SIZES": _words(params["msg_sizes"]), "THREADS": _words(params["threads"]),
+        "REPETITIONS": str(params.get("repetitions") or 1),
+        "DURATION_S": f"{float(params.get('duration_s') or 2.0):g}",
+        "WARMUP_S": f"{float(params.get('warmup_s') or 0.5):g}",
+        "PIN_SERVER": pins["pin_server"], "PIN_CLIENT": pins["pin_client"],
+        "VERIFY": "1" if params.get("verify") else "0",
+        "RECEIVES": _words(params["receive"]) if params.get("receive") else "default",
+    }
+    for name, value in values.items():
+        if not re.fullmatch(PATTERNS[name], value):
+            raise CopylabError(f"the sweep's grid (meta.json params) gives {name} = {value!r}, which the run-all "
+                               "script cannot take")
+    return values
+
+
+WHAT = {  # (an empty value from the caller counts, what it is)
+    "IMPLS": (False, "implementations: a1 a2 a3"),
+    "MODES": (False, "throughput and/or latency"),
+    "MSG_SIZES": (False, "bytes per message"),
+    "THREADS": (False, "client threads = connections"),
+    "REPETITIONS": (False, "measurements per point"),
+    "DURATION_S": (False, "measured seconds per point"),
+    "WARMUP_S": (False, "seconds discarded before the window"),
+    "PIN_SERVER": (True, "taskset CPU list of the server (sender); empty: not pinned"),
+    "PIN_CLIENT": (True, "taskset CPU list of the client (receiver); empty: not pinned"),
+    "VERIFY": (False, "1: the client checks every received byte"),
+    "RECEIVES": (False, "how the client reads (its --receive): message and/or bulk; default: its own"),
+}
+
+
+def grid_block(params: dict, sweep: str) -> str:
+    """The grid as data: `NAME=value` lines of a quoted here-document the script reads (never runs),
+    then `NAME=${NAME:-$GRID_NAME}` lines: the environment overrides any of them."""
+    values = {"SWEEP": " ".join(escape.clean(sweep).split()), **grid_values(params)}
+    data = "\n".join(f"{name}={value}" for name, value in values.items())
     # ${PIN_SERVER-x}: PIN_SERVER= from the caller means "not pinned"; ${IMPLS:-x}: empty means the default
-    lines = [(f"{name}=${{{name}{'-' if empty_counts else ':-'}{shlex.quote(value)}}}", why)
-             for name, value, empty_counts, why in rows]
+    lines = [(f"{name}=${{{name}{'-' if empty_counts else ':-'}$GRID_{name}}}", why)
+             for name, (empty_counts, why) in WHAT.items()]
     width = max(len(line) for line, _ in lines)
-    return "\n".join(f"{line:<{width}}  # {why}" for line, why in lines)
+    assign = "\n".join(f"{line:<{width}}  # {why}" for line, why in lines)
+    return f"""read_grid <<'COPYLAB_GRID'\n{data}\nCOPYLAB_GRID\n{assign}"""
 
 
 def run_all_script(roll: str, sweep: str, params: dict) -> str:
-    return (_TEMPLATE.replace("@ROLL@", roll).replace("@SWEEP@", sweep)
-            .replace("@GRID@", grid_block(params))
+    if not ROLL.fullmatch(roll):
+        raise CopylabError(f"roll number {roll!r} is not a plain identifier")  # checked before, kept by design
+    checks = "\n".join(f"check_grid {name} {escape.shell('^' + pattern + '$')}" for name, pattern in PATTERNS.items())
+    return (_TEMPLATE.replace("@ROLL@", roll)
+            .replace("@GRID@", grid_block(params, sweep))
+            .replace("@GRID_CHECKS@", checks)
             .replace("@EVENT_LISTS@", " ".join(f'"{e}"' for e in EVENT_LISTS)))
 
 
@@ -81,7 +130,17 @@ _TEMPLATE = r'''#!/usr/bin/env bash
 # Counters: the client's skip the warm-up (perf stat -D); the server's cover its whole run.
 set -euo pipefail
 
-# The grid of the submitted results (sweep "@SWEEP@"); the environment overrides any of them.
+die() { echo "$PROG: $*" >&2; exit 2; }
+
+# read_grid: NAME=value lines on stdin -> GRID_NAME variables (data: nothing in them is run)
+read_grid() {
+	local line
+	while IFS= read -r line; do
+		printf -v "GRID_${line%%=*}" '%s' "${line#*=}"
+	done
+}
+
+# The grid of the submitted results (sweep $GRID_SWEEP below); the environment overrides any of them.
 @GRID@
 RESULTS_DIR=${RESULTS_DIR:-results}
 PORT=${PORT:-5201}
@@ -96,16 +155,20 @@ CLI_IF=pa02-cli
 LISTEN_TIMEOUT_S=10
 STOP_TIMEOUT_S=10
 PROG=$(basename "$0")
+# check_grid NAME PATTERN: the variable NAME, whoever set it, must match PATTERN (values are
+# split into words and looped over, so nothing else may reach a command line)
+check_grid() {
+	local value=${!1}
+	[[ $value =~ $2 ]] || die "$1 must match $2, got '$value'"
+}
 COLUMNS_CSV="impl,mode,msg_size,threads,rep,throughput_gbps,latency_us,cycles,l1_misses,llc_misses,context_switches,bytes,duration_s,point_id,status,error,cycles_source,srv_cycles,cli_cycles,srv_l1_misses,cli_l1_misses,srv_llc_misses,cli_llc_misses,srv_cache_misses,cli_cache_misses,srv_context_switches,cli_context_switches,srv_task_clock_ms,cli_task_clock_ms,receive"
-
-die() { echo "$PROG: $*" >&2; exit 2; }
 
 [ "$(id -u)" -eq 0 ] || die "needs root to create network namespaces: run it with sudo"
 for tool in ip make cc setsid env awk sed; do
 	command -v "$tool" >/dev/null 2>&1 || die "needs '$tool' (Debian: apt-get install iproute2 make gcc)"
 done
-[[ $REPETITIONS =~ ^[1-9][0-9]*$ ]] || die "REPETITIONS must be a positive integer, got '$REPETITIONS'"
-[[ $WARMUP_S =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "WARMUP_S must be a number of seconds, got '$WARMUP_S'"
+@GRID_CHECKS@
+[[ $PORT =~ ^[1-9][0-9]{0,4}$ ]] || die "PORT must be a port number, got '$PORT'"
 if [ -n "$PIN_SERVER$PIN_CLIENT" ] && ! command -v taskset >/dev/null 2>&1; then
 	die "PIN_SERVER/PIN_CLIENT need taskset (apt-get install util-linux)"
 fi

@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from .. import registry
+from .. import limits, registry
 from ..errors import CopylabError
 from ..experiment import probe_topology, show
 from ..hosts import SshSettings
@@ -58,6 +58,8 @@ def register(subparsers) -> None:
                    help="also record call graphs over the window (perf record) and classify them")
     p.add_argument("--profile-dir", metavar="DIR", default=str(OUTPUT_DIR / "profiles"),
                    help="where --profile writes the folded stacks (default output/profiles)")
+    p.add_argument("--allow-large", action="store_true",
+                   help="run a point estimated at more memory than the host has available")
     p.add_argument("--json", action="store_true", help="print the row as one JSON object")
     p.add_argument("--show-output", action="store_true", help="also print both programs' output and perf text")
     p.set_defaults(func=run_command)
@@ -74,6 +76,8 @@ def run_command(args) -> int:
         usable = os.sched_getaffinity(0)  # before any namespace or program exists
         check_cpus_available("--pin-server", spec.pin_server, usable)
         check_cpus_available("--pin-client", spec.pin_client, usable)
+        # open files, address space and memory for its threads and messages, before anything starts
+        limits.check_point(spec.impl, spec.msg_size, spec.threads, "", args.allow_large, spec.working_set)
     check_congestion_usable([spec.congestion], topology)
     ssh = _ssh_settings(args, topology)
     if topology != "ssh":

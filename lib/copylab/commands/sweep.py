@@ -14,6 +14,9 @@ def register(subparsers) -> None:
                    help="the output folder holds another grid's sweep: move it aside and start over")
     p.add_argument("--allow-large", action="store_true",
                    help="run a grid estimated at more than 24 h or more memory than the host has")
+    p.add_argument("--mixed-builds", action="store_true",
+                   help="resume although finished points were measured by another build of native/ (kept, "
+                        "each row names its build)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--report", action="store_true",
                    help="then write report.pdf/report.html into the output folder (what `make report` does)")
@@ -30,7 +33,8 @@ def sweep_command(args) -> int:
         print(f"copylab sweep: {text}", file=sys.stderr)
 
     summary = run_sweep(args.params, out_dir=args.out, force=args.force, restart=args.restart,
-                        allow_large=args.allow_large, progress=not args.no_progress, say=say)
+                        allow_large=args.allow_large, progress=not args.no_progress, say=say,
+                        mixed_builds=args.mixed_builds)
     print(describe(summary))
     if not args.report:
         # the exit status tells how many points failed (0: all measured)

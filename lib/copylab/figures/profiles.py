@@ -3,19 +3,24 @@ interactive icicle (a flame graph, root at the top) of the folded stacks per imp
 
 from __future__ import annotations
 
+import contextlib
 import gzip
+import re
 from collections import defaultdict
 from pathlib import Path
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .. import registry
+from .. import escape, registry, userfiles
 from ..analysis.profiles import profiled, shares
+from ..errors import CopylabError
 from ..contract import PROFILE_BUCKETS
 from ..fmt import fmt_size, impl_name
 from ..profile.rules import BUCKET_MEANING
 from .style import FONT, FigureNote, _shared_title, _style
+
+POINT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # a point id is a plain file name
 
 # one colour per bucket, copies in warm colours so they stand out
 BUCKET_COLORS = {
@@ -64,23 +69,38 @@ def cpu_breakdown(df, meta: dict, impls: list[str] | None = None):
     _shared_title(fig, "x", "implementation (top row: sender CPU, bottom row: receiver CPU)")
     event = profiled(df)["profile_event"].dropna()
     title = ("Where each side's CPU goes (throughput mode, profiled points"
-             + (f"; {event.iloc[0]}" if len(event) else "") + ")")
+             + (f"; {escape.html(event.iloc[0])}" if len(event) else "") + ")")
     fig = _style(fig, meta, title, height=700, legend_title="bucket")
     fig.update_layout(margin=dict(b=170), legend=dict(font=dict(size=FONT["tick"] - 1)))
     return fig
 
 
+MAX_FOLDED_BYTES = 256 << 20  # decompressed, per file: a profile of one window is a few MiB
+
+
 def folded_counts(profile_dir: Path, point_ids: list[str], side: str) -> dict[str, int]:
-    """Folded stacks of several points' side, summed."""
+    """Folded stacks of several points' side, summed. The point ids come from results.csv: only
+    a plain file name of profiles/ is opened (never a link, never a path out of it), and a file
+    is read up to MAX_FOLDED_BYTES decompressed."""
     counts: dict[str, int] = defaultdict(int)
     for point_id in point_ids:
-        path = profile_dir / f"{point_id}.{side}.folded.gz"
-        if not path.is_file():
+        if not isinstance(point_id, str) or not POINT_ID.fullmatch(point_id):
             continue
-        for line in gzip.open(path, "rt"):
-            stack, _, n = line.rstrip("\n").rpartition(" ")
-            if n.isdigit():
-                counts[stack] += int(n)
+        try:
+            path = userfiles.inside(profile_dir, f"{point_id}.{side}.folded.gz")
+        except CopylabError:
+            continue
+        if path is None:
+            continue
+        read = 0
+        with contextlib.suppress(OSError, EOFError, UnicodeDecodeError), gzip.open(path, "rt") as handle:
+            for line in handle:
+                read += len(line)
+                if read > MAX_FOLDED_BYTES:
+                    break
+                stack, _, n = line.rstrip("\n").rpartition(" ")
+                if n.isdigit():
+                    counts[stack] += int(n)
     return counts
 
 
@@ -110,7 +130,7 @@ def icicle(df, meta: dict, results_dir, impl: str, side: str = "srv", min_share:
     kept = {path: n for path, n in nodes.items() if n >= min_share * total}
     ids = ["all"] + list(kept)
     fig = go.Figure(go.Icicle(
-        ids=ids, labels=["all samples"] + [p.rsplit(";", 1)[-1].replace("_[k]", " [k]") for p in kept],
+        ids=ids, labels=["all samples"] + [escape.html(p.rsplit(";", 1)[-1].replace("_[k]", " [k]")) for p in kept],
         parents=[""] + [p.rsplit(";", 1)[0] if ";" in p else "all" for p in kept],
         values=[total] + list(kept.values()), branchvalues="total", tiling=dict(orientation="v"),
         hovertemplate="%{label}<br>%{value} samples (%{percentRoot:.1%})<extra></extra>", maxdepth=8))

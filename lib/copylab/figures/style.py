@@ -14,7 +14,7 @@ import plotly.io as pio
 from plotly.io._base_renderers import NotebookRenderer as _NotebookRenderer
 from plotly.subplots import make_subplots
 
-from .. import registry, tools
+from .. import escape, registry, tools
 from ..analysis import METRICS, aggregate, measured, unmeasured_reason
 from ..analysis.stats import one_receive
 from ..fmt import IMPL_LABELS, fmt_size, md_escape, plural, system_summary
@@ -103,7 +103,7 @@ def _style(fig: go.Figure, meta: dict, title: str, height: int = PDF_HEIGHT,
     legend at the bottom of the canvas (below any shared axis title)."""
     fig.update_layout(
         title=dict(text=title, font=dict(size=FONT["title"]),
-                   subtitle=dict(text=system_summary(meta), font=dict(size=FONT["subtitle"]))),
+                   subtitle=dict(text=escape.html(system_summary(meta)), font=dict(size=FONT["subtitle"]))),
         height=height, margin=dict(t=100, l=80, r=30, b=110),
         legend=dict(title=legend_title, orientation="h", yref="container", y=0.01, yanchor="bottom",
                     x=0, font=dict(size=FONT["tick"])),

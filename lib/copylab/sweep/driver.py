@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import hostmeta, signals
+from .. import buildinfo, hostmeta, limits, signals, userfiles
 from .. import perf as perfmod
 from ..contract import PEERS, check_cpus_available
 from ..errors import CopylabError, ErrorKind, MeasurementError
@@ -71,7 +71,7 @@ class SweepSummary:
 
 def run_sweep(params_path: str | Path, out_dir: str | Path | None = None, force: bool = False,
               restart: bool = False, allow_large: bool = False, progress: bool = True,
-              say=print) -> SweepSummary:
+              say=print, mixed_builds: bool = False) -> SweepSummary:
     grid = load_grid(params_path)
     usable = os.sched_getaffinity(0)
     for key in ("pin_server", "pin_client"):
@@ -81,6 +81,8 @@ def run_sweep(params_path: str | Path, out_dir: str | Path | None = None, force:
     check_congestion_usable(grid.congestion, topology)
     estimate = est.estimate(grid)
     est.check(estimate, allow_large)
+    if grid.topology != "ssh":  # another host's limits are its own
+        limits.check_grid(grid, f"grid {grid.name}")
     # absolute: papermill changes the working folder while a notebook runs
     out = (Path(out_dir) if out_dir else OUTPUT_DIR / grid.name).resolve()
     folder.prepare(out)
@@ -88,7 +90,9 @@ def run_sweep(params_path: str | Path, out_dir: str | Path | None = None, force:
         folder.claim(out, grid, restart, say)
         folder.ensure_runs(out)
         say(f"grid {grid.name}: {estimate.describe()}")
-        return Sweep(grid, topology, out, force, progress, say).run()
+        sweep = Sweep(grid, topology, out, force, progress, say)
+        sweep.mixed_builds = mixed_builds
+        return sweep.run()
 
 
 class Sweep:
@@ -108,6 +112,7 @@ class Sweep:
         self.meta: SweepMeta | None = None
         self.bar = None
         self.remote: Topology | None = None  # topology ssh: the hosts, connected before anything else
+        self.mixed_builds = False  # keep finished points of another native build (--mixed-builds)
 
     # -- the session ------------------------------------------------------------------------------
 
@@ -120,6 +125,7 @@ class Sweep:
                 self.say(f"connecting to {self.grid.server_host} and {self.grid.client_host}, building native/ there")
                 self.remote = stack.enter_context(open_topology("ssh", self.grid.ssh))
             queue = self._plan()
+            userfiles.copy_declaration(self.grid.ai_declaration, self.out)  # the report never opens the path
             self._build_and_probe(len(queue))
             self.accounting.start(time.monotonic() - started)
             self._start_bar()
@@ -154,6 +160,7 @@ class Sweep:
             self.specs.setdefault(spec.point_id(), spec)  # an earlier session's extra passes
         self.rows = load_rows(self.runs, self.specs)
         done = set() if self.force else {pid for pid, row in self.rows.items() if row.get("status") == "ok"}
+        check_builds(self.out, {pid: self.rows[pid] for pid in done}, self.mixed_builds, self.say)
         self.skipped = len(done)
         queue = [pid for pid in self.specs if pid not in done]
         self.say(f"sweep {self.grid.name}: {len(self.specs)} points, {len(done)} already measured, "
@@ -441,6 +448,29 @@ def _stat(path: Path):
     except OSError:
         return None
     return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+def check_builds(out: Path, finished: dict[str, dict], mixed: bool, say) -> None:
+    """Finished points of another build of native/ (or of an unknown one: records from before
+    build ids) are not silently joined by this build's: refused in one line, or kept and said so
+    with --mixed-builds."""
+    current = buildinfo.build_id()
+    other = {}
+    for pid, row in finished.items():
+        build = str(row.get("build_id") or "")
+        if build != current:
+            other.setdefault(build or "unknown", []).append(pid)
+    if not other:
+        return
+    count = sum(len(pids) for pids in other.values())
+    builds = ", ".join(sorted(other))
+    if mixed:
+        say(f"WARNING: {count} finished point(s) in {out} were measured by another build of native/ "
+            f"({builds}; this one is {current}); kept (--mixed-builds): their rows say which build by build_id")
+        return
+    raise CopylabError(f"{out}: {count} finished point(s) were measured by another build of native/ ({builds}; "
+                       f"now {current}: the sources, the compiler or its flags changed); re-measure them with "
+                       "--force, keep them with --mixed-builds, or sweep into another --out")
 
 
 def describe(summary: SweepSummary) -> str:

@@ -76,8 +76,28 @@ def previous_meta(out: Path) -> dict:
     return meta
 
 
+MARKER = ".copylab-sweep"  # written into a folder the moment a sweep claims it
+_OURS = (".lock", ".copylab-write-test")
+
+
+def is_sweep(out: Path) -> bool:
+    """Does out hold a copylab sweep (its marker, or a sweep's meta.json or runs/ from before markers)?"""
+    return any((out / name).exists() or (out / name).is_symlink() for name in (MARKER, "meta.json", "runs"))
+
+
 def claim(out: Path, grid: Grid, restart: bool, say) -> Path:
-    """Make sure out holds nothing but this grid's sweep. Returns the folder to use (out)."""
+    """Make sure out holds nothing but this grid's sweep. Returns the folder to use (out).
+
+    A folder that is neither empty nor a copylab sweep is refused: its files are the user's (a
+    thesis beside a results.csv of their own) and a sweep would overwrite them."""
+    if not is_sweep(out):
+        others = sorted(entry.name for entry in out.iterdir() if entry.name not in _OURS)
+        if others:
+            shown = ", ".join(others[:4]) + (f" and {len(others) - 4} more" if len(others) > 4 else "")
+            raise CopylabError(f"--out {out}: not empty and not a copylab sweep (it holds {shown}); a sweep would "
+                               "overwrite files there: use an empty or new folder")
+        _mark(out, grid)
+        return out
     if not any((out / name).exists() for name in ("meta.json", "results.csv", "runs")):
         return out
     if restart:
@@ -89,6 +109,7 @@ def claim(out: Path, grid: Grid, restart: bool, say) -> Path:
             if entry.name != ".lock":
                 os.rename(entry, aside / entry.name)
         say(f"the earlier sweep in {out} was moved to {aside}")
+        _mark(out, grid)
         return out
     # without meta.json nothing says whose points these are; the records carry every parameter in
     # their names, so this grid resumes its own points and ignores the rest
@@ -104,6 +125,12 @@ def claim(out: Path, grid: Grid, restart: bool, say) -> Path:
                            "measuring another grid there would mix two studies: use --out for a new folder, "
                            "or --restart to set the old one aside")
     return out
+
+
+def _mark(out: Path, grid: Grid) -> None:
+    from ..fsutil import atomic_write_text
+
+    atomic_write_text(out / MARKER, f"copylab sweep of grid {grid.name} ({fingerprint(grid)})\n")
 
 
 def _fingerprint_of(params: dict) -> str | None:

@@ -35,9 +35,10 @@ class Outcome:
 class WarmKernel:
     """One Jupyter kernel reused for every execution: papermill then costs ~0.2 s, not ~1 s."""
 
-    def __init__(self, cwd: Path, log_path: Path):
+    def __init__(self, cwd: Path, log_path: Path, env: dict | None = None):
         self.cwd = cwd
         self.log_path = log_path
+        self.env = env  # the kernel's environment (None: this process's)
         self.km = self.kc = None
 
     def ensure(self) -> None:
@@ -49,7 +50,8 @@ class WarmKernel:
         self.km = KernelManager(kernel_name="python3")
         # the kernel's own chatter (transport warnings) goes to a log, not the user's terminal
         with open(self.log_path, "ab") as log:
-            self.km.start_kernel(cwd=str(self.cwd), stdout=log, stderr=log)
+            self.km.start_kernel(cwd=str(self.cwd), stdout=log, stderr=log,
+                                 **({"env": self.env} if self.env is not None else {}))
         self.kc = self.km.client()
         self.kc.start_channels()
         self.kc.wait_for_ready(timeout=START_TIMEOUT_S)
