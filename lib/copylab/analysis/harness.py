@@ -1,0 +1,118 @@
+"""The harness section: copylab's programs against the reference programs, one table per metric
+with its unit and direction, which side bounds each tool at each size, each tool's window as
+measured, and the like-for-like pair (the one-copy path and iperf3 both send a prepared buffer)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..fmt import fmt_num, fmt_size
+from .explain import bound_side, wakeup_regime
+from .peers import harness_ratios, small_message_evidence
+from .roles import ONE_COPY, name, native, peer_for, peers
+from .stats import one_receive
+
+METRIC_WORDS = {
+    "throughput": ("Throughput", "Gbit/s", "higher is better", "above 1: copylab's path moves more"),
+    "p50 round trip": ("Round trip, p50", "µs", "lower is better", "below 1: copylab's path answers sooner"),
+}
+
+
+def metric_tables(df: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """One (caption, table) per metric a reference program measured: per size at the fewest threads,
+    each program's value in the metric's unit, then each path's ratio to the reference."""
+    ratios = harness_ratios(df)
+    out = []
+    for (peer, metric), g in ratios.groupby(["peer", "metric"]):
+        what, unit, direction, reading = METRIC_WORDS[metric]
+        g = g[g["threads"] == g["threads"].min()]
+        rows = []
+        for size, at in g.groupby("msg_size"):
+            row = {"message size": fmt_size(size), f"{name(peer)} ({unit})": at["peer_value"].iloc[0]}
+            row.update({f"{name(r['impl'])} ({unit})": r["impl_value"] for _, r in at.iterrows()})
+            row.update({f"{name(r['impl'])} / {name(peer)}": r["ratio"] for _, r in at.iterrows()})
+            rows.append(row)
+        caption = (f"**{what} ({unit}, {direction})** at {int(g['threads'].min())} thread(s), against {name(peer)}; "
+                   f"ratio {reading}.")
+        out.append((caption, pd.DataFrame(rows)))
+    return out
+
+
+def bounds_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Per tool and size (its mode, fewest threads): both CPUs' busy shares, steal and which side bounds it."""
+    rows = one_receive(df)
+    out = []
+    tools = native(sorted(set(rows["impl"]))) + [p for p in peers() if p in set(rows["impl"])]
+    for tool in tools:
+        mine = rows[rows["impl"] == tool]
+        mode = "throughput" if (mine["mode"] == "throughput").any() else "latency"
+        mine = mine[mine["mode"] == mode]
+        for size, g in mine.groupby("msg_size"):
+            at = g[g["threads"] == g["threads"].min()]
+            e = bound_side(at)
+            out.append({"tool": name(tool), "mode": mode, "message size": fmt_size(size),
+                        "sender busy": _pct(e.evidence["sender_busy"]), "receiver busy": _pct(e.evidence["receiver_busy"]),
+                        "steal": _pct(e.evidence["steal"]), "bounded by": e.verdict})
+    return pd.DataFrame(out, columns=["tool", "mode", "message size", "sender busy", "receiver busy", "steal", "bounded by"])
+
+
+def _pct(x) -> str:
+    return "n/a" if x != x else f"{100 * x:.0f}%"
+
+
+def windows_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Each tool's window as measured: what opened and closed it, what ended the warm-up, the warm-up
+    as used and the measured seconds (medians over its runs)."""
+    out = []
+    for tool, g in one_receive(df).groupby("impl"):
+        out.append({"tool": name(tool), "window opened and closed by": _values(g, "window_source"),
+                    "warm-up ended by": _values(g, "warmup_end"),
+                    "warm-up (s, median)": _median(g, "warmup_s"), "window (s, median)": _median(g, "duration_s"),
+                    "runs": int(len(g))})
+    return pd.DataFrame(out)
+
+
+def _values(g: pd.DataFrame, column: str) -> str:
+    found = sorted(set(g[column].dropna().astype(str))) if column in g else []
+    return ", ".join(found) or "not recorded"
+
+
+def _median(g: pd.DataFrame, column: str) -> float:
+    values = pd.to_numeric(g[column], errors="coerce").dropna() if column in g else pd.Series(dtype=float)
+    return float(values.median()) if len(values) else float("nan")
+
+
+def like_for_like_text(df: pd.DataFrame) -> str:
+    """The one-copy path against iperf3 (both send a prepared buffer, neither serialises), per size, and
+    where the two are bounded by different sides (then the ratio compares the bounding sides' loops)."""
+    peer = peer_for("throughput")
+    ratios = harness_ratios(df)
+    pair = ratios[(ratios["impl"] == ONE_COPY) & (ratios["peer"] == peer)] if len(ratios) else ratios
+    if pair.empty:
+        return ""
+    pair = pair[pair["threads"] == pair["threads"].min()]
+    rows = one_receive(df)
+    parts, caveats = [], []
+    for _, r in pair.sort_values("msg_size").iterrows():
+        parts.append(f"{fmt_size(r['msg_size'])}: {fmt_num(r['ratio'])}")
+        sides = {}
+        for tool in (ONE_COPY, peer):
+            at = rows[(rows["impl"] == tool) & (rows["mode"] == "throughput") & (rows["msg_size"] == r["msg_size"])
+                      & (rows["threads"] == r["threads"])]
+            sides[tool] = bound_side(at)
+        verdicts = {t: e.verdict for t, e in sides.items()}
+        if len(set(verdicts.values())) > 1 and {"sender", "receiver"} & set(verdicts.values()):
+            caveats.append(f"at {fmt_size(r['msg_size'])} {name(peer)} is bounded by its "
+                           f"{verdicts[peer]} side and {name(ONE_COPY)} by its {verdicts[ONE_COPY]} side, so the ratio "
+                           "compares what bounds each, not the two send paths")
+    text = (f"**Like for like: {name(ONE_COPY)} and {name(peer)}** both send a prepared buffer with one call per "
+            f"message, neither serialises; {name(ONE_COPY)}/{name(peer)} throughput: {'; '.join(parts)}.")
+    return text + (" Careful: " + "; ".join(caveats) + "." if caveats else "")
+
+
+def small_message_text(df: pd.DataFrame) -> str:
+    """Per tool at the smallest size and fewest threads: what the context switches per message say."""
+    table = small_message_evidence(df)
+    if table.empty:
+        return ""
+    return " ".join(wakeup_regime(r).text for _, r in table.sort_values("impl").iterrows())
