@@ -6,7 +6,7 @@ why, and how to get it): a blank chart would look like a result. Modules: style 
 figure shares), study (Part D), evidence (behind the answers), profiles (where the CPU goes).
 """
 
-from .evidence import ratio_to_a1, receive_strategies, user_copy_per_message, zerocopy_completions
+from .evidence import ratio_to_baseline, receive_strategies, user_copy_per_message, zerocopy_completions
 from .profiles import cpu_breakdown, icicle
 from .style import IMPL_COLORS, FigureNote, setup_rendering
 from .study import (cache_misses_vs_size, cpu_time_per_byte_vs_size, cycles_per_byte_vs_size, latency_vs_threads,
@@ -21,7 +21,7 @@ ALL_FIGURES = (
     ("throughput-vs-threads", throughput_vs_threads),
     ("user-copy-per-message", user_copy_per_message),
     ("zerocopy-completions", zerocopy_completions),
-    ("ratio-to-a1", ratio_to_a1),
+    ("ratio-to-baseline", ratio_to_baseline),
     ("receive-strategies", receive_strategies),
     ("cpu-breakdown", cpu_breakdown),
 )

@@ -3,14 +3,15 @@ interactive icicle (a flame graph, root at the top) of the folded stacks per imp
 
 from __future__ import annotations
 
-import gzip
 from collections import defaultdict
 from pathlib import Path
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from ..analysis import roles
 from ..analysis.profiles import profiled, shares
+from ..analysis.stacks import folded_counts
 from ..contract import PROFILE_BUCKETS
 from ..fmt import fmt_size, impl_name
 from ..profile.rules import BUCKET_MEANING
@@ -37,7 +38,7 @@ def cpu_breakdown(df, meta: dict):
                           "set `profile` in the grid (default: every throughput point at one thread) on a host "
                           "with perf")
     sizes = sorted(table["msg_size"].unique())
-    impls = [i for i in ("a1", "a2", "a3", "iperf3") if i in set(table["impl"])]
+    impls = [i for i in (*roles.STUDY, *roles.peers("throughput")) if i in set(table["impl"])]
     fig = make_subplots(rows=2, cols=len(sizes), shared_yaxes=True, shared_xaxes=True, horizontal_spacing=0.03,
                         vertical_spacing=0.08, column_titles=[f"size = {fmt_size(s)}" for s in sizes],
                         row_titles=["sender", "receiver"])
@@ -61,20 +62,6 @@ def cpu_breakdown(df, meta: dict):
     fig = _style(fig, meta, title, height=700, legend_title="bucket")
     fig.update_layout(margin=dict(b=170), legend=dict(font=dict(size=FONT["tick"] - 1)))
     return fig
-
-
-def folded_counts(profile_dir: Path, point_ids: list[str], side: str) -> dict[str, int]:
-    """Folded stacks of several points' side, summed."""
-    counts: dict[str, int] = defaultdict(int)
-    for point_id in point_ids:
-        path = profile_dir / f"{point_id}.{side}.folded.gz"
-        if not path.is_file():
-            continue
-        for line in gzip.open(path, "rt"):
-            stack, _, n = line.rstrip("\n").rpartition(" ")
-            if n.isdigit():
-                counts[stack] += int(n)
-    return counts
 
 
 def icicle(df, meta: dict, results_dir, impl: str, side: str = "srv", min_share: float = 0.005, depth: int = 30):
