@@ -4,7 +4,7 @@ rule-chosen explanations) and the receive strategy. Like prose.py: numbers in, t
 from __future__ import annotations
 
 from ..fmt import fmt_num, fmt_size, plural
-from .explain import bound_side
+from .explain import bound_sentences
 from .roles import name
 
 # ------------------------------------------------------------------------------------------------
@@ -27,10 +27,7 @@ def profile_text(df, doc: dict) -> str:
     copies = [f"{name(i)} {_pct(e['receiver']['kernel_copy_to_user'])}" for i, e in sorted(p["impls"].items())]
     parts.append(f"Every receiver copies to user memory: {', '.join(copies)} of the receiver's samples ({where}).")
     tp = df[(df["mode"] == "throughput") & (df["msg_size"] == p["msg_size"]) & (df["threads"] == p["threads"])]
-    bounds = [bound_side(tp[tp["impl"] == impl], f"{name(impl)} {where}") for impl in sorted(p["impls"])]
-    if bounds and all(b.verdict == "unknown" for b in bounds):
-        bounds = [bound_side(tp.iloc[0:0], f"For every path {where}")]
-    return " ".join(parts + [b.text for b in bounds])
+    return " ".join(parts + bound_sentences({i: tp[tp["impl"] == i] for i in sorted(p["impls"])}, where))
 
 
 PROFILE_CAVEAT = ("Profiles sample {event} per CPU. Without a PMU the sampling timer is an hrtimer: a tick "

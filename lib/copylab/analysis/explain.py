@@ -98,6 +98,27 @@ def bound_side(rows: pd.DataFrame, what: str = "") -> Explanation:
                       "measured window", evidence)
 
 
+def bound_sentences(rows_by_impl: dict[str, pd.DataFrame], where: str) -> list[str]:
+    """bound_side for several paths at one point, said once per verdict: the paths one side bounds in one
+    sentence with each one's busy shares; hypotheses each on their own, or one when none can be told."""
+    found = {impl: bound_side(rows, f"{name(impl)} {where}") for impl, rows in rows_by_impl.items()}
+    if found and all(e.verdict == "unknown" for e in found.values()):
+        return [bound_side(pd.DataFrame(), f"For {_and([name(i) for i in found])} {where}").text]
+    out = []
+    for side in ("sender", "receiver"):
+        mine = {i: e.evidence for i, e in found.items() if e.verdict == side}
+        if mine:
+            numbers = _and([f"{name(i)} (sender CPU busy {pct(e['sender_busy'])}, receiver {pct(e['receiver_busy'])})"
+                            for i, e in mine.items()])
+            out.append(f"{where[0].upper() + where[1:]}, the {side} bounds the throughput of {numbers}: the "
+                       f"{'receiver' if side == 'sender' else 'sender'} waits for it.")
+    return out + [e.text for e in found.values() if e.verdict not in ("sender", "receiver")]
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
 def bound_table(df: pd.DataFrame, impls, size_col: str = "msg_size") -> pd.DataFrame:
     """Per implementation and size (throughput mode, fewest threads): both busy shares and the verdict."""
     tp = df[(df["mode"] == "throughput") & df["impl"].isin(list(impls))]
@@ -115,10 +136,11 @@ def bound_table(df: pd.DataFrame, impls, size_col: str = "msg_size") -> pd.DataF
 # small messages: wake-ups or per-call work
 
 
-def wakeup_regime(row: pd.Series) -> Explanation:
+def wakeup_regime(row: pd.Series, who: str | None = None) -> Explanation:
     """From one point's context switches per message (small_message_evidence's row): whether the
     data path runs at the pace of wake-ups, or each message's per-call work is the cost."""
-    who = f"{name(row['impl'])} at {fmt_size(row['msg_size'])}, {plural(int(row['threads']), 'thread')}"
+    reads = f", {row['receive']} reads" if isinstance(row.get("receive"), str) else ""
+    who = who or f"{name(row['impl'])} at {fmt_size(row['msg_size'])}, {plural(int(row['threads']), 'thread')}{reads}"
     srv, cli = float(row.get("srv_cs_per_message", math.nan)), float(row.get("cli_cs_per_message", math.nan))
     evidence = {"impl": row["impl"], "msg_size": int(row["msg_size"]), "sender_cs_per_message": srv,
                 "receiver_cs_per_message": cli, "recv_calls_per_message": float(row.get("recv_calls_per_message", math.nan))}
@@ -128,11 +150,10 @@ def wakeup_regime(row: pd.Series) -> Explanation:
     counts = f"{fmt_num(srv)} sender and {fmt_num(cli)} receiver context switches per message"
     top = max(srv, cli)
     if top >= WAKEUP_PACED:
-        side = "receiver" if cli >= srv else "sender"
-        return Explanation("wakeup_regime", "wakeup_paced", f"{who}: {counts}: the {side} sleeps and is woken "
-                           "about once per message or more, so the data path runs at the pace of those "
-                           "wake-ups (in a VM a cross-CPU wake-up is an inter-processor interrupt through "
-                           "the hypervisor).", evidence)
+        side = ("both sides sleep and are" if min(srv, cli) >= 0.8 * top else
+                "the receiver sleeps and is" if cli >= srv else "the sender sleeps and is")
+        return Explanation("wakeup_regime", "wakeup_paced", f"{who}: {counts}: {side} woken about once per "
+                           "message or more, so the data path runs at the pace of those wake-ups.", evidence)
     if top < WAKEUP_RARE:
         every = f"one per {fmt_num(1 / top, 2)} messages" if top > 0 else "none"
         return Explanation("wakeup_regime", "per_call", f"{who}: {counts} ({every} at most): wake-ups are not "

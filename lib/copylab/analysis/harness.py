@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..fmt import fmt_num, fmt_size
+from ..fmt import fmt_num, fmt_size, markdown_table, plural
 from .explain import bound_side, wakeup_regime
 from .peers import harness_ratios, small_message_evidence
 from .roles import ONE_COPY, name, native, peer_for, peers
@@ -32,7 +32,7 @@ def metric_tables(df: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
             row.update({f"{name(r['impl'])} ({unit})": r["impl_value"] for _, r in at.iterrows()})
             row.update({f"{name(r['impl'])} / {name(peer)}": r["ratio"] for _, r in at.iterrows()})
             rows.append(row)
-        caption = (f"**{what} ({unit}, {direction})** at {int(g['threads'].min())} thread(s), against {name(peer)}; "
+        caption = (f"**{what} ({unit}, {direction})** at {plural(int(g['threads'].min()), 'thread')}, against {name(peer)}; "
                    f"ratio {reading}.")
         out.append((caption, pd.DataFrame(rows)))
     return out
@@ -54,6 +54,18 @@ def bounds_table(df: pd.DataFrame) -> pd.DataFrame:
                         "sender busy": _pct(e.evidence["sender_busy"]), "receiver busy": _pct(e.evidence["receiver_busy"]),
                         "steal": _pct(e.evidence["steal"]), "bounded by": e.verdict})
     return pd.DataFrame(out, columns=["tool", "mode", "message size", "sender busy", "receiver busy", "steal", "bounded by"])
+
+
+def bounds_markdown(df: pd.DataFrame) -> str:
+    """The bounds table with its reading, or one sentence when no tool's CPUs had busy shares."""
+    table = bounds_table(df)
+    if table.empty:
+        return ""
+    if (table["bounded by"] == "unknown").all():
+        return ("**Which side bounds each tool** cannot be told in this sweep: the pinned CPUs' busy shares were not "
+                "recorded (pin sender and receiver to CPUs of their own: grid keys pin_server and pin_client).")
+    return ("**Which side bounds each tool** (its mode, fewest threads; a side bounds it only when its CPU is busy "
+            "at least 95% of the window and clearly more than the other's):\n\n" + markdown_table(table))
 
 
 def _pct(x) -> str:
@@ -111,8 +123,13 @@ def like_for_like_text(df: pd.DataFrame) -> str:
 
 
 def small_message_text(df: pd.DataFrame) -> str:
-    """Per tool at the smallest size and fewest threads: what the context switches per message say."""
+    """Per tool at the smallest size and fewest threads (each receive strategy measured): what the
+    context switches per message say; one sentence when none of them can be told."""
     table = small_message_evidence(df)
     if table.empty:
         return ""
-    return " ".join(wakeup_regime(r).text for _, r in table.sort_values("impl").iterrows())
+    found = [wakeup_regime(r) for _, r in table.sort_values(["impl", "receive"]).iterrows()]
+    if all(e.verdict == "unknown" for e in found):
+        first = table.iloc[0]
+        return wakeup_regime(first, f"Every tool at {fmt_size(first['msg_size'])}").text
+    return " ".join(e.text for e in found if e.verdict != "unknown")

@@ -10,6 +10,7 @@ import math
 
 from ..fmt import fmt_num, fmt_pct, fmt_size
 from .roles import BASE, ONE_COPY, ZERO_COPY, name
+from .stats import MIN_REPS_FOR_INTERVAL
 
 # ------------------------------------------------------------------------------------------------
 # fixed text: what the study's design says, not why a result came out as it did (explain.py chooses that)
@@ -36,7 +37,9 @@ def reps_note(reps: tuple[int, int]) -> str:
         return (" This sweep has a single repetition per point, so there is no confidence "
                 "interval: a difference of a few percent may be noise.")
     span = f"{low}" if low == high else f"{low}–{high}"
-    return f" Means are over {span} repetitions per point, with 95% confidence intervals in the figures."
+    drawn = ("the figures draw each point's repetitions" if high < MIN_REPS_FOR_INTERVAL else
+             "the figures draw 95% intervals on the log scale")
+    return f" Means are over {span} repetitions per point; {drawn}."
 
 
 # ------------------------------------------------------------------------------------------------

@@ -81,8 +81,8 @@ def _size_line(size: int, decided: dict, cs, misses: dict) -> str:
     extra += [f"{lvl} misses per byte ×{fmt_num(r)}" for lvl, r in misses.items() if r is not None]
     if verdict in ("loss", "equivalent") and any(r is not None for r in misses.values()):
         rising = [lvl for lvl, r in misses.items() if r is not None and r >= CONTENTION]
-        conclusion += (f", with {' and '.join(rising)} misses per byte rising: cache contention" if rising else
-                       ", with no rise in misses per byte: not cache contention")
+        conclusion += (f", with {' and '.join(rising)} misses per byte rising: consistent with cache contention"
+                       if rising else ", with no rise in misses per byte: not cache contention")
     return f"- **{fmt_size(size)}: {conclusion}.** {parts}" + (f"; {', '.join(extra)}." if extra else ".")
 
 

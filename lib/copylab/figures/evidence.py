@@ -76,7 +76,7 @@ def zerocopy_completions(df: pd.DataFrame, meta: dict):
     metrics = ["zc_completions_per_message", "zc_copied_share", "zc_not_copied_share"]
     agg = aggregate(zc, metrics, by=("impl", "threads", "msg_size"))
     saving = _sender_saving(rows)
-    titles = ["send calls completed per message", "copied (solid) or not (dotted), %"]
+    titles = ["send calls completed / message", "copied (solid), not (dotted), %"]
     if saving is not None:
         titles.append(f"sender saving vs {impl_name(BASE)} (%)")
     fig = make_subplots(rows=1, cols=len(titles), horizontal_spacing=0.08, subplot_titles=titles)
@@ -102,8 +102,7 @@ def zerocopy_completions(df: pd.DataFrame, meta: dict):
     fig.update_yaxes(title_text="share of completions (%)", range=[0, 105], row=1, col=2)
     if saving is not None:
         fig.update_yaxes(title_text=f"1 − {zname}/{impl_name(BASE)} sender ns per byte (%)", row=1, col=3)
-    fig = _style(fig, meta, f"{zname} MSG_ZEROCOPY, its server's own counts: send calls completed, the share "
-                 "copied after all, and the sender's saving")
+    fig = _style(fig, meta, f"{zname} MSG_ZEROCOPY: its server's own counts, and the sender's saving")
     fig.update_layout(legend_title_text="thread count")
     return fig
 
@@ -158,10 +157,22 @@ def ratio_to_baseline(df: pd.DataFrame, meta: dict):
     fig.add_hrect(y0=1 / (1 + margin), y1=1 + margin, fillcolor="#999", opacity=0.15, line_width=0)
     fig.add_hline(y=1.0, line_dash="dot", line_color="#555")
     fig.update_xaxes(**_size_ticks(study["msg_size"]), title_text="message size (bytes, log scale)")
-    fig.update_yaxes(type="log", **_log_ticks(values + [1 / (1 + margin), 1 + margin]),
-                     title_text=f"throughput ÷ {impl_name(BASE)}'s (all thread counts, log scale)")
-    return _style(fig, meta, f"Throughput relative to {impl_name(BASE)}, 95% intervals of the decisions "
-                  "(▲ win, ▼ loss, ■ equivalent, ● undecided; shaded: the equivalence margin)")
+    fig.update_yaxes(type="log", **ratio_ticks(values + [1 / (1 + margin), 1 + margin]),
+                     title_text=f"throughput ÷ {impl_name(BASE)}'s (log scale)")
+    return _style(fig, meta, f"Throughput relative to {impl_name(BASE)}: decisions, 95% intervals "
+                  "(▲ win ▼ loss ■ equivalent ● undecided)")
+
+
+RATIO_TICKS = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.5, 2.0, 3.0, 5.0, 10.0)
+
+
+def ratio_ticks(values) -> dict:
+    """Ticks for a ratio on a log axis: the round ratios within the values' range, thinned to at most 7."""
+    low, high = min(values) / 1.05, max(values) * 1.05
+    ticks = [t for t in RATIO_TICKS if low <= t <= high]
+    while len(ticks) > 7:
+        ticks = [t for i, t in enumerate(ticks) if i % 2 == 0 or t == 1.0]
+    return dict(tickvals=ticks, ticktext=[f"{t:g}" for t in ticks], minor=dict(showgrid=False))
 
 
 def receive_strategies(df: pd.DataFrame, meta: dict):
