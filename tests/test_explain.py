@@ -156,3 +156,15 @@ def test_answers_change_their_sentence_with_the_evidence(tmp_path):
         assert doc["explanations"]["zero_copy_cost"]["verdict"] == ("deferred_copy" if label == "deferred" else "zerocopy_pin")
     assert "pays it later" in texts["deferred"] and "pays it later" not in texts["pinning"]
     assert "back-pressure is part" in texts["pinning"] and "in none of" in texts["deferred"]
+
+
+def test_sides_that_bound_are_said_once_per_verdict():
+    rows = {impl: ev.frame([ev.measured_row(impl, 65536, busy=(0.5, 1.0))]) for impl in ("a1", "a2")}
+    rows["a3"] = ev.frame([ev.measured_row("a3", 65536, busy=(0.6, 0.7))])
+    said = explain.bound_sentences(rows, "at 64 KiB, 1 thread")
+    assert said[0].startswith("At 64 KiB, 1 thread, the receiver bounds the throughput of A1 (sender CPU busy 50%")
+    assert "and A2 (sender CPU busy 50%" in said[0]
+    assert len(said) == 2 and said[1].startswith("Hypothesis") and "A3 at 64 KiB" in said[1]
+    unknown = {impl: ev.frame([ev.measured_row(impl, 64)]) for impl in ("a1", "a2")}
+    assert explain.bound_sentences(unknown, "at 64 B") == [
+        explain.bound_side(ev.frame([]), "For A1 and A2 at 64 B").text]

@@ -149,3 +149,18 @@ def test_the_introduction_claims_only_what_was_counted():
     assert "L1-dcache load misses" not in text
     with_misses = ev.frame([ev.measured_row("a1", 64, l1_misses=10.0, llc_misses=1.0)])
     assert "L1-dcache load misses" in configuration.intro_markdown({}, with_misses)
+
+
+def test_the_analysis_names_roles_not_implementations():
+    """The study's implementations are named in the registry only (native/registry.def): the analysis,
+    its figures and the report's analysis text ask for roles."""
+    from pathlib import Path
+
+    from copylab import registry
+    lib = Path(__file__).resolve().parents[1] / "lib" / "copylab"
+    files = [*sorted((lib / "analysis").glob("*.py")), lib / "figures" / "study.py", lib / "figures" / "evidence.py",
+             lib / "figures" / "profiles.py", lib / "report.py"]
+    for path in files:
+        text = path.read_text()
+        for impl in registry.names():
+            assert f'"{impl}"' not in text and f"'{impl}'" not in text, f"{path.name} names {impl}"

@@ -12,6 +12,7 @@ import platform
 import socket
 from pathlib import Path
 
+from . import registry
 from .hosts import LocalHost
 from .paths import PROJECT_ROOT
 from .perf import first_line, perf_version
@@ -129,9 +130,9 @@ def virtualization(host=None) -> dict:
 
 
 def tool_versions(host=None) -> dict[str, str | None]:
-    """The first line each reference program prints for its version (None when it is not installed)."""
-    return {"iperf3": first_line(_run(["iperf3", "--version"], host)) or None,
-            "sockperf": first_line(_run(["sockperf", "--version"], host)) or None}
+    """The first line each reference program (registry peers, run by their names) prints for its
+    version; None when it is not installed."""
+    return {peer: first_line(_run([peer, "--version"], host)) or None for peer in registry.names(kind="peer")}
 
 
 def remote_host_meta(host) -> dict:

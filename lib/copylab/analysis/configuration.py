@@ -9,7 +9,7 @@ import pandas as pd
 
 from ..fmt import fmt_size
 from .load import METRICS
-from .roles import BASE, ONE_COPY, ZERO_COPY, name
+from .roles import BASE, ONE_COPY, ZERO_COPY, name, peers
 from .stats import measured, unmeasured_reason
 
 NOT_RECORDED = "not recorded in meta.json (a sweep made before copylab recorded it)"
@@ -74,8 +74,7 @@ def rows(meta: dict, df: pd.DataFrame) -> list[tuple[str, object]]:
         ("hostname", meta.get("hostname")),
         ("perf", meta.get("perf_version")), ("perf note", meta.get("perf_note")),
         ("compiler", meta.get("compiler")),
-        ("iperf3", tools.get("iperf3") or (NOT_RECORDED if not tools else "not installed")),
-        ("sockperf", tools.get("sockperf") or (NOT_RECORDED if not tools else "not installed")),
+        *((name(p), tools.get(p) or (NOT_RECORDED if not tools else "not installed")) for p in peers()),
         ("congestion control asked for", _column(df, "congestion")),
         ("congestion control as run", f"sender {_column(df, 'srv_congestion')}; receiver {_column(df, 'cli_congestion')}"),
         ("host default congestion control", meta.get("tcp_congestion_control")),
