@@ -115,7 +115,7 @@ def test_harness_warns_when_the_like_for_like_pair_is_bounded_by_different_sides
     df = ev.frame(rows)
     text = harness.like_for_like_text(df)
     assert "A2/iperf3 throughput: 64 B: 1.67" in text
-    assert "iperf3 is bounded by its receiver side and A2 by its sender side" in text
+    assert "at 64 B iperf3 is bounded by its receiver (sender CPU busy 48%, receiver 100%) and A1 and A2 by their sender" in text
     bounds = harness.bounds_table(df)
     assert list(bounds["bounded by"]) == ["sender", "sender", "receiver"]
     (caption, table), = harness.metric_tables(df)

@@ -103,19 +103,19 @@ def bound_sentences(rows_by_impl: dict[str, pd.DataFrame], where: str) -> list[s
     sentence with each one's busy shares; hypotheses each on their own, or one when none can be told."""
     found = {impl: bound_side(rows, f"{name(impl)} {where}") for impl, rows in rows_by_impl.items()}
     if found and all(e.verdict == "unknown" for e in found.values()):
-        return [bound_side(pd.DataFrame(), f"For {_and([name(i) for i in found])} {where}").text]
+        return [bound_side(pd.DataFrame(), f"For {and_list([name(i) for i in found])} {where}").text]
     out = []
     for side in ("sender", "receiver"):
         mine = {i: e.evidence for i, e in found.items() if e.verdict == side}
         if mine:
-            numbers = _and([f"{name(i)} (sender CPU busy {pct(e['sender_busy'])}, receiver {pct(e['receiver_busy'])})"
+            numbers = and_list([f"{name(i)} (sender CPU busy {pct(e['sender_busy'])}, receiver {pct(e['receiver_busy'])})"
                             for i, e in mine.items()])
             out.append(f"{where[0].upper() + where[1:]}, the {side} bounds the throughput of {numbers}: the "
                        f"{'receiver' if side == 'sender' else 'sender'} waits for it.")
     return out + [e.text for e in found.values() if e.verdict not in ("sender", "receiver")]
 
 
-def _and(items: list[str]) -> str:
+def and_list(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 

@@ -33,7 +33,7 @@ def native(names) -> list[str]:
 
 def name(impl: str | None) -> str:
     """How prose names an implementation: a sender of copylab's by its short name ("A1"), a reference
-    program by its registry label ("iperf3"); "?" for none."""
+    program by its registry label; "?" for none."""
     if not impl:
         return "?"
     try:

@@ -9,6 +9,7 @@ import pandas as pd
 from ..fmt import fmt_num, fmt_pct, fmt_size
 from .decided import ratio_text
 from .decisions import DEFAULT_MARGIN, compare_points, point_stats
+from .explain import and_list
 from .findings import data_path
 from .roles import BASE, ZERO_COPY, name, native
 from .stats import one_receive, zc_copied_share
@@ -92,16 +93,12 @@ def advice(entry: dict) -> str:
         return name(pick)
     equivalent = [name(i) for i, v in sorted(others.items()) if v["verdict"] == "equivalent"]
     undecided = [name(i) for i, v in sorted(others.items()) if v["verdict"] == "undecided"]
-    text = f"{name(BASE)}, or equally {_and(equivalent)}" if equivalent else name(BASE)
+    text = f"{name(BASE)}, or equally {and_list(equivalent)}" if equivalent else name(BASE)
     if undecided:
-        text += f" ({_and(undecided)} undecided against it)"
+        text += f" ({and_list(undecided)} undecided against it)"
     elif not equivalent:
         text += " (every other path decided worse)"
     return text
-
-
-def _and(names: list[str]) -> str:
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def ranges_text(df: pd.DataFrame, criterion: str, margin: float = DEFAULT_MARGIN) -> str:
