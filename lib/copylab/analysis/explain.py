@@ -44,10 +44,12 @@ class Explanation:
         return asdict(self)
 
 
-def hypothesis(rule: str, verdict: str, claim: str, decide_by: str, evidence: dict) -> Explanation:
-    """An explanation the evidence does not decide: said as a hypothesis, with its deciding measurement."""
+def hypothesis(rule: str, verdict: str, claim: str, decide_by: str, evidence: dict, facts: str = "") -> Explanation:
+    """An explanation the evidence does not decide: the facts measured, then the claim said as a
+    hypothesis with the measurement that would decide it."""
     text = f"Hypothesis (this run's data do not decide it): {claim} What would decide it: {decide_by}."
-    return Explanation(rule, verdict, text, evidence, hypothesis=True, decide_by=decide_by)
+    return Explanation(rule, verdict, f"{facts} {text}" if facts else text, evidence, hypothesis=True,
+                       decide_by=decide_by)
 
 
 def pct(x) -> str:
@@ -88,10 +90,10 @@ def bound_side(rows: pd.DataFrame, what: str = "") -> Explanation:
         if mine >= NEAR_FULL and mine - other >= CLEAR_GAP:
             return Explanation("bound_side", side, f"{what}the {side} bounds the throughput ({busy}{steal_txt}): "
                                f"the {'receiver' if side == 'sender' else 'sender'} waits for it.", evidence)
-    if srv >= NEAR_FULL and cli >= NEAR_FULL:
-        return hypothesis("bound_side", "both", f"{what}both CPUs are saturated ({busy}{steal_txt}), so either side "
-                          "may bound the throughput.", "the same point with one side given more CPU time "
-                          "(a second CPU in its pin list, or a host with more cores)", evidence)
+    if srv >= NEAR_FULL or cli >= NEAR_FULL:
+        return hypothesis("bound_side", "both", f"{what}both CPUs are at or near saturation ({busy}{steal_txt}), so "
+                          "either side may bound the throughput.", "the same point with one side given more CPU "
+                          "time (a second CPU in its pin list, or a host with more cores)", evidence)
     return hypothesis("bound_side", "neither", f"{what}neither CPU is saturated ({busy}{steal_txt}): something "
                       "other than CPU time sets the pace, most likely waiting (wake-ups, TCP's send window).",
                       "the wake-up latency (perf sched latency) and the socket's window (ss -ti) during the "
@@ -152,8 +154,9 @@ def wakeup_regime(row: pd.Series, who: str | None = None) -> Explanation:
     if top >= WAKEUP_PACED:
         side = ("both sides sleep and are" if min(srv, cli) >= 0.8 * top else
                 "the receiver sleeps and is" if cli >= srv else "the sender sleeps and is")
-        return Explanation("wakeup_regime", "wakeup_paced", f"{who}: {counts}: {side} woken about once per "
-                           "message or more, so the data path runs at the pace of those wake-ups.", evidence)
+        return Explanation("wakeup_regime", "wakeup_paced", f"{who}: {counts}: {side} woken once every "
+                           f"{fmt_num(1 / top, 2)} messages or more often, so the data path runs at the pace of "
+                           "those wake-ups.", evidence)
     if top < WAKEUP_RARE:
         every = f"one per {fmt_num(1 / top, 2)} messages" if top > 0 else "none"
         return Explanation("wakeup_regime", "per_call", f"{who}: {counts} ({every} at most): wake-ups are not "

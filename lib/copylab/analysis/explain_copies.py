@@ -13,13 +13,13 @@ from ..contract import PROFILE_BUCKETS
 from ..fmt import fmt_num, fmt_size, plural
 from . import stacks
 from .explain import Explanation, flag, hypothesis
-from .profiles import bucket_cost, point_rows, profiled, share
+from .profiles import bucket_cost, point_rows, profiled, share, wilson
 from .roles import BASE, ONE_COPY, ZERO_COPY, name
 from .stats import throughput_rows
 
 ABSENT = 0.005          # a copy whose mean share is at most this is gone
 ENOBUFS_NOTABLE = 1e-3  # ENOBUFS per send call from which back-pressure is part of the cost
-SITE_DOMINANT = 0.6     # the share of the deferred copy's samples that makes one place "where it runs"
+SITE_DOMINANT = 0.5     # where the lower 95% bound of one place's share of the deferred copy's samples is a majority
 ZC_COSTS = {"zerocopy_pin": "pinning the user pages", "deferred_copy": "the deferred copy (skb_copy_ubufs)",
             "zerocopy_completion": "completions (error queue, unpinning)"}
 BUSY_BUCKETS = tuple(b for b in PROFILE_BUCKETS if b != "idle")
@@ -85,9 +85,10 @@ def zero_copy_cost(df: pd.DataFrame, profiles: pd.DataFrame, size: int | None = 
     evidence = {"msg_size": size, "sender_shares": {b: s.to_dict() for b, s in shares.items()}, "enobufs": eno}
     head = f"Of {name(ZERO_COPY)}'s sender samples at {fmt_size(size)} ({shares[top].over()}): {listing}."
     if not shares[top].above(shares[second]):
-        return hypothesis("zero_copy_cost", top, f"{head} {ZC_COSTS[top].capitalize()} may cost the sender most, "
-                          f"but its interval overlaps that of {ZC_COSTS[second]}. {enobufs_sentence(eno)}",
-                          f"more profiled runs of {name(ZERO_COPY)} at {fmt_size(size)}", evidence)
+        return hypothesis("zero_copy_cost", top, f"{ZC_COSTS[top][0].upper() + ZC_COSTS[top][1:]} may cost the "
+                          f"sender most, but its interval overlaps that of {ZC_COSTS[second]}.",
+                          f"more profiled runs of {name(ZERO_COPY)} at {fmt_size(size)}", evidence,
+                          facts=f"{head} {enobufs_sentence(eno)}")
     if top == "deferred_copy":
         claim = (f"{name(ZERO_COPY)} does not skip the copy, it pays it later: the deferred copy is its "
                  "sender's largest zero-copy cost." + _deferred_cost(profiles, size, evidence))
@@ -137,10 +138,11 @@ def deferred_copy_site(profiles: pd.DataFrame, results_dir, size: int | None = N
     top = max(by_context, key=by_context.get)
     share_top = by_context[top] / total
     evidence["share"] = {ctx: n / total for ctx, n in by_context.items()}
-    if share_top < SITE_DOMINANT:
+    if wilson(share_top, total)[0] < SITE_DOMINANT:  # a majority beyond the sampling error, or several places
         parts = ", ".join(f"{_CONTEXT_WORDS[c]} {100 * n / total:.0f}%" for c, n in by_context.items() if n)
         return Explanation("deferred_copy_site", "split", f"The deferred copy runs in several places ({total} "
-                           f"samples at {fmt_size(size)}): {parts}.", evidence)
+                           f"samples at {fmt_size(size)}, none a majority beyond the sampling error): {parts}.",
+                           evidence)
     side = "srv" if where["srv"][top] >= where["cli"][top] else "cli"
     path = stacks.example_path(found[side], stacks.DEFERRED_COPY, top)
     return Explanation("deferred_copy_site", top, _site_text(top, share_top, total, path, rps), evidence)
@@ -188,9 +190,9 @@ def removed_copy(profiles: pd.DataFrame, size: int | None = None) -> Explanation
     if ub.above(ux):
         return Explanation("removed_copy", "reduced", f"{head} {name(ONE_COPY)} copies less in user space, but not "
                            "nothing.", evidence)
-    return hypothesis("removed_copy", "not_seen", f"{head} The profile does not separate the two copies as the "
-                      "design predicts.", f"more profiled runs at a larger message size, where the copy is a larger "
-                      "share", evidence)
+    return hypothesis("removed_copy", "not_seen", f"the profile does not separate the two copies as the design "
+                      "predicts.", f"more profiled runs at a larger message size, where the copy is a larger share",
+                      evidence, facts=head)
 
 
 def per_message_gap(profiles: pd.DataFrame, x: str, base: str, size: int) -> Explanation:
@@ -221,7 +223,7 @@ def per_message_gap(profiles: pd.DataFrame, x: str, base: str, size: int) -> Exp
                            f"{per_msg}. Gathering 8 separately allocated fields of about {fmt_size(size // 8)} each "
                            f"costs more than {name(base)}'s one memcpy and one kernel copy of a contiguous "
                            f"{fmt_size(size)}.", evidence)
-    return hypothesis("per_message_gap", top, f"At {at} {shares}: the copy accounts for {per_msg}; "
-                      f"the largest increase per message is in {top.replace('_', ' ')} "
-                      f"({fmt_num(delta[top])} µs).", f"profiles sampled with PMU cycles (not timer ticks) and more "
-                      f"profiled runs at {fmt_size(size)}", evidence)
+    return hypothesis("per_message_gap", top, f"the gap comes mostly from {top.replace('_', ' ')}, the largest "
+                      f"increase per message ({fmt_num(delta[top])} µs).", f"profiles sampled with PMU cycles (not "
+                      f"timer ticks) and more profiled runs at {fmt_size(size)}", evidence,
+                      facts=f"At {at} {shares}: the copy accounts for {per_msg}.")

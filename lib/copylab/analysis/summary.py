@@ -119,7 +119,8 @@ def ranges_text(df: pd.DataFrame, criterion: str, margin: float = DEFAULT_MARGIN
         text = f"at {span}: {advice(entry)}"
         if entry["choice"] != BASE:
             d = entry["others"][entry["choice"]]["decision"]
-            text += f" ({ratio_text(d, True)} {name(BASE)} at {fmt_size(g[-1])})"
+            text += (f" ({fmt_num(d.ratio)}× {name(BASE)}'s at {fmt_size(g[-1])}, 95% interval "
+                     f"{fmt_num(d.low)}–{fmt_num(d.high)})")
         parts.append(text)
     return "; ".join(parts)
 

@@ -91,7 +91,7 @@ def q6_answer(df: pd.DataFrame, profiles: pd.DataFrame, meta: dict, margin: floa
                 f"chance: {common['apparent_violations']} cells fall short, none significantly after "
                 f"{_correction(cells, regions)}. The largest shortfall, {describe(top)} "
                 f"({ratio_text(top.decision, True)}, adjusted p = {fmt_num(top.p_holm)}), is what noise gives.")
-        return {**common, "kind": None, "reason": "no violation survives the correction", "text": text}
+        return {**common, "kind": None, "standing": "none", "text": text}
     why = explain_surprise(best, df, profiles, meta)
     return {**common, "kind": best.kind, "standing": standing, "details": best.public(),
             "explanation": why.public(), "text": surprise_text(best, standing, cells, regions) + " " + why.text}

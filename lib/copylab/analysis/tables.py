@@ -56,7 +56,7 @@ def stability_text(df: pd.DataFrame) -> str:
     unstable = int(points["unstable"].agg(lambda v: (v.astype(str) == "True").any()).sum())
     bimodal = df[df["bimodal"].astype(str) == "True"]
     text = (f"{unstable} of {points.ngroups} points vary by more than 10% between repetitions (coefficient of "
-            "variation)" + ("; their means are less certain than the others'." if unstable else "."))
+            "variation)" + (": compare those by their intervals and decisions, not by their means." if unstable else "."))
     if len(bimodal):
         levels = ", ".join(f"{name(r['impl'])} {fmt_size(r['msg_size'])} {r['threads']} thr: "
                            f"{r['level_low']:.3g} and {r['level_high']:.3g}" for _, r in bimodal.head(3).iterrows())
