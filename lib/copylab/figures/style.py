@@ -260,12 +260,7 @@ def _grid(df: pd.DataFrame, meta: dict, mode: str, metrics: list[str], x: str, f
         for f_i, fv in enumerate(facets):
             r, c = (m_i + 1, f_i + 1) if multi else (f_i // cols + 1, f_i % cols + 1)
             panel = agg[agg[facet] == fv]
-            for impl, g in panel.groupby("impl"):
-                g = g.sort_values(x)
-                fig.add_trace(_impl_trace(g, impl, x, metric, m_i == 0 and f_i == 0), row=r, col=c)
-                dots = rep_dots(data[data[facet] == fv], g, impl, x, metric)
-                if dots is not None:
-                    fig.add_trace(dots, row=r, col=c)
+            _panel_traces(fig, panel, data[data[facet] == fv], x, metric, m_i == 0 and f_i == 0, r, c)
             if not share_y:
                 if _is_spread(panel[metric]):
                     fig.update_yaxes(type="log", **_log_ticks(panel[metric]), row=r, col=c)
@@ -296,6 +291,17 @@ def _grid(df: pd.DataFrame, meta: dict, mode: str, metrics: list[str], x: str, f
                            font=dict(size=FONT["subtitle"], color="#a00"), xanchor="right")
     height = 250 + (200 if multi else 260) * rows
     return _style(fig, meta, title, height=height)
+
+
+def _panel_traces(fig: go.Figure, panel: pd.DataFrame, rows: pd.DataFrame, x: str, metric: str, legend: bool,
+                  r: int, c: int) -> None:
+    """One panel of _grid: each implementation's means, and its repetitions where there are few."""
+    for impl, g in panel.groupby("impl"):
+        g = g.sort_values(x)
+        fig.add_trace(_impl_trace(g, impl, x, metric, legend), row=r, col=c)
+        dots = rep_dots(rows, g, impl, x, metric)
+        if dots is not None:
+            fig.add_trace(dots, row=r, col=c)
 
 
 def _with_note(title: str, note: str) -> str:
