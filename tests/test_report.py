@@ -139,7 +139,8 @@ def test_report_from_real_quick_sweep(quick_report):
     text = " ".join(pdf_text(pdf).split())
     for heading in HEADINGS:
         assert heading in text, heading
-    assert "throughput (Gbit/s)" in text  # a measured figure, as vector text
+    assert "throughput (Gbit/s, log scale)" in text  # a measured figure (its y axis), as vector text
+    assert "Summary for engineers" in text and "Which side bounds each tool" in text
     for impl in ("a1", "a2", "a3"):  # program output of a real run per implementation
         assert f"{impl}_server" in text
     assert "perf stat -x," in text
