@@ -56,6 +56,11 @@ struct worker {
 	char congestion[CONGESTION_NAME_MAX];
 	uint64_t bytes, messages;     /* measured window */
 	uint64_t recv_calls;          /* recv() calls that returned data in the window */
+	uint64_t mapped_bytes;        /* zerocopy: bytes of the window mapped (TCP_ZEROCOPY_RECEIVE) */
+	uint64_t copied_bytes;        /* bytes of the window the kernel copied to user memory */
+	void *zc_map;                 /* zerocopy: the socket's mapping, zc_len bytes */
+	size_t zc_len;
+	unsigned rcv_mss;             /* the connection's receive MSS (TCP_INFO), read at the end */
 	uint64_t total_bytes;         /* everything received: warm-up, window, drain */
 	int64_t window_start_ns;      /* -1: nothing measured */
 	int64_t window_end_ns;

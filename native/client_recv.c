@@ -5,13 +5,24 @@
  * total_bytes equals what the server reports sending. Latency: a request (8-byte sequence number),
  * a response (one whole message), each round trip timed with CLOCK_MONOTONIC; the window holds the
  * round trips that started after the warm-up and ended before the deadline. Every received byte
- * goes through the pattern check, and every chunk is counted in its interval (client_stats.c).
+ * the strategy sees goes through the pattern check, and every chunk is counted in its interval
+ * (client_stats.c).
+ *
+ * The receive strategies (--receive, registry.def): message and bulk copy with recv() (one
+ * message's bytes, or up to RECV_BULK_BYTES); zerocopy maps whole pages with TCP_ZEROCOPY_RECEIVE
+ * (the kernel selftest tcp_mmap.c) and reads the rest with recv(), counting mapped and copied bytes
+ * apart; discard drops the bytes in the kernel with MSG_TRUNC, so only the framing is followed.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <linux/tcp.h> /* struct tcp_zerocopy_receive, TCP_ZEROCOPY_RECEIVE */
+#include <netinet/in.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "client.h"
 #include "protocol.h"
@@ -19,13 +30,158 @@
 #include "sockutil.h"
 #include "timing.h"
 
-/* How many bytes the next recv() asks for, given pos bytes of the current message already read:
- * the rest of the message, or a whole buffer (bulk). */
+/* How many bytes the next receive asks for, given pos bytes of the current message already read:
+ * the rest of the message, or a whole buffer (every other strategy). */
 static size_t recv_request(const struct worker *w, size_t pos)
 {
 	if (w->run->opts.receive == RECEIVE_message)
 		return w->run->opts.msg_size - pos;
 	return w->buf_len;
+}
+
+/* What one receive step got. */
+struct got {
+	size_t mapped;    /* bytes mapped into w->zc_map (zerocopy) */
+	size_t copied;    /* bytes the kernel copied into w->buf */
+	size_t completed; /* messages completed within them */
+};
+
+/* message, bulk: recv() into the buffer, every byte checked. */
+static ssize_t copy_step(struct worker *w, size_t want, struct got *g)
+{
+	ssize_t r = recv(w->fd, w->buf, want < w->buf_len ? want : w->buf_len, 0);
+
+	if (r > 0) {
+		g->copied += (size_t)r;
+		g->completed += stream_check_feed(&w->check, w->buf, (size_t)r);
+	}
+	return r;
+}
+
+/* discard: recv(MSG_TRUNC) makes TCP drop the bytes without copying them (tcp_recvmsg skips the
+ * copy): the framing is followed, the contents cannot be checked. */
+static ssize_t discard_step(struct worker *w, size_t want, struct got *g)
+{
+	ssize_t r = recv(w->fd, w->buf, want < w->buf_len ? want : w->buf_len, MSG_TRUNC);
+
+	if (r > 0)
+		g->completed += stream_check_skip(&w->check, (size_t)r);
+	return r;
+}
+
+/* Wait until the socket is readable (or has an error or EOF). 0, or -1 with errno (EAGAIN: the
+ * server was silent for RECV_TIMEOUT_S, as a recv() with SO_RCVTIMEO would say). */
+static int wait_readable(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	int rc;
+
+	do
+		rc = poll(&p, 1, (int)(RECV_TIMEOUT_S * 1000));
+	while (rc < 0 && errno == EINTR);
+	if (rc == 0)
+		errno = EAGAIN;
+	return rc > 0 ? 0 : -1;
+}
+
+/* One TCP_ZEROCOPY_RECEIVE of up to span bytes (whole pages) into the mapping; the mapped bytes
+ * are checked and unmapped, then the bytes the kernel could not map before the next mappable
+ * page (recv_skip_hint) are read with recv(), as tcp_mmap.c does. Bytes got, or -1 with errno. */
+static ssize_t zerocopy_once(struct worker *w, size_t span, size_t want, struct got *g)
+{
+	struct tcp_zerocopy_receive zc = {.address = (uint64_t)(uintptr_t)w->zc_map, .length = (uint32_t)span};
+	socklen_t zl = sizeof(zc);
+	size_t total = 0;
+
+	if (getsockopt(w->fd, IPPROTO_TCP, TCP_ZEROCOPY_RECEIVE, &zc, &zl) < 0) {
+		/* EIO with nothing queued: the peer closed (SOCK_DONE); recv() returns the EOF */
+		return errno == EIO ? copy_step(w, want, g) : -1;
+	}
+	if (zc.err) {
+		errno = zc.err < 0 ? -zc.err : zc.err;
+		return -1;
+	}
+	if (zc.length) {
+		g->mapped += zc.length;
+		g->completed += stream_check_feed(&w->check, w->zc_map, zc.length);
+		if (madvise(w->zc_map, zc.length, MADV_DONTNEED) < 0)
+			return -1;
+		total = zc.length;
+	}
+	if (zc.recv_skip_hint && total < want) {
+		size_t rest = want - total < zc.recv_skip_hint ? want - total : zc.recv_skip_hint;
+		ssize_t r = copy_step(w, rest, g);
+		if (r < 0 && total == 0)
+			return -1;
+		total += r > 0 ? (size_t)r : 0;
+	}
+	return (ssize_t)total;
+}
+
+/* zerocopy: map what can be mapped, copy the rest; block (poll) when nothing is queued. */
+static ssize_t zerocopy_step(struct worker *w, size_t want, struct got *g)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t span = want < w->zc_len ? want : w->zc_len;
+
+	span -= span % page;
+	if (span == 0) /* less than a page wanted: nothing could be mapped */
+		return copy_step(w, want, g);
+	for (int woken = 0;; woken = 1) {
+		ssize_t r = zerocopy_once(w, span, want, g);
+		if (r != 0)
+			return r;
+		/* nothing queued (TCP_ZEROCOPY_RECEIVE does not block); after a wake-up with still
+		 * nothing, it is EOF or an error: recv() says which */
+		if (woken)
+			return copy_step(w, want, g);
+		if (wait_readable(w->fd) < 0)
+			return -1;
+	}
+}
+
+/* One receive of the worker's strategy, asking for at most want bytes. Bytes got (> 0), 0 at EOF,
+ * -1 with errno set. */
+static ssize_t receive_step(struct worker *w, size_t want, struct got *g)
+{
+	memset(g, 0, sizeof(*g));
+	switch (w->run->opts.receive) {
+	case RECEIVE_discard:
+		return discard_step(w, want, g);
+	case RECEIVE_zerocopy:
+		return zerocopy_step(w, want, g);
+	default:
+		return copy_step(w, want, g);
+	}
+}
+
+/* What the strategy needs on the connection: zerocopy maps a window of the socket. 0, or -1
+ * after worker_fail(). */
+static int receive_setup(struct worker *w)
+{
+	if (w->run->opts.receive != RECEIVE_zerocopy)
+		return 0;
+	w->zc_len = RECV_BULK_BYTES;
+	w->zc_map = mmap(NULL, w->zc_len, PROT_READ, MAP_SHARED, w->fd, 0);
+	if (w->zc_map == MAP_FAILED) {
+		w->zc_map = NULL;
+		worker_fail(w, "mmap of the socket for TCP_ZEROCOPY_RECEIVE: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Undo receive_setup(); note the receive MSS, which decides what can be mapped. */
+static void receive_teardown(struct worker *w)
+{
+	struct tcp_info info;
+	socklen_t len = sizeof(info);
+
+	if (getsockopt(w->fd, IPPROTO_TCP, TCP_INFO, &info, &len) == 0)
+		w->rcv_mss = info.tcpi_rcv_mss;
+	if (w->zc_map)
+		munmap(w->zc_map, w->zc_len);
+	w->zc_map = NULL;
 }
 
 static int64_t window_open_at(const struct run *run)
@@ -41,16 +197,16 @@ static int64_t window_close_at(const struct run *run)
 /* After STOP: the server finishes its message in progress and closes; count and check all of it. */
 static void drain_after_stop(struct worker *w)
 {
+	struct got g;
 	ssize_t r;
 
-	while ((r = recv(w->fd, w->buf, recv_request(w, w->check.pos), 0)) != 0) {
+	while ((r = receive_step(w, recv_request(w, w->check.pos), &g)) != 0) {
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
 			fail_io(w, "recv after STOP", r);
 			return;
 		}
-		stream_check_feed(&w->check, w->buf, (size_t)r);
 		w->total_bytes += (uint64_t)r;
 	}
 	if (w->check.pos != 0 && !w->check.failed) { /* a framing error: the server stops between messages */
@@ -59,14 +215,15 @@ static void drain_after_stop(struct worker *w)
 	}
 }
 
-void throughput_run(struct worker *w)
+static void throughput_loop(struct worker *w)
 {
 	struct run *run = w->run;
 	int64_t last_before_window = run->t_start;
 	char stop = STOP_BYTE;
+	struct got g;
 
 	for (;;) {
-		ssize_t r = recv(w->fd, w->buf, recv_request(w, w->check.pos), 0);
+		ssize_t r = receive_step(w, recv_request(w, w->check.pos), &g);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0) {
@@ -74,7 +231,6 @@ void throughput_run(struct worker *w)
 			return;
 		}
 		int64_t t = now_ns();
-		size_t completed = stream_check_feed(&w->check, w->buf, (size_t)r);
 		w->total_bytes += (uint64_t)r;
 		bins_add_bytes(w, t, (uint64_t)r);
 		if (t < window_open_at(run)) {
@@ -85,7 +241,9 @@ void throughput_run(struct worker *w)
 				w->window_start_ns = last_before_window;
 			w->window_end_ns = t;
 			w->bytes += (uint64_t)r;
-			w->messages += completed;
+			w->mapped_bytes += g.mapped;
+			w->copied_bytes += g.copied;
+			w->messages += g.completed;
 			w->recv_calls++;
 		} else {
 			break;
@@ -96,6 +254,13 @@ void throughput_run(struct worker *w)
 		return;
 	}
 	drain_after_stop(w);
+}
+
+void throughput_run(struct worker *w)
+{
+	if (receive_setup(w) == 0)
+		throughput_loop(w);
+	receive_teardown(w);
 }
 
 static int record_rtt(struct worker *w, uint64_t ns)
@@ -112,16 +277,18 @@ static int record_rtt(struct worker *w, uint64_t ns)
 	return 0;
 }
 
-/* One response: msg_size bytes, in as many recv() calls as it takes. Its call count, or -1 after
- * worker_fail(). */
-static int64_t receive_response(struct worker *w)
+/* One response: msg_size bytes, in as many receive steps as it takes; what was mapped and copied
+ * is added to *sum. Its call count, or -1 after worker_fail(). */
+static int64_t receive_response(struct worker *w, struct got *sum)
 {
 	size_t msg_size = w->run->opts.msg_size;
 	int64_t calls = 0;
+	struct got g;
 
+	memset(sum, 0, sizeof(*sum));
 	for (size_t left = msg_size; left > 0;) {
 		size_t want = recv_request(w, msg_size - left);
-		ssize_t r = recv(w->fd, w->buf, want < left ? want : left, 0);
+		ssize_t r = receive_step(w, want < left ? want : left, &g);
 		calls++;
 		if (r < 0 && errno == EINTR)
 			continue;
@@ -129,7 +296,8 @@ static int64_t receive_response(struct worker *w)
 			fail_io(w, "recv", r);
 			return -1;
 		}
-		stream_check_feed(&w->check, w->buf, (size_t)r);
+		sum->mapped += g.mapped;
+		sum->copied += g.copied;
 		left -= (size_t)r;
 	}
 	return calls;
@@ -152,10 +320,11 @@ static void expect_close(struct worker *w)
 	}
 }
 
-void latency_run(struct worker *w)
+static void latency_loop(struct worker *w)
 {
 	struct run *run = w->run;
 	unsigned char req[REQUEST_SIZE];
+	struct got g;
 
 	for (uint64_t seq = 0;; seq++) {
 		int64_t t1 = now_ns();
@@ -166,7 +335,7 @@ void latency_run(struct worker *w)
 			worker_fail(w, "sending request %" PRIu64 ": %s", seq, strerror(errno));
 			return;
 		}
-		int64_t calls = receive_response(w);
+		int64_t calls = receive_response(w, &g);
 		if (calls < 0)
 			return;
 		int64_t t2 = now_ns();
@@ -182,6 +351,8 @@ void latency_run(struct worker *w)
 				w->window_start_ns = t1;
 			w->window_end_ns = t2;
 			w->bytes += run->opts.msg_size;
+			w->mapped_bytes += g.mapped;
+			w->copied_bytes += g.copied;
 			w->messages++;
 			w->recv_calls += (uint64_t)calls;
 		}
@@ -192,4 +363,11 @@ void latency_run(struct worker *w)
 		return;
 	}
 	expect_close(w);
+}
+
+void latency_run(struct worker *w)
+{
+	if (receive_setup(w) == 0)
+		latency_loop(w);
+	receive_teardown(w);
 }

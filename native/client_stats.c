@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "client.h"
 #include "limits.h"
@@ -121,6 +122,8 @@ struct summary {
 	int impl;
 	const char *congestion;
 	uint64_t bytes, messages, total_bytes, recv_calls;
+	uint64_t mapped_bytes, copied_bytes;
+	unsigned rcv_mss; /* the smallest receive MSS of the connections */
 	double duration_s, throughput_gbps;
 	double lat_mean_us, lat_p50_us, lat_p99_us, lat_min_us, lat_max_us;
 	int verified;
@@ -142,6 +145,10 @@ static void sum_workers(struct worker *ws, unsigned n, struct summary *s)
 		s->messages += w->messages;
 		s->total_bytes += w->total_bytes;
 		s->recv_calls += w->recv_calls;
+		s->mapped_bytes += w->mapped_bytes;
+		s->copied_bytes += w->copied_bytes;
+		if (w->rcv_mss && (!s->rcv_mss || w->rcv_mss < s->rcv_mss))
+			s->rcv_mss = w->rcv_mss;
 		s->verified &= !w->check.failed;
 		s->connections += w->fd >= 0; /* the worker keeps the number after closing it */
 		if (strcmp(w->congestion, s->congestion) != 0 && w->congestion[0])
@@ -270,9 +277,16 @@ static int print_summary(struct worker *ws, unsigned n, const struct summary *s)
 	out_num(&out, "latency_p99_us", s->lat_p99_us);
 	out_num(&out, "latency_min_us", s->lat_min_us);
 	out_num(&out, "latency_max_us", s->lat_max_us);
-	out_bool(&out, "verified", s->verified);
-	out_str(&out, "verify", o->verify ? "full" : "sampled");
+	if (o->receive == RECEIVE_discard) /* MSG_TRUNC: the bytes were never seen */
+		out_null(&out, "verified");
+	else
+		out_bool(&out, "verified", s->verified);
+	out_str(&out, "verify", o->receive == RECEIVE_discard ? "none" : o->verify ? "full" : "sampled");
 	out_u64(&out, "recv_calls", s->recv_calls);
+	out_u64(&out, "mapped_bytes", s->mapped_bytes);
+	out_u64(&out, "recv_copied_bytes", s->copied_bytes);
+	out_u64(&out, "rcv_mss", s->rcv_mss);
+	out_u64(&out, "page_size", (uint64_t)sysconf(_SC_PAGESIZE));
 	out_u64(&out, "connections", s->connections);
 	int rc = out_intervals(&out, ws, n);
 	out_end(&out);

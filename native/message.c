@@ -186,3 +186,18 @@ size_t stream_check_feed(struct stream_check *sc, const char *data, size_t len)
 	}
 	return completed;
 }
+
+size_t stream_check_skip(struct stream_check *sc, size_t len)
+{
+	size_t completed = 0;
+
+	sc->stream_offset += len;
+	if (len < sc->msg_size - sc->pos) {
+		sc->pos += len;
+		return 0;
+	}
+	len -= sc->msg_size - sc->pos;
+	completed = 1 + len / sc->msg_size;
+	sc->pos = len % sc->msg_size;
+	return completed;
+}

@@ -106,17 +106,18 @@ class ClientRun:
 
 
 def client_argv(addr: str, port: int, mode: str, msg_size: int, threads: int = 1, duration: float = 0.2,
-                warmup: float = 0.05, verify: bool = True, sanitize: bool = False) -> list[str]:
+                warmup: float = 0.05, verify: bool = True, sanitize: bool = False,
+                receive: str | None = None) -> list[str]:
     argv = [str(client_binary(sanitize)), "--connect", addr, "--port", str(port), "--msg-size", str(msg_size),
             "--mode", mode, "--threads", str(threads), "--duration", str(duration), "--warmup", str(warmup),
             "--json"]
-    return argv + (["--verify"] if verify else [])
+    return argv + (["--verify"] if verify else []) + (["--receive", receive] if receive else [])
 
 
 def run_client(addr: str, port: int, mode: str, msg_size: int, *, threads: int = 1, duration: float = 0.2,
                warmup: float = 0.05, verify: bool = True, sanitize: bool = False,
-               prefix: list[str] | tuple = (), timeout: float = 120) -> ClientRun:
-    argv = [*prefix, *client_argv(addr, port, mode, msg_size, threads, duration, warmup, verify, sanitize)]
+               prefix: list[str] | tuple = (), timeout: float = 120, receive: str | None = None) -> ClientRun:
+    argv = [*prefix, *client_argv(addr, port, mode, msg_size, threads, duration, warmup, verify, sanitize, receive)]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=_env(sanitize))
     lines = [line for line in proc.stdout.splitlines() if line.strip()]
     result = json.loads(lines[-1]) if lines and lines[-1].startswith("{") else None
@@ -182,3 +183,26 @@ def recv_exactly(sock: socket.socket, n: int) -> bytes:
             break
         data += chunk
     return data
+
+
+def run_row(impl: str, mode: str, msg_size: int, *extra: str, timeout: float = 180) -> dict:
+    """`copylab run --json` of one point in the namespaces (the study's topology): its results row.
+    A failed run fails the test with both programs' words."""
+    from conftest import run_copylab
+
+    proc = run_copylab("run", "--impl", impl, "--mode", mode, "--msg-size", str(msg_size), "--duration", "0.3",
+                       "--warmup", "0.1", "--topology", "netns", *extra, "--json", timeout=timeout)
+    assert proc.returncode == 0, proc.stderr
+    row = json.loads(proc.stdout)
+    assert row["status"] == "ok" and row["impl"] == impl and row["topology"] == "netns", row
+    return row
+
+
+def check_sender_counters(row: dict, counters: tuple[str, ...]) -> None:
+    """A sender's row: its bytes arrived verified, and it reports exactly the counters its registry
+    entry lists (the others empty: null in the JSON row, not 0)."""
+    assert row["verified"] is True and row["bytes"] > 0 and row["throughput_gbps"] > 0
+    assert row["server_bytes"] == row["total_bytes"]
+    for key in ("send_calls", "user_copy_bytes", "zc_sends", "zc_completions", "zc_copied", "enobufs"):
+        assert (key in counters) == (row[key] is not None), key
+    assert row["send_calls"] >= row["server_messages"] > 0

@@ -4,21 +4,23 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from copylab import perf
+from copylab import perf, registry
 from copylab.commands import doctor as cmd_doctor
 from copylab.contract import IMPLS
 from copylab.paths import client_binary, server_binary
 from copylab.privilege import can_admin_network, effective_capabilities
 
 CHECK_NAMES = {"root", "namespaces", "perf", "msg_zerocopy", "native_binaries", "chromium", "xelatex",
-               "pandoc", "pdftoppm"}
+               "pandoc", "pdftoppm", "receive:zerocopy", *(f"path:{name}" for name in registry.names())}
 
 
 def run_doctor(argv: list[str], capsys) -> tuple[int, str]:
@@ -112,3 +114,25 @@ def test_capabilities_are_read_from_proc_status(tmp_path):
     status.write_text("Name:\tx\nCapEff:\t0000000000001000\n")  # CAP_NET_ADMIN alone
     assert effective_capabilities(status) == 1 << 12
     assert effective_capabilities(tmp_path / "missing") is None
+
+
+def test_doctor_says_why_io_uring_paths_are_out_when_the_sysctl_disables_io_uring(capsys):
+    """kernel.io_uring_disabled=2 (set for this test, restored after): the io_uring paths are out,
+    and the reason names the sysctl; the other paths are unaffected."""
+    sysctl = Path("/proc/sys/kernel/io_uring_disabled")
+    if not sysctl.exists() or os.geteuid() != 0:
+        pytest.skip("needs root and a kernel with kernel.io_uring_disabled")
+    before = sysctl.read_text().strip()
+    sysctl.write_text("2")
+    try:
+        checks = json.loads(run_doctor(["doctor", "--json"], capsys)[1])["checks"]
+    finally:
+        sysctl.write_text(before)
+    uring = [i.name for i in registry.all_impls() if "io_uring" in i.needs]
+    assert uring
+    for name in uring:
+        assert not checks[f"path:{name}"]["ok"]
+        assert "kernel.io_uring_disabled=2" in checks[f"path:{name}"]["detail"]
+    for name in registry.names(kind="native"):
+        if name not in uring and checks["native_binaries"]["ok"]:
+            assert checks[f"path:{name}"]["ok"], checks[f"path:{name}"]

@@ -67,6 +67,7 @@ def test_net_meta_in_the_current_namespace():
     meta = net_meta()
     assert set(meta) == {"optmem_max", "tcp_wmem", "tcp_rmem", "tcp_congestion_control",
                          "tcp_allowed_congestion_control"}
+    assert meta["tcp_congestion_control"] == Path("/proc/sys/net/ipv4/tcp_congestion_control").read_text().strip()
     assert meta["optmem_max"] == int(Path("/proc/sys/net/core/optmem_max").read_text())
     assert meta["tcp_wmem"] == [int(x) for x in Path("/proc/sys/net/ipv4/tcp_wmem").read_text().split()]
     assert len(meta["tcp_rmem"]) == 3
@@ -98,8 +99,9 @@ def test_net_meta_reads_the_namespace_it_is_given():
 
 def test_missing_tools_and_namespaces_give_none(monkeypatch, tmp_path):
     meta = net_meta("nope0", LocalHost("cltest-no-such-namespace"))
-    assert meta == {"optmem_max": None, "tcp_wmem": None, "tcp_rmem": None, "veth_mtu": None, "offloads": None,
-                    "nic": None, "qdisc": None, "tcp_congestion_control": None, "tcp_allowed_congestion_control": None}
+    assert meta == {"optmem_max": None, "tcp_wmem": None, "tcp_rmem": None, "tcp_congestion_control": None,
+                    "tcp_allowed_congestion_control": None, "qdisc": None, "veth_mtu": None, "offloads": None,
+                    "nic": None}
     monkeypatch.setenv("PATH", str(tmp_path))  # no cc, git, perf, ip, ethtool
     meta = host_meta()
     assert meta["compiler"] is None and meta["git_revision"] is None and meta["perf_version"] is None

@@ -4,6 +4,8 @@ import pytest
 import yaml
 
 from conftest import ROOT, run_copylab
+from copylab import registry
+from copylab.contract import RECEIVE_STRATEGIES
 from copylab.errors import CopylabError
 from copylab.params import load_grid, parse_grid
 from copylab.sweep.estimate import estimate
@@ -22,7 +24,8 @@ def test_shipped_grids_are_valid_and_sized_as_documented():
     assert {p.impl for p in default.points("netns")} >= {"iperf3", "sockperf"}
     assert any(p.profile for p in study) and not all(p.profile for p in study)
     assert full.repetitions == 5 and full.shuffle and max(full.msg_sizes) == 1048576
-    assert set(full.receive) == {"message", "bulk"}
+    # the serious run includes every path and every receive strategy (issue 22)
+    assert set(full.receive) == set(RECEIVE_STRATEGIES) and set(full.impls) == set(registry.names(kind="native"))
     assert estimate(quick).wall_s < 60  # CI's smoke grid
     assert estimate(default).wall_s < 7 * 60  # make report within 10 minutes on a fresh machine
     two = load_grid(ROOT / "params" / "two-hosts.yaml")  # the example for a rig of two machines

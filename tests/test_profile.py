@@ -212,3 +212,50 @@ def test_a_pmu_profile_trusts_its_leaves():
     profile = classify.summarise(samples, skid=False, own=True)
     assert sum(profile.buckets.values()) == pytest.approx(1.0)
     assert sum(profile.cai.values()) == pytest.approx(1.0)
+
+
+def _program_side(name: str, cpu: int) -> dict:
+    samples = script.parse(gzip.open(FIXTURES / f"vm_6.18_{name}_65536B_percpu.script.gz", "rt").read())
+    side = [s for s in samples if s.cpu == cpu and classify.is_program(s, own=False)]
+    assert len(side) > 100, name
+    return classify.summarise(side).buckets
+
+
+def test_recorded_profiles_of_the_other_send_paths_copy_nothing_from_user_memory():
+    """Real `perf record -a -C 0,1 -e cpu-clock -g` of 64 KiB points over veth (sender on CPU 0,
+    receiver on CPU 1; the other processes' samples removed): io_uring zero-copy and sendfile send
+    without copying from user memory, io_uring send copies as A2 does, each shows its own bucket."""
+    uring_zc, sendfile, uring = (_program_side(n, 0) for n in ("uring_zc_bulk", "sendfile_bulk", "uring_bulk"))
+    for sender in (uring_zc, sendfile):
+        assert sender["kernel_copy_from_user"] == 0 and sender["user_copy"] == 0
+    assert uring_zc["uring_submit"] >= 0.05 and uring_zc["zerocopy_completion"] > 0
+    assert uring_zc["deferred_copy"] >= 0.05  # local delivery copies, in the sender's softirq
+    assert sendfile["page_cache_ref"] >= 0.2
+    assert uring["kernel_copy_from_user"] >= 0.1 and uring["uring_submit"] > 0
+
+
+def test_recorded_profiles_of_the_other_receivers():
+    """discard: no copy to user memory on the receiver; zerocopy behind a zero-copy sender: the
+    receiver maps pages (receive_map) and copies only the partial pages."""
+    discard, zerocopy = _program_side("a2_discard", 1), _program_side("a3_zerocopy", 1)
+    assert discard["kernel_copy_to_user"] == 0 and discard["tcp_receive"] > 0.1
+    assert zerocopy["receive_map"] >= 0.1
+    assert zerocopy["kernel_copy_to_user"] < zerocopy["receive_map"]
+
+
+@pytest.mark.parametrize("comm,frames,bucket", [
+    ("uring_zc_server", ["k:io_send_zc", "k:__io_issue_sqe", "k:io_issue_sqe", "k:io_submit_sqes",
+                         "k:__do_sys_io_uring_enter"], "uring_submit"),
+    ("uring_zc_server", ["k:io_notif_tw_complete", "k:tctx_task_work_run", "k:io_run_task_work"],
+     "zerocopy_completion"),
+    ("sendfile_server", ["k:skb_splice_from_iter", "k:tcp_sendmsg_locked", "k:tcp_sendmsg", "k:splice_to_socket",
+                         "k:do_splice_direct", "k:do_sendfile"], "page_cache_ref"),
+    ("client", ["k:vm_insert_pages", "k:tcp_zerocopy_receive", "k:do_tcp_getsockopt"], "receive_map"),
+    ("client", ["k:zap_page_range_single_batched", "k:madvise_vma_behavior", "k:do_madvise"], "receive_map"),
+    ("a2_server", ["k:zap_page_range_single_batched", "k:madvise_vma_behavior", "k:do_madvise"], "other"),
+    ("iou-wrk-4242", ["__memmove_avx_unaligned_erms"], "user_copy"),
+])
+def test_the_new_paths_rules(comm, frames, bucket):
+    """One rule each for the buckets of io_uring, sendfile and TCP_ZEROCOPY_RECEIVE; madvise is
+    receive mapping only in the receiver; io_uring's worker threads are the program's."""
+    assert classify.bucket_of(sample(comm, frames, pid=100)) == bucket

@@ -26,10 +26,15 @@ def test_quick_sweep_has_one_row_per_point_and_a_notebook_per_group(quick_sweep_
     grid = load_grid(QUICK)
     specs = grid.points("netns" if os.geteuid() == 0 else "loopback")
     results = pd.read_csv(quick_sweep_dir / "results.csv")
+    profiles = pd.read_csv(quick_sweep_dir / "profiles.csv")
     assert list(results.columns[: len(REQUIRED_COLUMNS)]) == list(REQUIRED_COLUMNS)
-    assert len(results) == len(specs)
+    measured = [s for s in specs if not s.profile]
+    # the statistics' runs in results.csv, the extra runs under perf record in profiles.csv
+    assert len(results) == len(measured) and len(profiles) == len(specs) - len(measured) > 0
     assert (results["status"] == "ok").all(), results.loc[results["status"] != "ok", "error"].tolist()
-    assert set(results["point_id"]) == {s.point_id() for s in specs}
+    assert set(results["point_id"]) == {s.point_id() for s in measured}
+    assert set(results["run_kind"]) == {"measure"} and set(profiles["run_kind"]) == {"profile"}
+    assert profiles["srv_prof_samples"].gt(0).all() and results["srv_prof_samples"].isna().all()
     assert (results["bytes"] > 0).all() and (results["throughput_gbps"] > 0).all()
     notebooks = set()
     for spec in specs:

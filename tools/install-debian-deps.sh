@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
   gcc make libc6-dev          # the native programs
+  liburing-dev                # the io_uring senders (uring, uring_zc); without it they are skipped
   linux-perf                  # perf stat
   iproute2 util-linux ethtool # ip netns / veth, taskset, offload settings for meta.json
   python3-venv                # make's .venv

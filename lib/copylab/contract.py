@@ -16,6 +16,7 @@ from .paths import NATIVE_DIR
 
 # what can be measured: native/registry.def, read by registry.py
 IMPLS = registry.names(kind="native")       # copylab's own senders (the study's and the extra ones)
+STUDY_IMPLS = registry.study_impls()        # the ones Part E compares (roles two_copy, one_copy, zero_copy)
 PEERS = registry.names(kind="peer")         # reference programs measured by the same engine
 PEER_MODES = registry.peer_modes()          # the one mode each peer measures
 ALL_IMPLS = IMPLS + PEERS
@@ -80,8 +81,8 @@ SERVER_KEYS = ("send_calls", "user_copy_bytes", "zc_sends", "zc_completions", "z
 
 # profile buckets (profile/rules.py says what each holds) and Cai et al.'s categories
 PROFILE_BUCKETS = ("user_copy", "kernel_copy_from_user", "zerocopy_pin", "deferred_copy", "kernel_copy_to_user",
-                   "zerocopy_completion", "tcp_send", "tcp_receive", "scheduling", "syscall", "other_process",
-                   "idle", "other")
+                   "zerocopy_completion", "uring_submit", "page_cache_ref", "receive_map", "tcp_send",
+                   "tcp_receive", "scheduling", "syscall", "other_process", "idle", "other")
 CAI_CATEGORIES = ("data_copy", "tcp_ip", "netdevice", "skb_mgmt", "mem_alloc", "lock", "scheduling", "other")
 
 REQUIRED = (
@@ -113,7 +114,15 @@ EXTRA = (
     _text("pin_server", "taskset CPU list of the server (sender), empty if not pinned"),
     _text("pin_client", "taskset CPU list of the client (receiver), empty if not pinned"),
     _numeric("warmup_s", "seconds discarded before the window"),
-    _text("receive", "how the receiver asked for data: message (one message's bytes per recv) or bulk"),
+    _text("receive", "how the receiver asked for data (registry.def RECEIVE): message (one message's bytes per "
+                     "recv), bulk (large reads), zerocopy (TCP_ZEROCOPY_RECEIVE) or discard (MSG_TRUNC)"),
+    _numeric("mapped_bytes", "bytes of the window the receiver mapped with TCP_ZEROCOPY_RECEIVE instead of "
+                             "copying (receive zerocopy; 0 otherwise)"),
+    _numeric("recv_copied_bytes", "bytes of the window the kernel copied into the receiver's memory (0 with "
+                                  "receive discard)"),
+    _numeric("rcv_mss", "the receiver's TCP receive MSS (what decides whether whole pages arrive)"),
+    _text("receive_note", "what the receive strategy could not do: why nothing was verified (discard), how "
+                          "much was mapped and why not more (zerocopy); empty otherwise"),
     _text("congestion", "the TCP congestion control asked for: a kernel name, or host (the host's default)"),
     _text("srv_congestion", "the congestion control the sender's connections ran, as the kernel reported it"),
     _text("cli_congestion", "the congestion control the receiver's connections ran, as the kernel reported it"),

@@ -1,4 +1,5 @@
-"""Data-path diagrams of A1, A2 and A3: which component copies the payload, where.
+"""Data-path diagrams of the study's three send paths (roles two_copy, one_copy, zero_copy in
+native/registry.def): which component copies the payload, where.
 
 Drawn as plotly shapes so they render through the same path as the figures: interactive in
 JupyterLab/HTML and a vector PDF image (kaleido) that nbconvert's LaTeX exporter embeds.
@@ -11,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import plotly.graph_objects as go
+
+from . import registry
 
 USER, KERNEL = "user", "kernel"
 FILL = {USER: "#dbe9f6", KERNEL: "#fde7cf"}
@@ -97,13 +100,18 @@ def _receiver(nodes: dict, edges: list, xs, y: float, copy_no: int) -> None:
 
 
 def _veth_and_receiver(nodes: dict, edges: list, xs, y: float, copy_no: int) -> None:
-    """A1 and A2 after the send copy: the skb travels by pointer to the peer, then recv() copies."""
+    """The copying senders after the send copy: the skb travels by pointer to the peer, then recv() copies."""
     nodes["tcp"] = Node(xs[-3], y, "TCP/IP, then veth:<br>skb handed to the<br>peer namespace", KERNEL)
     edges += [Edge("skb", "tcp", "no copy", "move"), Edge("tcp", "rq", "no copy (veth)", "move")]
     _receiver(nodes, edges, xs, y, copy_no)
 
 
-def a1_diagram() -> go.Figure:
+def _label(role: str) -> str:
+    """"A1 two-copy": the short name of the implementation playing role, and the role."""
+    return f"{registry.by_role(role).upper()} {role.replace('_', '-')}"
+
+
+def two_copy_diagram() -> go.Figure:
     xs = _xs(6)
     nodes = {
         "fields": Node(xs[0], 50, "8 fields,<br>each malloc'd", USER),
@@ -113,11 +121,11 @@ def a1_diagram() -> go.Figure:
     edges = [Edge("fields", "buf", "COPY 1: memcpy<br>(user space, sender)", "copy"),
              Edge("buf", "skb", "COPY 2: send() →<br>copy_from_user<br>(kernel, sender)", "copy")]
     _veth_and_receiver(nodes, edges, xs, 50, 3)
-    return _draw("A1 two-copy: send()", nodes, edges, 330,
+    return _draw(f"{_label('two_copy')}: send()", nodes, edges, 330,
                  "Sender: 2 copies (1 user, 1 kernel); receiver: 1 kernel copy. Over veth there is no NIC DMA.")
 
 
-def a2_diagram() -> go.Figure:
+def one_copy_diagram() -> go.Figure:
     xs = _xs(5)
     nodes = {
         "fields": Node(xs[0], 50, "8 fields +<br>iovec[8] over them<br>(built once)", USER),
@@ -125,11 +133,11 @@ def a2_diagram() -> go.Figure:
     }
     edges = [Edge("fields", "skb", "COPY 1: sendmsg() →<br>copy_from_user gathers<br>the 8 fields (kernel)", "copy")]
     _veth_and_receiver(nodes, edges, xs, 50, 2)
-    return _draw("A2 one-copy: sendmsg() with a pre-built iovec", nodes, edges, 330,
-                 "Sender: 1 kernel copy (A1's user-space memcpy is gone); receiver: 1 kernel copy.")
+    return _draw(f"{_label('one_copy')}: sendmsg() with a pre-built iovec", nodes, edges, 330,
+                 "Sender: 1 kernel copy (the two-copy path's user-space memcpy is gone); receiver: 1 kernel copy.")
 
 
-def a3_diagram() -> go.Figure:
+def zero_copy_diagram() -> go.Figure:
     xs = _xs(6)
     nodes = {
         "fields": Node(xs[0], 70, "8 page-aligned<br>fields (must stay<br>untouched in flight)", USER),
@@ -146,9 +154,11 @@ def a3_diagram() -> go.Figure:
              Edge("errq", "reap", "notification", "notify")]
     _receiver(nodes, edges, xs, 70, 2)
     edges.append(Edge("orphan", "rq", "no copy", "move"))
-    return _draw("A3 zero-copy: sendmsg(MSG_ZEROCOPY) over veth", nodes, edges, 440,
+    return _draw(f"{_label('zero_copy')}: sendmsg(MSG_ZEROCOPY) over veth", nodes, edges, 440,
                  "Sender: no copy. Local delivery: the kernel copies the pinned pages (completion flagged "
                  "COPIED)<br>so the sender can reuse its buffer; a real NIC would DMA them instead.")
 
 
-DIAGRAMS = (("a1", a1_diagram), ("a2", a2_diagram), ("a3", a3_diagram))
+# (implementation, its diagram) for the study's three roles, in the order Part E compares them
+DIAGRAMS = tuple((registry.by_role(role), make) for role, make in (
+    ("two_copy", two_copy_diagram), ("one_copy", one_copy_diagram), ("zero_copy", zero_copy_diagram)))

@@ -11,9 +11,10 @@ import re
 
 import pandas as pd
 
-IMPL_LABELS = {"a1": "A1 two-copy (send)", "a2": "A2 one-copy (sendmsg iovec)",
-               "a3": "A3 zero-copy (MSG_ZEROCOPY)", "iperf3": "iperf3 (reference)",
-               "sockperf": "sockperf (reference)"}
+from . import registry
+
+# every implementation's label for legends and tables, from native/registry.def
+IMPL_LABELS = {impl.name: impl.label for impl in registry.all_impls()}
 
 
 def impl_name(impl: str) -> str:

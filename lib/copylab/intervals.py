@@ -1,7 +1,7 @@
 """A run's interval series: what happened inside its window, not just its total.
 
-Every runner turns its program's own per-interval output (copylab's client bins, iperf3's -i
-intervals, sockperf's per-packet log) into one Series; summarise() gives the columns of the row:
+Every runner turns its program's own per-interval output (copylab's client bins, a peer's own
+intervals or per-packet log) into one Series; summarise() gives the columns of the row:
 how variable the window was (interval_cv) and whether its intervals fall into two separated levels
 (bimodal: the system switched between modes while it was measured).
 

@@ -347,6 +347,6 @@ def empty_row(spec, topology: str) -> dict:
                receive=spec.receive, verified="", congestion=spec.congestion, srv_congestion="",
                cli_congestion="", steady_max_s=spec.steady_max_s, rps=bool(spec.rps),
                working_set_bytes=spec.working_set if spec.impl in contract.IMPLS else math.nan, warmup_end="",
-               bimodal="", cycles_source="", counters_note="", window_source="", profile_mode="", profile_event="",
+               bimodal="", receive_note="", cycles_source="", counters_note="", window_source="", profile_mode="", profile_event="",
                profile_note="", status="failed", error="", error_kind="")
     return row

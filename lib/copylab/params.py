@@ -52,13 +52,13 @@ DEFAULT_PROFILE = {"modes": ["throughput"], "threads": [1]}
 
 
 class PeerSelection(BaseModel):
-    """Reference programs measured in the same sweep: iperf3 in throughput mode, sockperf in latency
-    mode, at the grid's sizes and these thread counts, with their own repetition count."""
+    """Reference programs measured in the same sweep (registry.def PEER lines, each in its one
+    mode), at the grid's sizes and these thread counts, with their own repetition count."""
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
     tools: Annotated[list[Literal[contract.PEERS]], Field(min_length=1)]  # type: ignore[valid-type]
-    # iperf3 3.12 runs its streams on one thread; sockperf's server answers one client at a time
+    # the throughput peer runs its streams on one thread; the latency peer answers one client at a time
     threads: Annotated[list[Threads], Field(min_length=1)] = [1]
     repetitions: Annotated[int, Field(ge=contract.REPETITIONS_RANGE[0], le=contract.REPETITIONS_RANGE[1])] = 1
 

@@ -11,7 +11,7 @@ OUTPUT_DIR = PROJECT_ROOT / "output"
 
 
 def server_binary(impl: str, sanitize: bool = False) -> Path:
-    """Path of the server binary for impl (a1, a2 or a3)."""
+    """Path of the server binary of a native implementation of native/registry.def."""
     return BUILD_DIR / (f"{impl}_server" + ("_san" if sanitize else ""))
 
 

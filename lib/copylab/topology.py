@@ -88,7 +88,7 @@ class Topology:
 
     def next_port(self) -> int:
         """A port for the next server, drawn at random: a program that does not set SO_REUSEADDR
-        (sockperf) cannot bind a port whose connections of a moment ago are still in TIME_WAIT,
+        (a latency peer) cannot bind a port whose connections of a moment ago are still in TIME_WAIT,
         and every notebook of a sweep attaches to the namespaces anew, so no counter survives."""
         return PORT_BASE + secrets.randbelow(PORT_SPAN)
 

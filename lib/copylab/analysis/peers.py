@@ -7,7 +7,7 @@ import math
 
 import pandas as pd
 
-from .roles import native, peer_for
+from .roles import STUDY, peer_for
 from .stats import throughput_rows
 
 
@@ -27,7 +27,7 @@ def harness_ratios(df: pd.DataFrame) -> pd.DataFrame:
         if peer is None or peer not in means.index.get_level_values("impl"):
             continue
         reference = means.loc[peer]
-        for impl in native(sorted(set(means.index.get_level_values("impl")))):
+        for impl in STUDY:
             if impl not in means.index.get_level_values("impl"):
                 continue
             pair = pd.concat([means.loc[impl].rename("impl_value"), reference.rename("peer_value")],
@@ -45,7 +45,7 @@ def receive_comparison(df: pd.DataFrame) -> pd.DataFrame:
     """Throughput with bulk reads over throughput with message-sized reads, per implementation and
     size (mean over repetitions and thread counts). Empty unless the sweep measured both."""
     tp = throughput_rows(df)
-    if set(tp["receive"].dropna()) < {"message", "bulk"}:
+    if not {"message", "bulk"} <= set(tp["receive"].dropna()):  # other strategies: other_paths.py
         return pd.DataFrame(columns=["impl", "msg_size", "message", "bulk", "bulk_over_message"])
     means = tp.groupby(["impl", "msg_size", "threads", "receive"])["throughput_gbps"].mean().unstack("receive")
     means = means.dropna(subset=["message", "bulk"]).groupby(["impl", "msg_size"])[["message", "bulk"]].mean()

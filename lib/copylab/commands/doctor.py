@@ -6,15 +6,17 @@ is cheap (create the namespace pair, set SO_ZEROCOPY, count with perf) instead o
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import json
 import os
 import shutil
 import socket
+from pathlib import Path
 from typing import Callable
 
 from .. import perf as perfmod
-from .. import tools
+from .. import registry, tools
 from ..hostmeta import host_meta, net_meta
 from ..contract import IMPLS
 from ..paths import client_binary, server_binary
@@ -95,8 +97,8 @@ def check_perf() -> dict:
 
 
 def check_zerocopy() -> dict:
-    """SO_ZEROCOPY on a TCP socket: without it MSG_ZEROCOPY is silently ignored (A3 = A2)."""
-    lack = "A3 (MSG_ZEROCOPY) cannot be measured"
+    """SO_ZEROCOPY on a TCP socket: without it MSG_ZEROCOPY is silently ignored (zero-copy = one-copy)."""
+    lack = "MSG_ZEROCOPY senders cannot be measured"
     try:
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
             sock.setsockopt(socket.SOL_SOCKET, SO_ZEROCOPY, 1)
@@ -109,8 +111,139 @@ def check_zerocopy() -> dict:
     return _check(True, "setsockopt(SO_ZEROCOPY, 1) accepted on a TCP socket")
 
 
+def _errname(code: int) -> str:
+    return f"{errno.errorcode.get(code, str(code))} ({os.strerror(code)})"
+
+
+# io_uring from Python: the raw system calls (x86_64 and arm64 share these numbers)
+NR_IO_URING_SETUP, NR_IO_URING_REGISTER = 425, 427
+IORING_REGISTER_PROBE, IORING_OP_SEND_ZC, IO_URING_OP_SUPPORTED = 8, 47, 1
+IO_URING_DISABLED = Path("/proc/sys/kernel/io_uring_disabled")
+LIBURING_HEADER = Path("/usr/include/liburing.h")
+TCP_ZEROCOPY_RECEIVE = 35
+
+
+def _io_uring_fd() -> tuple[int | None, str]:
+    """A real io_uring (1 entry), or None and why not."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    params = ctypes.create_string_buffer(120)  # struct io_uring_params, zeroed
+    fd = libc.syscall(NR_IO_URING_SETUP, 1, params)
+    if fd >= 0:
+        return fd, ""
+    code = ctypes.get_errno()
+    why = f"io_uring_setup: {_errname(code)}"
+    if code == errno.EPERM and IO_URING_DISABLED.exists():
+        value = IO_URING_DISABLED.read_text().strip()
+        why += (f": kernel.io_uring_disabled={value} (0 allows it: sysctl -w kernel.io_uring_disabled=0)"
+                if value != "0" else ": refused by a security policy (seccomp, LSM)")
+    elif code == errno.ENOSYS:
+        why += ": this kernel has no io_uring"
+    return None, why
+
+
+def need_io_uring() -> tuple[bool, str]:
+    fd, why = _io_uring_fd()
+    if fd is None:
+        return False, why
+    os.close(fd)
+    return True, "io_uring_setup allowed"
+
+
+def need_io_uring_send_zc() -> tuple[bool, str]:
+    """IORING_OP_SEND_ZC in the kernel's own list of opcodes (IORING_REGISTER_PROBE)."""
+    fd, why = _io_uring_fd()
+    if fd is None:
+        return False, why
+    try:
+        probe = ctypes.create_string_buffer(16 + 8 * 256)  # struct io_uring_probe + 256 ops
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.syscall(NR_IO_URING_REGISTER, fd, IORING_REGISTER_PROBE, probe, 256) < 0:
+            return False, f"IORING_REGISTER_PROBE: {_errname(ctypes.get_errno())}"
+        last_op = probe.raw[0]
+        flags = int.from_bytes(probe.raw[16 + 8 * IORING_OP_SEND_ZC + 2:16 + 8 * IORING_OP_SEND_ZC + 4], "little")
+        if last_op < IORING_OP_SEND_ZC or not flags & IO_URING_OP_SUPPORTED:
+            return False, "this kernel's io_uring has no IORING_OP_SEND_ZC (Linux 6.0 and later)"
+        return True, "IORING_OP_SEND_ZC supported"
+    finally:
+        os.close(fd)
+
+
+def need_liburing() -> tuple[bool, str]:
+    if LIBURING_HEADER.exists():
+        return True, f"{LIBURING_HEADER} present"
+    return False, "liburing-dev is not installed, so native/Makefile skips the io_uring servers " \
+                  "(tools/install-debian-deps.sh installs it)"
+
+
+def need_memfd() -> tuple[bool, str]:
+    try:
+        os.close(os.memfd_create("copylab-doctor"))
+    except (AttributeError, OSError) as exc:
+        return False, f"memfd_create: {exc}"
+    return True, "memfd_create works"
+
+
+def need_msg_zerocopy() -> tuple[bool, str]:
+    result = check_zerocopy()
+    return result["ok"], result["detail"]
+
+
+def need_tool(tool: str) -> tuple[bool, str]:
+    path = shutil.which(tool)
+    return (True, path) if path else (False, f"{tool} is not installed (Debian: apt-get install {tool})")
+
+
+# what registry.def's host_needs words mean (tool:<name> is a program on PATH)
+NEEDS: dict[str, Callable[[], tuple[bool, str]]] = {
+    "msg_zerocopy": need_msg_zerocopy,
+    "io_uring": need_io_uring,
+    "io_uring_send_zc": need_io_uring_send_zc,
+    "liburing": need_liburing,
+    "memfd": need_memfd,
+}
+
+
+def check_need(need: str) -> tuple[bool, str]:
+    if need.startswith("tool:"):
+        return need_tool(need.split(":", 1)[1])
+    if need not in NEEDS:
+        return False, f"registry.def names a host need doctor does not know: {need!r}"
+    return NEEDS[need]()
+
+
+def check_path(impl: registry.Impl) -> dict:
+    """One send path of the registry: every host need it names, and (copylab's own) its server built."""
+    lack = f"{impl.label} ({impl.name}) cannot be measured on this host"
+    for need in impl.needs:
+        ok, why = check_need(need)
+        if not ok:
+            return _check(False, why, f"{lack}: {why}")
+    if impl.native and not server_binary(impl.name).is_file():
+        why = f"{server_binary(impl.name).name} is not built (make -C native)"
+        return _check(False, why, f"{lack}: {why}")
+    needs = ", ".join(impl.needs) or "nothing beyond TCP"
+    return _check(True, f"{impl.path} (needs {needs}: all there)")
+
+
+def check_zerocopy_receive() -> dict:
+    """TCP_ZEROCOPY_RECEIVE exists (an unconnected socket answers something else than ENOPROTOOPT)."""
+    lack = "receive zerocopy (TCP_ZEROCOPY_RECEIVE) cannot be measured"
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.getsockopt(socket.IPPROTO_TCP, TCP_ZEROCOPY_RECEIVE, 64)
+        except OSError as exc:
+            if exc.errno in (errno.ENOPROTOOPT, errno.EOPNOTSUPP):
+                return _check(False, f"getsockopt(TCP_ZEROCOPY_RECEIVE): {_errname(exc.errno)}", lack)
+    return _check(True, "TCP_ZEROCOPY_RECEIVE available; over veth it maps only what a zero-copy sender's "
+                        "deferred copy delivers in whole pages: most with MTU 1500, all with an MTU whose "
+                        "MSS is a whole page (4148)")
+
+
 def check_native() -> dict:
-    binaries = [server_binary(impl) for impl in IMPLS] + [client_binary()]
+    # a server whose build needs are missing is skipped by the Makefile: its path check says so
+    buildable = [i.name for i in registry.all_impls() if i.native and
+                 all(check_need(n)[0] for n in i.needs if n == "liburing")]
+    binaries = [server_binary(impl) for impl in IMPLS if impl in buildable] + [client_binary()]
     missing = [b.name for b in binaries if not (b.is_file() and os.access(b, os.X_OK))]
     build_tools = [tool for tool in ("cc", "make") if shutil.which(tool) is None]
     if not missing:
@@ -133,6 +266,8 @@ CHECKS: dict[str, Callable[[], dict]] = {
     "perf": check_perf,
     "msg_zerocopy": check_zerocopy,
     "native_binaries": check_native,
+    **{f"path:{impl.name}": (lambda impl=impl: check_path(impl)) for impl in registry.all_impls()},
+    "receive:zerocopy": check_zerocopy_receive,
     "chromium": lambda: _tool_check("chromium", "no static plot images: the PDF has no figures"),
     "xelatex": lambda: _tool_check("xelatex", "no PDF report (HTML only)"),
     "pandoc": lambda: _tool_check("pandoc", "no PDF report (HTML only)"),

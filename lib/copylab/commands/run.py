@@ -8,6 +8,7 @@ import os
 import sys
 from pathlib import Path
 
+from .. import registry
 from ..errors import CopylabError
 from ..experiment import probe_topology, show
 from ..hosts import SshSettings
@@ -51,7 +52,8 @@ def register(subparsers) -> None:
                    help="netns, pinned: each side's receive softirq work on its own CPUs (RPS on its veth)")
     p.add_argument("--verify", action="store_true", help="check every received byte (costs receiver CPU)")
     p.add_argument("--receive", choices=RECEIVE_STRATEGIES, default="message",
-                   help="message: each recv asks for one message's bytes (default); bulk: large reads")
+                   help="message: each recv asks for one message's bytes (default); bulk: large reads; "
+                        "zerocopy: TCP_ZEROCOPY_RECEIVE maps whole pages; discard: MSG_TRUNC, nothing verified")
     p.add_argument("--profile", action="store_true",
                    help="also record call graphs over the window (perf record) and classify them")
     p.add_argument("--profile-dir", metavar="DIR", default=str(OUTPUT_DIR / "profiles"),
@@ -102,7 +104,7 @@ def _ssh_settings(args, topology: str) -> SshSettings | None:
         if extra:
             raise CopylabError(f"--{extra[0].replace('_', '-')} is only for --topology ssh")
         return None
-    grid = parse_grid({"name": "run", "impls": ["a1"], "modes": ["throughput"], "msg_sizes": [8], "threads": [1],
+    grid = parse_grid({"name": "run", "impls": [registry.baseline()], "modes": ["throughput"], "msg_sizes": [8], "threads": [1],
                        "topology": "ssh", **{k: v for k, v in given.items() if v is not None}}, source="copylab run")
     return grid.ssh
 

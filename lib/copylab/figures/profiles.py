@@ -9,7 +9,7 @@ from pathlib import Path
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..analysis import roles
+from .. import registry
 from ..analysis.profiles import profiled, shares
 from ..analysis.stacks import folded_counts
 from ..contract import PROFILE_BUCKETS
@@ -21,12 +21,13 @@ from .style import FONT, FigureNote, _shared_title, _style
 BUCKET_COLORS = {
     "user_copy": "#d62728", "kernel_copy_from_user": "#ff7f0e", "zerocopy_pin": "#8c564b",
     "deferred_copy": "#e377c2", "kernel_copy_to_user": "#bcbd22", "zerocopy_completion": "#c49c94",
+    "uring_submit": "#98df8a", "page_cache_ref": "#2ca02c", "receive_map": "#dbdb8d",
     "tcp_send": "#1f77b4", "tcp_receive": "#17becf", "scheduling": "#9467bd", "syscall": "#aec7e8",
     "other_process": "#7f7f7f", "idle": "#e5e5e5", "other": "#c7c7c7",
 }
 
 
-def cpu_breakdown(df, meta: dict):
+def cpu_breakdown(df, meta: dict, impls: list[str] | None = None):
     """Stacked shares of each side's profile samples per implementation, one column per size."""
     table = shares(df)
     if table.empty:
@@ -38,7 +39,10 @@ def cpu_breakdown(df, meta: dict):
                           "set `profile` in the grid (default: every throughput point at one thread) on a host "
                           "with perf")
     sizes = sorted(table["msg_size"].unique())
-    impls = [i for i in (*roles.STUDY, *roles.peers("throughput")) if i in set(table["impl"])]
+    if impls is None:  # the study's paths and the throughput peers, as Part E shows them
+        impls = [i.name for i in registry.all_impls() if i.role in registry.STUDY_ROLES
+                 or (i.role == "reference" and i.mode == "throughput")]
+    impls = [i for i in impls if i in set(table["impl"])]
     fig = make_subplots(rows=2, cols=len(sizes), shared_yaxes=True, shared_xaxes=True, horizontal_spacing=0.03,
                         vertical_spacing=0.08, column_titles=[f"size = {fmt_size(s)}" for s in sizes],
                         row_titles=["sender", "receiver"])

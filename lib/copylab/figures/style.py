@@ -14,14 +14,15 @@ import plotly.io as pio
 from plotly.io._base_renderers import NotebookRenderer as _NotebookRenderer
 from plotly.subplots import make_subplots
 
-from .. import tools
+from .. import registry, tools
 from ..analysis import METRICS, aggregate, measured, unmeasured_reason
 from ..analysis.stats import MIN_REPS_FOR_INTERVAL, one_receive
 from ..fmt import IMPL_LABELS, fmt_size, md_escape, system_summary
 
-IMPL_COLORS = {"a1": "#1f77b4", "a2": "#2ca02c", "a3": "#d62728", "iperf3": "#555555", "sockperf": "#555555"}
-# the peers are drawn as references: dashed, grey
-PEER_DASH = {"iperf3": "dash", "sockperf": "dot"}
+# every implementation's colour, from native/registry.def
+IMPL_COLORS = {impl.name: impl.colour for impl in registry.all_impls()}
+# the peers are drawn as references: dashed or dotted (grey, in the registry)
+PEER_DASH = dict(zip(registry.names(kind="peer"), ("dash", "dot", "dashdot", "longdash")))
 # static width the PDF images get (height: each figure's own); the HTML/JupyterLab figure is responsive.
 # The PDF scales the image to about 420 pt, so at 760 px one pixel is about 0.55 pt: FONT sizes
 # below keep tick labels near 7 pt and titles near 8-9 pt there.

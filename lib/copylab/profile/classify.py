@@ -52,7 +52,8 @@ def is_program(sample: Sample, own: bool) -> bool:
     """Whether the sample is the measured program's. own: the recording holds only the program's
     threads (perf record -p, or wrapping it), where a thread created while recording was disabled
     has no name (":<tid>"); only the perf wrapper itself is not the program there."""
-    return sample.comm in rules.PROGRAM_COMMS or (own and not sample.comm.startswith("perf"))
+    return (sample.comm in rules.PROGRAM_COMMS or sample.comm.startswith(rules.PROGRAM_COMM_PREFIXES)
+            or (own and not sample.comm.startswith("perf")))
 
 
 def bucket_of(sample: Sample, skid: bool = True, own: bool = False) -> str:
@@ -66,6 +67,8 @@ def bucket_of(sample: Sample, skid: bool = True, own: bool = False) -> str:
         if frame.kernel:
             helper = helper or sym in rules.USER_COPY_HELPERS
             found = _kernel_bucket(sym)
+            if found is None and sym in rules.RECEIVER_UNMAP and sample.comm.startswith(rules.RECEIVER_COMMS):
+                found = "receive_map"
             if found and helper:
                 found = rules.HELPER_DIRECTION.get(found, found)
         elif rules.USER_COPY.match(sym):

@@ -16,8 +16,9 @@ How a sample is classified (classify.py does exactly this, and nothing else):
      from user memory, under the receive path the copy to it (older kernels inline copyin/copyout
      and _copy_from_iter into tcp_sendmsg, so the path is all there is to tell).
   4. Who the sample belongs to matters for three buckets: user_copy needs a measured program
-     (PROGRAM_COMMS) copying in user space; samples of other processes are other_process unless
-     their stack is network work (softirq processing done inside whatever task was running);
+     (PROGRAM_COMMS, derived from the registry, or one of io_uring's worker threads) copying in
+     user space; samples of other processes are other_process unless their stack is network work
+     (softirq processing done inside whatever task was running);
      samples of the idle task (pid 0) that match nothing are idle.
   5. Nothing matched: other.
 
@@ -36,7 +37,7 @@ from __future__ import annotations
 
 import re
 
-from .. import contract
+from .. import contract, registry
 
 # the results contract's bucket and category names, in the order of their columns
 BUCKETS = contract.PROFILE_BUCKETS
@@ -48,7 +49,12 @@ BUCKET_MEANING = {
     "zerocopy_pin": "MSG_ZEROCOPY set-up: pinning user pages (get_user_pages), building skb fragments",
     "deferred_copy": "MSG_ZEROCOPY's copy moved to delivery: skb_copy_ubufs on a local receive path",
     "kernel_copy_to_user": "the kernel copying received payload to user memory (recv)",
-    "zerocopy_completion": "MSG_ZEROCOPY completions: notification, unpinning, reading the error queue",
+    "zerocopy_completion": "zero-copy completions: MSG_ZEROCOPY's notification, unpinning and error queue; "
+                           "io_uring's notification (IORING_CQE_F_NOTIF) and its task work",
+    "uring_submit": "io_uring submission and completion: io_uring_enter, issuing requests, task work, CQEs",
+    "page_cache_ref": "sendfile/splice: referencing page-cache pages into socket buffers instead of copying",
+    "receive_map": "TCP_ZEROCOPY_RECEIVE: mapping received pages into the receiver (vm_insert_pages) and "
+                   "unmapping them (madvise MADV_DONTNEED)",
     "tcp_send": "TCP/IP and device transmit path (sendmsg down to veth/loopback xmit, ACK transmits)",
     "tcp_receive": "TCP/IP receive path (softirq processing, ACK processing, recvmsg bookkeeping)",
     "scheduling": "context switches, wake-ups (sock_def_readable), sleeping in socket waits",
@@ -89,6 +95,7 @@ KERNEL_RULES: dict[str, tuple[str, ...]] = {
         "try_grab_folio", "try_grab_folio_fast", "__gup_longterm_locked", "__gup_longterm_unlocked",
         "pin_user_pages_fast", "msg_zerocopy_realloc", "msg_zerocopy_alloc", "sock_zerocopy_realloc",
         "sock_zerocopy_alloc", "mm_account_pinned_pages",
+        "io_sg_from_iter", "io_sg_from_iter_iovec",  # io_uring SEND_ZC building fragments of its buffers
     ),
     "deferred_copy": ("skb_copy_ubufs", "skb_orphan_frags_rx"),
     "zerocopy_completion": (
@@ -96,6 +103,36 @@ KERNEL_RULES: dict[str, tuple[str, ...]] = {
         "mm_unaccount_pinned_pages", "skb_zerocopy_notify_extend", "msg_zerocopy_put_abort",
         "sock_zerocopy_put", "sock_zerocopy_put_abort", "inet_recv_error", "ip_recv_error", "ipv6_recv_error",
         "sock_dequeue_err_skb", "sock_def_error_report",
+        # io_uring's zero-copy notifications (6.0+; io_uring_tx_zerocopy_callback before 6.10)
+        "io_tx_ubuf_complete", "io_uring_tx_zerocopy_callback", "io_notif_tw_complete", "io_notif_complete_tw_ext",
+        "__io_notif_complete_tw", "io_notif_flush", "io_alloc_notif", "io_link_skb", "io_send_zc_cleanup",
+        "io_sendzc_cleanup",
+    ),
+    "uring_submit": (
+        "io_uring_enter", "__do_sys_io_uring_enter", "__x64_sys_io_uring_enter", "io_submit_sqes", "io_submit_sqe",
+        "io_issue_sqe", "__io_issue_sqe", "io_queue_sqe", "io_queue_sqe_fallback", "io_queue_async", "io_init_req",
+        "io_req_task_submit", "io_handle_tw_list", "tctx_task_work", "tctx_task_work_run", "io_run_task_work",
+        "__io_run_local_work", "io_run_local_work", "io_cqring_wait", "io_submit_flush_completions",
+        "__io_submit_flush_completions", "io_req_task_work_add", "__io_req_task_work_add", "io_req_normal_work_add",
+        "io_poll_task_func", "io_apoll_task_func", "io_arm_poll_handler", "__io_arm_poll_handler", "io_poll_wake",
+        "io_poll_check_events", "io_sendmsg", "io_send", "io_send_zc", "io_sendmsg_zc", "io_sendmsg_prep",
+        "io_send_zc_prep", "io_sendmsg_setup", "io_send_setup", "io_send_zc_import", "io_import_fixed",
+        "io_import_reg_buf", "io_import_reg_vec", "io_msg_copy_hdr", "io_sendmsg_copy_hdr", "io_fill_cqe_req",
+        "io_cqe_cache_refill", "__io_commit_cqring_flush", "io_req_complete_post", "io_free_batch_list",
+        "io_queue_next", "io_req_find_next", "io_cq_unlock_post", "__io_cq_unlock_post", "io_wq_submit_work",
+        "io_worker_handle_work", "io_wq_worker", "io_req_post_cqe", "io_post_aux_cqe", "io_sendrecv_fail",
+    ),
+    "page_cache_ref": (
+        "do_sendfile", "__x64_sys_sendfile64", "__do_sys_sendfile64", "do_splice_direct", "do_splice_direct_actor",
+        "splice_direct_to_actor", "direct_splice_actor", "splice_to_socket", "skb_splice_from_iter",
+        "filemap_splice_read", "shmem_file_splice_read", "splice_folio_into_pipe", "generic_file_splice_read",
+        "page_cache_pipe_buf_release", "generic_pipe_buf_get", "generic_pipe_buf_release", "splice_from_pipe_next",
+        "do_tcp_sendpages", "tcp_sendpage", "tcp_sendpage_locked", "iter_file_splice_write",
+    ),
+    "receive_map": (
+        "tcp_zerocopy_receive", "tcp_zerocopy_vm_insert_batch", "tcp_zerocopy_vm_insert_batch_error",
+        "tcp_zc_handle_leftover", "tcp_zc_finalize_rx_tstamp", "tcp_zerocopy_set_hint_for_skb", "vm_insert_pages",
+        "insert_pages", "insert_page_into_pte_locked", "insert_page_in_batch_locked",
     ),
     "tcp_send": (
         "tcp_sendmsg", "tcp_sendmsg_locked", "tcp_push", "__tcp_push_pending_frames", "tcp_push_one",
@@ -155,6 +192,14 @@ KERNEL_RULES: dict[str, tuple[str, ...]] = {
         "call_cpuidle", "haltpoll_enter_idle",
     ),
 }
+# Unmapping what TCP_ZEROCOPY_RECEIVE mapped (the receiver's madvise(MADV_DONTNEED), as tcp_mmap.c
+# does) is part of receive_map, but only in the receiver: a sender's glibc returns freed memory with
+# the same madvise, which is no mapping of received data.
+RECEIVER_COMMS = ("client",)
+RECEIVER_UNMAP = frozenset({
+    "do_madvise", "__x64_sys_madvise", "__do_sys_madvise", "madvise_do_behavior", "madvise_vma_behavior",
+    "madvise_dontneed_free", "madvise_dontneed_single_vma", "zap_page_range_single", "zap_page_range_single_batched",
+})
 # families matched by pattern (only consulted when the exact tables have no entry)
 KERNEL_PATTERNS: tuple[tuple[str, re.Pattern], ...] = (
     ("syscall", re.compile(r"^(__(x64|ia32|se)_sys_|SyS_|sys_)")),
@@ -176,9 +221,19 @@ USER_SYSCALL = frozenset({"__send", "__libc_send", "send", "__sendmsg", "__libc_
                           "__poll", "poll", "__libc_write", "__libc_read", "write", "read", "sendto",
                           "__sendto", "recvfrom", "__recvfrom", "__libc_recvfrom", "__libc_sendto"})
 
-# the measured programs' command names (the kernel keeps 15 characters)
-PROGRAM_COMMS = frozenset({"a1_server", "a2_server", "a3_server", "client", "a1_server_san",
-                           "a2_server_san", "a3_server_san", "client_san", "iperf3", "sockperf"})
+COMM_LEN = 15  # the kernel keeps this many characters of a command name (TASK_COMM_LEN - 1)
+
+
+def _program_comms() -> frozenset[str]:
+    """The measured programs' command names: every registry entry's process (servers and peers),
+    the client, and their sanitizer builds (`*_san`), as the kernel truncates them."""
+    programs = [impl.process for impl in registry.all_impls()] + ["client"]
+    return frozenset(name[:COMM_LEN] for program in programs for name in (program, f"{program}_san"))
+
+
+PROGRAM_COMMS = _program_comms()
+# threads io_uring starts for a program (its async workers, its SQ poller) carry their own names
+PROGRAM_COMM_PREFIXES = ("iou-wrk-", "iou-sqp-")
 # buckets that are network work wherever they run (softirq inside another task, ksoftirqd)
 NETWORK_BUCKETS = frozenset({"kernel_copy_from_user", "zerocopy_pin", "deferred_copy", "kernel_copy_to_user",
                              "zerocopy_completion", "tcp_send", "tcp_receive"})
@@ -221,7 +276,8 @@ CAI_RULES: dict[str, tuple[str, ...]] = {
         "skb_release_head_state", "skb_release_all", "skb_free_head", "skb_clone", "__skb_clone",
         "__copy_skb_header", "napi_consume_skb", "skb_attempt_defer_free", "tcp_stream_alloc_skb",
         "sk_stream_alloc_skb", "skb_zerocopy_clone", "skb_frag_unref", "__skb_frag_unref", "kfree_skbmem",
-        "skb_try_coalesce", "tcp_try_coalesce", "skb_split", "tcp_fragment",
+        "skb_try_coalesce", "tcp_try_coalesce", "skb_split", "tcp_fragment", "skb_splice_from_iter",
+        "skb_append_pagefrags",
     ),
     "mem_alloc": KERNEL_RULES["zerocopy_pin"] + (
         "kmalloc", "__kmalloc", "__kmalloc_node", "__kmalloc_node_track_caller", "kmalloc_reserve",
@@ -231,6 +287,7 @@ CAI_RULES: dict[str, tuple[str, ...]] = {
         "page_frag_alloc", "page_frag_alloc_align", "__page_frag_alloc_align", "skb_page_frag_refill",
         "sk_page_frag_refill", "mm_unaccount_pinned_pages", "__mod_memcg_state", "mem_cgroup_charge_skmem",
         "__sk_mem_schedule", "__sk_mem_raise_allocated", "__sk_mem_reduce_allocated", "sk_forced_mem_schedule",
+        *KERNEL_RULES["receive_map"],
     ),
     "lock": (
         "_raw_spin_lock", "_raw_spin_lock_bh", "_raw_spin_lock_irqsave", "_raw_spin_lock_irq",

@@ -73,6 +73,10 @@ class Runner:
         """How long the client runs, at most, once connected (for the engine's deadline)."""
         return spec.warmup_s + spec.steady_max_s + spec.duration_s
 
+    def expected_seconds(self, spec) -> float:
+        """How long the client usually runs once connected (for the sweep's estimate)."""
+        return self.run_seconds(spec)
+
     def error_of(self, side) -> str:
         return side.last_error()
 
@@ -96,7 +100,7 @@ def check_tool(tool: str, host) -> None:
 def peer_fields(server_keys) -> dict:
     """The fields a peer cannot report (copylab's servers count them; the peers do not)."""
     fields = {key: math.nan for key in server_keys}
-    fields.update(verified="", receive="message", recv_calls=math.nan, total_bytes=math.nan,
+    fields.update(verified="", receive="message", receive_note="", recv_calls=math.nan, total_bytes=math.nan,
                   server_bytes=math.nan, server_messages=math.nan, ring_messages=math.nan)
     return fields
 

@@ -65,8 +65,12 @@ class NativeRunner(Runner):
         fields = {key: nan((cli or {}).get(key)) for key in (
             "throughput_gbps", "latency_us", "bytes", "duration_s", "messages", "total_bytes", "latency_p50_us",
             "latency_p99_us", "latency_min_us", "latency_max_us", "recv_calls", "warmup_s")}
-        fields["verified"] = (cli or {}).get("verified", "")
+        verified = (cli or {}).get("verified", "")
+        fields["verified"] = "" if verified is None else verified  # null: nothing could be checked
         fields["receive"] = (cli or {}).get("receive", spec.receive)
+        for key in ("mapped_bytes", "recv_copied_bytes", "rcv_mss"):
+            fields[key] = nan((cli or {}).get(key))
+        fields["receive_note"] = receive_note(cli) if cli else ""
         fields["warmup_end"] = (cli or {}).get("warmup_end", "")
         fields["cli_congestion"] = (cli or {}).get("congestion", "")
         fields["srv_congestion"] = (srv or {}).get("congestion", "")
@@ -84,6 +88,32 @@ class NativeRunner(Runner):
         elif cli.get("verified") is False:
             failure = (ErrorKind.NOT_VERIFIED, "client could not verify the received data")
         return Result(fields, failure, _series(spec, cli))
+
+
+# the MTU of an IPv4 path whose TCP segments (with timestamps) carry exactly one 4 KiB page
+PAGE_MSS_MTU = 4096 + 20 + 20 + 12
+
+
+def receive_note(cli: dict) -> str:
+    """What the client's receive strategy could not do, in one sentence (empty when nothing)."""
+    receive, total = cli.get("receive"), cli.get("bytes") or 0
+    if receive == "discard":
+        return ("not verified: MSG_TRUNC drops the bytes in the kernel unseen; what the receive copy costs "
+                "is this row's difference to a copying receiver")
+    if receive != "zerocopy" or not total:
+        return ""
+    mapped, mss, page = cli.get("mapped_bytes") or 0, cli.get("rcv_mss") or 0, cli.get("page_size") or 4096
+    if mapped >= total:
+        return f"all bytes mapped (receive MSS {mss})"
+    if mapped > 0:
+        why = (f"the receive MSS {mss} is not a multiple of the {page}-byte page, so the last partial page of "
+               f"each segment is copied; an MTU of {PAGE_MSS_MTU} (MSS {page}) maps whole segments"
+               if mss % page else "the rest arrived in fragments that are not whole pages")
+        return f"{100 * mapped / total:.1f}% mapped, the rest copied: {why}"
+    return ("nothing mapped, all copied: TCP_ZEROCOPY_RECEIVE maps only whole-page fragments at offset 0 of "
+            "pages that are neither compound nor in the page cache, and this sender's bytes arrived in none "
+            "(a send that copies fills compound page fragments; sendfile hands over page-cache pages; between "
+            "namespaces only a zero-copy sender's deferred copy makes mappable pages)")
 
 
 def _series(spec, cli: dict | None):

@@ -54,6 +54,9 @@ class SockperfRunner(Runner):
     def run_seconds(self, spec) -> float:
         return self.test_seconds(spec) + START_S + 1.0
 
+    def expected_seconds(self, spec) -> float:
+        return self.test_seconds(spec) + 2 * START_S
+
     def client_argv(self, spec, addr, port, workdir, build_dir=str(BUILD_DIR)) -> list[str]:
         self.log_path = f"{workdir}/{self.LOG}"
         return ["env", f"LD_PRELOAD={build_dir}/{NOSLEEP}", "sockperf", "ping-pong", "--tcp", "-i", addr, "-p", str(port), "-m", str(spec.msg_size),

@@ -6,24 +6,28 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
+from .. import registry
 from ..errors import CopylabError
 from ..fmt import fmt_num
-from ..contract import PEER_MODES
+from ..contract import PEER_MODES, native_limits
 from ..params import Grid
 
 PER_POINT_OVERHEAD_S = 0.08   # measured: process start, connection set-up, drain and stop, record
 PROFILE_S = 0.5               # perf record's start-up and perf script, per profiled point
-SOCKPERF_FIXED_S = 0.4        # sockperf's own pauses around a test (its 2 s sleep is preloaded away)
 PER_GROUP_OVERHEAD_S = 0.5    # papermill on a warm kernel, once per group of points
 BUILD_S = 10.0
 MAX_WALL_S = 24 * 3600
-# memory the native programs hold (native/a3_server.c, native/client.c): A3's rings share a budget
-# but every connection keeps at least A3_SLOTS_MIN whole messages
-A3_SLOTS_MIN = 4
-A3_RING_BUDGET = 256 << 20
-A3_RING_MEMORY = 8 << 20
+# memory the native servers hold (native/ring.h, native/limits.h): every connection cycles through
+# a ring of messages; the rings share a process budget, but each keeps at least RING_MESSAGES_MIN
+_LIMITS = native_limits()
+RING_MESSAGES_MIN = _LIMITS["RING_MESSAGES_MIN"]
+RING_BUDGET = _LIMITS["RING_BUDGET"]
+RING_MEMORY_MAX = _LIMITS["RING_MEMORY_MAX"]
+RECV_BULK_BYTES = _LIMITS["RECV_BULK_BYTES"]
 PAGE = 4096
+CHUNK_HEADER = 16  # posix_memalign's chunk header before each field (ring.c, slot_cost)
 # kernel socket memory per connection, as a typical (not worst) case: default send + receive buffers
 SOCKET_BYTES = (16 << 10) + (128 << 10)
 
@@ -55,25 +59,38 @@ def _bytes(n: float) -> str:
     return f"{n:.0f} B"
 
 
-def _paged(size: int) -> int:
-    """What an 8-field message holds in page-aligned fields (A3)."""
-    field = math.ceil(size / 8)
-    return 8 * math.ceil(field / PAGE) * PAGE
+def _field_lengths(size: int) -> list[int]:
+    return [size // 8 + (1 if k < size % 8 else 0) for k in range(8)]
 
 
-def point_memory(impl: str, msg_size: int, threads: int) -> int:
+def ring_messages(msg_size: int, working_set: int) -> int:
+    """Distinct messages per connection, as native/ring.c's ring_messages() counts them."""
+    paged = sum(math.ceil(n / PAGE) * PAGE for n in _field_lengths(msg_size))
+    want = math.ceil(working_set / msg_size)
+    return max(RING_MESSAGES_MIN, min(want, RING_MEMORY_MAX // paged))
+
+
+def ring_memory(msg_size: int, threads: int, working_set: int) -> int:
+    """What the rings of all connections hold (ring.c: the page-aligned layout's cost, within the
+    process budget, never below the minimum ring per connection)."""
+    slot = sum(math.ceil((n + CHUNK_HEADER) / PAGE) * PAGE for n in _field_lengths(msg_size))
+    ring = ring_messages(msg_size, working_set) * slot
+    return max(min(threads * ring, RING_BUDGET), threads * RING_MESSAGES_MIN * slot)
+
+
+def point_memory(impl: str, msg_size: int, threads: int, working_set: int = _LIMITS["WORKING_SET_DEFAULT"]) -> int:
     """Bytes the server and client of one point hold at most (the programs' own allocations plus
-    typical socket buffers)."""
-    if impl == "a1":
-        server = threads * 2 * msg_size              # the 8 fields + the serialised copy
-    elif impl == "a3":
-        slot = _paged(msg_size)
-        wanted = max(A3_SLOTS_MIN, math.ceil((4 << 20) / msg_size)) * slot
-        ring = min(wanted, max(A3_SLOTS_MIN * slot, A3_RING_MEMORY))
-        server = max(min(threads * ring, A3_RING_BUDGET), threads * A3_SLOTS_MIN * slot)
+    typical socket buffers), from the implementation's registry entry."""
+    entry = registry.get(impl)
+    if entry.native:
+        server = ring_memory(msg_size, threads, working_set)
+        if "user_copy_bytes" in entry.counters:  # a serialised copy of the message per connection
+            server += threads * msg_size
+        if "memfd" in entry.needs:  # the ring laid out again in a memfd (tmpfs pages)
+            server += threads * ring_messages(msg_size, working_set) * msg_size
     else:
         server = threads * msg_size
-    client = msg_size + threads * (max(msg_size, 256 << 10))  # the pattern + one receive buffer each
+    client = msg_size + threads * (max(msg_size, RECV_BULK_BYTES))  # the pattern + one receive buffer each
     return server + client + threads * SOCKET_BYTES
 
 
@@ -102,27 +119,40 @@ def estimate(grid: Grid) -> Estimate:
                                 "threads": grid.threads}) * variants
     points = per_rep * grid.repetitions + profiled
     wall = per_mode * grid.repetitions * sum(seconds.values()) + profiled * (point_s + PROFILE_S)
-    peers = grid.peers
-    if peers is not None:
-        for tool in peers.tools:
-            if PEER_MODES[tool] not in grid.modes:
-                continue
-            threads = [t for t in peers.threads if tool != "sockperf" or t == 1]
-            n = len(grid.msg_sizes) * len(threads) * peers.repetitions
-            points += n
-            if tool == "iperf3":
-                wall += n * (math.ceil(grid.warmup_s + grid.duration_s) + PER_POINT_OVERHEAD_S)
-            else:
-                wall += n * (math.ceil(grid.duration_of("latency") + 0.45) + SOCKPERF_FIXED_S)
+    if grid.peers is not None:
+        extra_points, extra_wall = _peers(grid)
+        points += extra_points
+        wall += extra_wall
     groups = math.ceil(points / 16)
     wall += BUILD_S + groups * PER_GROUP_OVERHEAD_S
     if grid.budget_min is not None and grid.repetitions >= 3:  # extra passes fill the budget
         wall = max(wall, grid.budget_min * 60)
     # memory grows with size and threads: the largest of each is the peak for every implementation
     size, threads = max(grid.msg_sizes), max(grid.threads)
-    impl = max(grid.impls, key=lambda i: point_memory(i, size, threads))
-    peak = point_memory(impl, size, threads)
+    impl = max(grid.impls, key=lambda i: point_memory(i, size, threads, grid.working_set))
+    peak = point_memory(impl, size, threads, grid.working_set)
     return Estimate(points, wall, peak, f"{impl}, {threads} threads x {size} B messages")
+
+
+def _peers(grid: Grid) -> tuple[int, float]:
+    """Points and seconds of the reference programs: each runs as long as its runner says (whole
+    seconds, fixed sleeps); a latency peer answers one connection (point.py)."""
+    from ..runners import runner_for
+
+    points, wall = 0, 0.0
+    peers = grid.peers
+    for tool in peers.tools:
+        mode = PEER_MODES[tool]
+        if mode not in grid.modes:
+            continue
+        threads = [t for t in peers.threads if mode != "latency" or t == 1]
+        spec = SimpleNamespace(warmup_s=grid.warmup_s, duration_s=grid.duration_of(mode),
+                               steady_max_s=grid.steady_max_s, mode=mode, msg_size=max(grid.msg_sizes),
+                               threads=max(threads, default=1))
+        n = len(grid.msg_sizes) * len(threads) * peers.repetitions
+        points += n
+        wall += n * (runner_for(tool).expected_seconds(spec) + PER_POINT_OVERHEAD_S)
+    return points, wall
 
 
 def available_memory(meminfo: Path = Path("/proc/meminfo")) -> int | None:

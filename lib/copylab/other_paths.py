@@ -1,0 +1,204 @@
+"""The report's section after Part E, "Other ways to move the bytes": every send path of the
+registry (the study's three and the extra ones: io_uring, io_uring zero-copy, sendfile) and every
+receive strategy side by side, from the same sweep.
+
+Per path and size: throughput, CPU time per byte on each side, and the decision against the
+two-copy baseline and the one-copy path (analysis/decisions.py, the same statistics as Part E's);
+per receive strategy: the receiver's CPU per byte, what was mapped instead of copied, what could not
+be verified, and the decision against the primary strategy with the same sender. Where each side's
+CPU goes comes from the profiled runs (figures.cpu_breakdown over every path present). Part E itself
+stays the study's three roles; this section only adds.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from . import registry
+from .analysis.answers import equivalence_margin
+from .analysis.decisions import DEFAULT_MARGIN, decide
+from .analysis.stats import aggregate, one_receive, primary_receive, throughput_rows
+from .fmt import IMPL_LABELS, fmt_num, fmt_size, impl_name
+
+SIDE_METRICS = ("throughput_gbps", "srv_cpu_ns_per_byte", "cli_cpu_ns_per_byte")
+
+
+def margin(meta: dict) -> float:
+    """The grid's equivalence margin, as Part E's decisions use it."""
+    return equivalence_margin(meta)
+
+
+def native_paths(df: pd.DataFrame) -> list[str]:
+    """copylab's own senders present in df, in registry order (the study's first)."""
+    present = set(df["impl"]) if "impl" in df else set()
+    return [name for name in registry.names(kind="native") if name in present]
+
+
+def extra_paths(df: pd.DataFrame) -> list[str]:
+    return [name for name in native_paths(df) if registry.role(name) not in registry.STUDY_ROLES]
+
+
+def receive_strategies(df: pd.DataFrame) -> list[str]:
+    present = set(df["receive"].fillna("message")) if "receive" in df else {"message"}
+    return [name for name in registry.receive_strategies() if name in present]
+
+
+def _decision_cell(found: dict, size: int) -> str:
+    """"win 1.10× [1.05, 1.16]": the decision, the ratio and its 95% interval (when there is one)."""
+    d = found["by_size"].get(int(size))
+    if d is None:
+        return "n/a"
+    if d.low == d.low:  # an interval: two passes or more on each side
+        return f"{d.decision} {fmt_num(d.ratio)}× [{fmt_num(d.low)}, {fmt_num(d.high)}]"
+    return f"{d.decision} {fmt_num(d.ratio)}×"
+
+
+def send_paths_table(df: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> pd.DataFrame:
+    """Every send path at every size (throughput mode, the primary receive strategy; means over
+    thread counts and repetitions), with its decision against the two-copy and one-copy paths."""
+    rows = throughput_rows(one_receive(df))
+    rows = rows[rows["impl"].isin(native_paths(rows))]
+    if rows.empty:
+        return pd.DataFrame()
+    agg = aggregate(rows, list(SIDE_METRICS), by=("impl", "msg_size"))
+    bases = [b for b in (registry.baseline(), registry.by_role("one_copy")) if b in set(rows["impl"])]
+    found = {(impl, base): decide(rows, impl, base, margin) for impl in set(agg["impl"]) for base in bases
+             if impl != base}
+    out = pd.DataFrame({
+        "path": [impl_name(i) for i in agg["impl"]],
+        "size": [fmt_size(s) for s in agg["msg_size"]],
+        "Gbit/s": agg["throughput_gbps"].to_numpy(),
+        "sender ns/B": agg["srv_cpu_ns_per_byte"].to_numpy(),
+        "receiver ns/B": agg["cli_cpu_ns_per_byte"].to_numpy(),
+    })
+    for base in bases:
+        out[f"vs {impl_name(base)}"] = ["—" if impl == base else _decision_cell(found[(impl, base)], size)
+                                       for impl, size in zip(agg["impl"], agg["msg_size"])]
+    order = {name: k for k, name in enumerate(registry.names())}
+    out["_order"] = [order.get(i, 99) for i in agg["impl"]]
+    out["_size"] = agg["msg_size"].to_numpy()
+    return out.sort_values(["_order", "_size"]).drop(columns=["_order", "_size"]).reset_index(drop=True)
+
+
+def _mapped_share(g: pd.DataFrame) -> float:
+    if "mapped_bytes" not in g or g["mapped_bytes"].isna().all():
+        return math.nan
+    return 100 * g["mapped_bytes"].sum() / g["bytes"].sum() if g["bytes"].sum() else math.nan
+
+
+def _first_note(g: pd.DataFrame) -> str:
+    notes = g["receive_note"].dropna().astype(str) if "receive_note" in g else pd.Series(dtype=str)
+    notes = notes[notes.str.strip() != ""]
+    return notes.iloc[0] if len(notes) else ""
+
+
+def _strategy_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """Throughput rows of copylab's senders with each (sender, strategy) as one contender "impl/receive"."""
+    rows = throughput_rows(df)
+    rows = rows[rows["impl"].isin(native_paths(rows))].copy()
+    rows["receive"] = rows["receive"].fillna("message") if "receive" in rows else "message"
+    rows["impl"] = rows["impl"] + "/" + rows["receive"]
+    return rows
+
+
+def receive_table(df: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> pd.DataFrame:
+    """Every receive strategy other than the primary one, per sender and size (throughput mode): the
+    receiver's CPU per byte, the share mapped instead of copied, and the decision against the primary
+    strategy with the same sender (each (sender, strategy) compared as a contender of the decision
+    statistics). The primary strategy's own numbers are in send_paths_table."""
+    if "impl" not in df or len(receive_strategies(throughput_rows(df))) < 2:
+        return pd.DataFrame()
+    rows = _strategy_rows(df)
+    primary = primary_receive(df)
+    records = []
+    for (pair, size), g in rows.groupby(["impl", "msg_size"], sort=False):
+        sender, receive = pair.split("/", 1)
+        if receive == primary or f"{sender}/{primary}" not in set(rows["impl"]):
+            continue
+        found = decide(rows, pair, f"{sender}/{primary}", margin)
+        base = rows[(rows["impl"] == f"{sender}/{primary}") & (rows["msg_size"] == size)]
+        records.append({
+            "sender": impl_name(sender), "receive": receive, "size": fmt_size(size),
+            "Gbit/s": g["throughput_gbps"].mean(), "receiver ns/B": g["cli_cpu_ns_per_byte"].mean(),
+            f"receiver ns/B ({primary})": base["cli_cpu_ns_per_byte"].mean(),
+            "mapped %": _mapped_share(g), f"vs {primary}": _decision_cell(found, size),
+            "_key": (registry.names().index(sender), registry.receive_strategies().index(receive), size)})
+    if not records:
+        return pd.DataFrame()
+    out = pd.DataFrame(records).sort_values("_key").drop(columns="_key").reset_index(drop=True)
+    return out if out["mapped %"].notna().any() else out.drop(columns="mapped %")
+
+
+def receive_notes_markdown(df: pd.DataFrame) -> str:
+    """What each (sender, strategy) could not do, once each (the rows' receive_note)."""
+    if "receive_note" not in df:
+        return ""
+    rows = _strategy_rows(df)
+    lines = []
+    for pair, g in rows.groupby("impl", sort=False):
+        note = _first_note(g)
+        if note:
+            sender, receive = pair.split("/", 1)
+            lines.append(f"- {impl_name(sender)} with `{receive}`: {note}")
+    return "\n".join(lines)
+
+
+def paths_figure(df: pd.DataFrame, meta: dict):
+    """Throughput and CPU per byte on each side against size, one line per send path (throughput
+    mode, the primary receive strategy, means over thread counts and repetitions)."""
+    from .figures.style import IMPL_COLORS, _is_spread, _log_ticks, _size_ticks, _style
+
+    rows = throughput_rows(one_receive(df))
+    rows = rows[rows["impl"].isin(native_paths(rows))]
+    agg = aggregate(rows, list(SIDE_METRICS), by=("impl", "msg_size"))
+    titles = ["throughput (Gbit/s)", "sender CPU per byte (ns/B)", "receiver CPU per byte (ns/B)"]
+    fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.08, subplot_titles=titles)
+    for impl in native_paths(agg):
+        g = agg[agg["impl"] == impl].sort_values("msg_size")
+        dash = "solid" if registry.role(impl) in registry.STUDY_ROLES else "dash"
+        for col, metric in enumerate(SIDE_METRICS, start=1):
+            fig.add_trace(go.Scatter(x=g["msg_size"], y=g[metric], mode="lines+markers", name=IMPL_LABELS[impl],
+                                     legendgroup=impl, showlegend=col == 1,
+                                     line=dict(color=IMPL_COLORS[impl], dash=dash)), row=1, col=col)
+    if len(agg):
+        fig.update_xaxes(**_size_ticks(agg["msg_size"], compact=True))
+    for col, metric in enumerate(SIDE_METRICS[1:], start=2):  # CPU per byte spans decades over sizes
+        if len(agg) and _is_spread(agg[metric]):
+            fig.update_yaxes(type="log", **_log_ticks(agg[metric]), row=1, col=col)
+    return _style(fig, meta, "Every send path: throughput and each side's CPU per byte (dashed: beyond the study)")
+
+
+def cpu_by_path(profiles: pd.DataFrame, meta: dict):
+    """Where each side's CPU goes, for every send path that was profiled."""
+    from .figures import cpu_breakdown
+
+    return cpu_breakdown(profiles, meta, impls=native_paths(profiles))
+
+
+def cpu_by_receive(profiles: pd.DataFrame, meta: dict):
+    """Where each side's CPU goes per (sender, receive strategy): the receiver's copy, mapping or
+    nothing. The strategies are drawn as contenders of one chart."""
+    from .figures import cpu_breakdown
+
+    rows = profiles[profiles["impl"].isin(native_paths(profiles))].copy() if "impl" in profiles else profiles
+    if rows.empty or len(receive_strategies(rows)) < 2:
+        return None
+    rows["impl"] = rows["impl"] + "/" + rows["receive"].fillna("message")
+    rows["receive"] = primary_receive(profiles)  # one chart over every pair
+    return cpu_breakdown(rows, meta, impls=sorted(set(rows["impl"])))
+
+
+def section_markdown(df: pd.DataFrame) -> str:
+    """The section's opening: which paths and strategies this sweep has, or how to get them."""
+    extra, receives = extra_paths(df), receive_strategies(df)
+    if not extra and len(receives) < 2:
+        return ("_This sweep measured only the study's three send paths with one receive strategy. "
+                "`params/full.yaml` adds io_uring send, io_uring zero-copy and sendfile, and the zerocopy "
+                "and discard receivers; `copylab doctor` says which of them this host supports._")
+    return (f"The sweep measured {len(native_paths(df))} send paths "
+            f"({', '.join(impl_name(i) for i in native_paths(df))}) and the receive strategies "
+            f"{', '.join(f'`{r}`' for r in receives)}.")
