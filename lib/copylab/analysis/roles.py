@@ -33,10 +33,10 @@ def native(names) -> list[str]:
 
 def name(impl: str | None) -> str:
     """How prose names an implementation: a sender of copylab's by its short name ("A1"), a reference
-    program by its registry label; "?" for none."""
+    program by the name of the program it runs; "?" for none."""
     if not impl:
         return "?"
     try:
-        return impl_name(impl) if registry.get(impl).native else registry.label(impl)
+        return impl_name(impl) if registry.get(impl).native else registry.get(impl).name
     except KeyError:
         return impl_name(impl)
