@@ -2,6 +2,7 @@
 #   make report   sweep the default grid, then write the PDF/HTML report (prints the PDF path last)
 #   make test     the test suite (what CI runs)
 #   make bundle   ROLL=<roll no.>: the course submission <ROLL>_PA02/ + .zip from RESULTS (output/default)
+#   make lab      JupyterLab on RESULTS (output/default): prints the one URL to open
 PYTHON  ?= python3
 PARAMS  ?= params/default.yaml
 RESULTS ?= output/default
@@ -24,8 +25,9 @@ sweep: deps $(STAMP)
 bundle: deps $(STAMP)
 	$(PY) -m copylab bundle $(RESULTS) $(if $(ROLL),--roll '$(ROLL)')
 
+# JupyterLab on RESULTS, at a working copy of the analysis (RESULTS/work/); templates stay untouched
 lab: deps $(STAMP)
-	$(VENV)/bin/jupyter lab notebooks/
+	@$(PY) -m copylab lab $(RESULTS)
 
 doctor: $(STAMP)
 	$(PY) -m copylab doctor

@@ -15,7 +15,6 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <linux/tcp.h> /* struct tcp_zerocopy_receive, TCP_ZEROCOPY_RECEIVE */
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -28,6 +27,7 @@
 #include "protocol.h"
 #include "registry.h"
 #include "sockutil.h"
+#include "tcp_zerocopy.h"
 #include "timing.h"
 
 /* How many bytes the next receive asks for, given pos bytes of the current message already read:
@@ -89,7 +89,7 @@ static int wait_readable(int fd)
  * page (recv_skip_hint) are read with recv(), as tcp_mmap.c does. Bytes got, or -1 with errno. */
 static ssize_t zerocopy_once(struct worker *w, size_t span, size_t want, struct got *g)
 {
-	struct tcp_zerocopy_receive zc = {.address = (uint64_t)(uintptr_t)w->zc_map, .length = (uint32_t)span};
+	struct tcp_zc_receive zc = {.address = (uint64_t)(uintptr_t)w->zc_map, .length = (uint32_t)span};
 	socklen_t zl = sizeof(zc);
 	size_t total = 0;
 

@@ -3,6 +3,8 @@ notes instead of empty charts, and the explorer updating in place."""
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import plotly.graph_objects as go
 import pytest
@@ -47,6 +49,25 @@ def test_every_figure_states_units_legend_and_system(full, name, make):
     assert all("(" in t for t in x_titles + y_titles if "per byte" not in t and "per message" not in t
                and "÷" not in t), (x_titles, y_titles)  # a unit in brackets
     assert sum(1 for t in fig.data if t.showlegend is not False and t.name) >= 2
+
+
+@pytest.mark.parametrize("name, make", figures.ALL_FIGURES, ids=[n for n, _ in figures.ALL_FIGURES])
+def test_every_hover_names_what_it_shows(full, name, make):
+    """A hover in report.html says which implementation, at which size (and thread count), the
+    value with its unit; the CPU buckets in the legend's words, not as column names."""
+    fig = make(*full)
+    hovered = [t for t in fig.data if t.hoverinfo != "skip"]
+    assert hovered and all(t.hovertemplate for t in hovered), name
+    for t in hovered:
+        shown = t.hovertemplate + " ".join(str(v) for row in (t.customdata if t.customdata is not None else [])
+                                            for v in (row if isinstance(row, (list, tuple)) else [row]))
+        assert re.search(r"\d+ (B|KiB|MiB)\b|%\{x\}|%\{customdata", t.hovertemplate), (name, t.hovertemplate)
+        assert "1 threads" not in shown, (name, shown)
+        if name == "cpu-breakdown":
+            assert t.name in t.hovertemplate and "_" not in t.name, t.hovertemplate
+    if name == "throughput-vs-size":
+        assert "Gbit/s" in fig.data[0].hovertemplate and "n=" in fig.data[0].hovertemplate
+        assert list(fig.data[0].customdata[0]) == [analysis.IMPL_LABELS["a1"], "64 B", "1 thread", 3]
 
 
 def test_few_repetitions_are_drawn_as_points_and_intervals_never_cross_zero(full, bare, tmp_path):
@@ -115,17 +136,61 @@ def test_explorer_updates_its_figure_in_place(full):
     fig = ex.fig
     assert len(fig.data) == 3 and fig.layout.xaxis.type == "log"
     ex.x.value = "threads"
-    assert ex.fig is fig and ex.filter.description == "size" and fig.layout.xaxis.type == "linear"
+    assert ex.fig is fig and fig.layout.xaxis.type == "linear"
+    assert [label for label, _ in ex.filter.options] == ["64 B", "1 KiB", "4 KiB", "16 KiB", "64 KiB"]
     assert list(fig.data[0].x) == list(synthetic.THREADS)
     traces = list(fig.data)
-    ex.impls.value = ("a2",)
+    for impl, box in ex.impl_boxes.items():
+        box.value = impl == "a2"
     # the same traces throughout (a reloaded page restores them); only a2's is shown
     assert list(fig.data) == traces
     assert [t.name for t in fig.data if t.visible] == [analysis.IMPL_LABELS["a2"]]
     ex.metric.value = "llc_misses_per_byte"
     assert "LLC" in fig.layout.yaxis.title.text
-    ex.impls.value = ()
+    ex.impl_boxes["a2"].value = False
     assert not any(t.visible for t in fig.data) and "no data" in fig.layout.title.text
+
+
+def _saved(fig):
+    """What a reloaded page draws: the figure state the kernel holds for the browser."""
+    return fig._widget_data, fig._widget_layout
+
+
+def test_explorer_keeps_the_state_a_reloaded_page_draws_current(full):
+    df, meta = full
+    ex = explorer.Explorer(df, meta)
+    data, layout = _saved(ex.fig)
+    # never touched: every trace with its points, the current title
+    assert len(data) == 3 and all(len(t["x"]) == len(synthetic.SIZES) for t in data)
+    assert layout["title"]["text"] == ex.fig.layout.title.text and "1 thread" in layout["title"]["text"]
+    ex.x.value = "threads"
+    ex.impl_boxes["a3"].value = False
+    data, layout = _saved(ex.fig)
+    assert [list(t["x"]) for t in data if t["visible"]] == [list(synthetic.THREADS)] * 2
+    assert [t["visible"] for t in data] == [True, True, False]
+    assert layout["xaxis"]["title"]["text"] == "client threads (connections)"
+    # the width the notebook reports is the figure's, and part of that state
+    ex.width.width = 613
+    assert ex.fig.layout.width == 613 and _saved(ex.fig)[1]["width"] == 613
+
+
+def test_explorer_axes_and_hovers_read_like_the_report(full):
+    df, meta = full
+    ex = explorer.Explorer(df, meta)
+    axis = ex.fig.layout.xaxis
+    assert list(axis.tickvals) == list(synthetic.SIZES)
+    assert list(axis.ticktext) == ["64", "1K", "4K", "16K", "64K"] and "1K = 1024" in axis.title.text
+    a1 = ex.fig.data[0]
+    assert list(a1.customdata[0]) == [analysis.IMPL_LABELS["a1"], "64 B", "1 thread", 3]
+    assert "Gbit/s" in a1.hovertemplate and "n=%{customdata[3]}" in a1.hovertemplate
+    ex.x.value = "threads"
+    axis = ex.fig.layout.xaxis
+    assert list(axis.tickvals) == list(synthetic.THREADS) and 1 in axis.tickvals
+    assert [row[2] for row in ex.fig.data[0].customdata] == ["1 thread", "2 threads", "4 threads", "8 threads"]
+    assert "threads" not in ex.fig.layout.title.text  # at 64 B: the fixed value is a size
+    ex.x.value = "msg_size"
+    ex.filter.value = 1
+    assert ex.fig.layout.title.text.endswith("at 1 thread")
 
 
 def test_explorer_offers_round_trips_only_in_latency_mode(full):

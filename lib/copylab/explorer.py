@@ -1,21 +1,61 @@
 """Widget explorer: pick a metric, implementations, mode, x axis and a filter; the chart updates in place.
 
 Needs a live kernel (JupyterLab), so the report's PDF and HTML leave it out (cells tagged "widget").
-The figure keeps one trace per implementation for its whole life and only their data change: a
-browser reload then restores a figure whose traces exist (clearing and re-adding traces left the
-saved widget state pointing at traces that were gone: an empty chart until the first click).
+
+Surviving File > Save and a page reload: the browser then rebuilds the figure from the state the
+kernel holds for it (the FigureWidget's `_widget_data` and `_widget_layout` traits), not from what it
+drew. plotly writes those only when a FigureWidget is displayed on its own; inside a box of widgets,
+as here, they would keep the figure as it was built, and a reload would show that: no traces, and
+every later update pointing at traces the page does not have. So the figure is built with all its
+traces, and `_sync_state()` writes its current data and layout back after every update and after
+every change made in the browser (zoom, legend clicks).
+
+Fitting the output area: a FigureWidget inside a box is drawn before the box is on the page, at
+plotly's fallback width of 700 px, and never resized (plotly.py issue 5208). A small widget beside it
+(`OutputWidth`) reports the width the notebook gives the explorer, and the figure is set to it.
 """
 
 from __future__ import annotations
 
+from copy import deepcopy
+
+import anywidget
 import ipywidgets as widgets
 import pandas as pd
 import plotly.graph_objects as go
+import traitlets
 
 from .analysis import METRICS, ROUND_TRIP_METRICS, aggregate, measured
 from .analysis.stats import primary_receive
-from .fmt import IMPL_LABELS, fmt_size, system_summary
 from .figures import IMPL_COLORS
+from .figures.style import PEER_DASH, _compact_size, _size_ticks, hover_data, hover_template, threads_ticks
+from .fmt import IMPL_LABELS, fmt_size, plural, system_summary
+
+HEIGHT = 460  # px; the width follows the notebook's output area
+MIN_WIDTH = 320
+
+
+class OutputWidth(anywidget.AnyWidget):
+    """An invisible full-width strip that reports its width in pixels whenever it changes."""
+
+    _esm = """
+    export default {
+      render({ model, el }) {
+        let timer = null;
+        const report = () => {
+          const width = Math.floor(el.getBoundingClientRect().width);
+          if (width > 0 && width !== model.get("width")) { model.set("width", width); model.save_changes(); }
+        };
+        const watch = new ResizeObserver(() => { clearTimeout(timer); timer = setTimeout(report, 100); });
+        watch.observe(el);
+        return () => { watch.disconnect(); clearTimeout(timer); };
+      }
+    };
+    """
+    width = traitlets.Int(0).tag(sync=True)
+
+    def __init__(self):
+        super().__init__(layout=widgets.Layout(width="100%", height="0px", margin="0"))
 
 
 def metrics_for(df: pd.DataFrame, mode: str) -> list[str]:
@@ -25,42 +65,73 @@ def metrics_for(df: pd.DataFrame, mode: str) -> list[str]:
     return [m for m in METRICS if measured(rows, m) and (mode == "latency" or m not in ROUND_TRIP_METRICS)]
 
 
+def _flow(children, **layout) -> widgets.HBox:
+    """A row of controls that wraps onto the next line when the output area is narrow (never a
+    scrollbar)."""
+    return widgets.HBox(children, layout=widgets.Layout(flex_flow="row wrap", align_items="center",
+                                                        overflow="visible", margin="0", **layout))
+
+
+def _toggles(description: str, options, value) -> widgets.ToggleButtons:
+    return widgets.ToggleButtons(options=options, value=value, description=description,
+                                 style={"description_width": "initial", "button_width": "auto"},
+                                 layout=widgets.Layout(width="auto", margin="2px 16px 2px 0"))
+
+
 class Explorer:
     """Holds the widgets and one go.FigureWidget; `update()` changes its traces' data in place."""
 
     def __init__(self, df: pd.DataFrame, meta: dict):
         self.df = df
         modes = sorted(df["mode"].unique())
-        self.mode = widgets.ToggleButtons(options=modes, value="throughput" if "throughput" in modes
-                                          else modes[0], description="mode")
-        self.metric = widgets.Dropdown(description="metric")
-        self.impls_all = sorted(df["impl"].unique())
-        self.impls = widgets.SelectMultiple(options=[(IMPL_LABELS.get(i, i), i) for i in self.impls_all],
-                                            value=tuple(self.impls_all), description="impls", rows=3)
-        self.x = widgets.ToggleButtons(options=[("message size", "msg_size"), ("threads", "threads")],
-                                       value="msg_size", description="x axis")
+        self.mode = _toggles("mode", modes, "throughput" if "throughput" in modes else modes[0])
+        self.metric = widgets.Dropdown(description="metric", style={"description_width": "initial"},
+                                       layout=widgets.Layout(width="auto", max_width="100%",
+                                                             margin="2px 16px 2px 0"))
+        self.x = _toggles("x axis", [("message size", "msg_size"), ("threads", "threads")], "msg_size")
         strategies = sorted(set(df["receive"].dropna())) or ["message"]
         # two receive strategies are two experiments: one at a time, never averaged together
-        self.receive = widgets.ToggleButtons(options=strategies, value=primary_receive(df) if
-                                             primary_receive(df) in strategies else strategies[0],
-                                             description="receive", layout=widgets.Layout(
-                                                 display="" if len(strategies) > 1 else "none"))
-        self.filter = widgets.Dropdown(description="threads")
-        self.fig = go.FigureWidget(layout=dict(
-            height=500, template="plotly_white", margin=dict(t=120),
-            title=dict(text="explorer", y=0.97, yanchor="top",
-                       subtitle=dict(text=system_summary(meta), font=dict(size=11))),
-            modebar=dict(orientation="v"),  # a horizontal modebar sits on top of the subtitle
-            legend=dict(title="implementation")))
-        for impl in self.impls_all:
-            self.fig.add_scatter(x=[], y=[], name=IMPL_LABELS.get(impl, impl), mode="lines+markers",
-                                 line=dict(color=IMPL_COLORS.get(impl)), error_y=dict(type="data", array=[]))
+        self.receive = _toggles("receive", strategies, primary_receive(df) if primary_receive(df) in strategies
+                                else strategies[0])
+        self.receive.layout.display = "" if len(strategies) > 1 else "none"
+        self.filter = widgets.Dropdown(description="at", style={"description_width": "initial"},
+                                       layout=widgets.Layout(width="auto", margin="2px 16px 2px 0"))
+        self.impls_all = sorted(df["impl"].unique())
+        # one checkbox per implementation: every one visible, its full name, no ctrl-click needed
+        self.impl_boxes = {impl: widgets.Checkbox(value=True, description=IMPL_LABELS.get(impl, impl),
+                                                  indent=False, layout=widgets.Layout(width="auto",
+                                                                                      margin="0 16px 0 0"))
+                           for impl in self.impls_all}
+        self.host = widgets.HTML(f"<small>measured on {system_summary(meta)}</small>")
+        self.fig = go.FigureWidget(
+            data=[go.Scatter(x=[], y=[], name=IMPL_LABELS.get(impl, impl), mode="lines+markers",
+                             line=dict(color=IMPL_COLORS.get(impl), dash=PEER_DASH.get(impl, "solid")),
+                             error_y=dict(type="data", array=[]))
+                  for impl in self.impls_all],
+            layout=dict(height=HEIGHT, autosize=True, template="plotly_white",
+                        margin=dict(t=72, l=70, r=16, b=8), font=dict(size=13),
+                        # the title just above the plot, below the band where the modebar appears
+                        title=dict(text="", x=0, xref="paper", xanchor="left", y=1, yref="paper",
+                                   yanchor="bottom", pad=dict(b=12), font=dict(size=15)),
+                        # the legend under the x axis' title (plotly makes room for it): it never
+                        # meets the modebar or a long title
+                        legend=dict(orientation="h", y=-0.2, yanchor="top", x=0),
+                        hoverlabel=dict(align="left")))
+        self.width = OutputWidth()
+        self.width.observe(self._fit, names="width")
         self._busy = False
         self._refresh_metric()
         self._refresh_filter()
-        for w in (self.metric, self.impls, self.mode, self.x, self.filter, self.receive):
+        for w in (self.metric, self.mode, self.x, self.filter, self.receive, *self.impl_boxes.values()):
             w.observe(self._changed, names="value")
+        # what the browser changes (zoom, a legend click) is state too: written back once plotly
+        # has applied it (it then resets the message to None)
+        self.fig.observe(self._browser_changed, names=["_js2py_relayout", "_js2py_restyle", "_js2py_update"])
         self.update()
+
+    @property
+    def impls(self) -> tuple[str, ...]:
+        return tuple(impl for impl, box in self.impl_boxes.items() if box.value)
 
     def _other(self) -> str:
         return "threads" if self.x.value == "msg_size" else "msg_size"
@@ -76,9 +147,8 @@ class Explorer:
     def _refresh_filter(self) -> None:
         other = self._other()
         values = sorted(self.df.loc[self.df["mode"] == self.mode.value, other].unique())
-        label = fmt_size if other == "msg_size" else str
-        self.filter.description = "size" if other == "msg_size" else "threads"
-        self.filter.options = [(label(v), int(v)) for v in values]
+        label = fmt_size if other == "msg_size" else (lambda v: plural(v, "thread"))
+        self.filter.options = [(label(int(v)), int(v)) for v in values]
         if values:
             self.filter.value = int(values[0])
 
@@ -95,12 +165,28 @@ class Explorer:
             self._busy = False
         self.update()
 
+    def _fit(self, change) -> None:
+        self.fig.layout.width = max(int(change["new"]), MIN_WIDTH)
+        self._sync_state()
+
+    def _browser_changed(self, change) -> None:
+        if change["new"] is None:
+            self._sync_state()
+
+    def _sync_state(self) -> None:
+        """What plotly's own display does for a FigureWidget shown alone: the kernel's copy of the
+        figure, which a reloaded page draws, becomes the figure as it is now."""
+        self.fig._widget_layout = deepcopy(self.fig._layout_obj._props)
+        self.fig._widget_data = deepcopy(self.fig._data)
+
     def update(self) -> None:
         metric, x, other = self.metric.value, self.x.value, self._other()
         data = self.df[(self.df["mode"] == self.mode.value) & (self.df[other] == self.filter.value)
-                       & self.df["impl"].isin(self.impls.value)
+                       & self.df["impl"].isin(self.impls)
                        & (self.df["receive"].fillna("message") == self.receive.value)]
         agg = aggregate(data, metric, by=("impl", x)) if len(data) and metric else pd.DataFrame()
+        if len(agg):
+            agg[other] = self.filter.value  # the fixed one, for the hovers
         with self.fig.batch_update():
             for trace, impl in zip(self.fig.data, self.impls_all):
                 g = agg[agg["impl"] == impl].sort_values(x) if len(agg) else pd.DataFrame()
@@ -110,20 +196,35 @@ class Explorer:
                 trace.y = g[metric].tolist() if shown else []
                 ci = g[f"{metric}_ci"] if shown else pd.Series(dtype=float)
                 trace.error_y = dict(type="data", array=ci.fillna(0).tolist(), visible=bool(ci.notna().any()))
-            fixed = fmt_size(self.filter.value) if other == "msg_size" else f"{self.filter.value} threads"
+                trace.customdata = hover_data(g, impl, metric) if shown else []
+                trace.hovertemplate = hover_template(metric) if metric else None
+            fixed = fmt_size(self.filter.value) if other == "msg_size" else plural(self.filter.value, "thread")
             label = METRICS[metric][0] if metric else "no metric"
-            self.fig.layout.title.text = f"{label} ({self.mode.value} mode, {fixed})"
+            title = f"{label}, {self.mode.value} mode, at {fixed}"
+            self.fig.layout.title.text = title + (": no data for this selection" if len(data) == 0 else "")
             self.fig.layout.yaxis.title.text = label
-            self.fig.layout.xaxis.title.text = ("message size (bytes, log scale)" if x == "msg_size"
-                                                else "client threads (connections)")
-            self.fig.layout.xaxis.type = "log" if x == "msg_size" else "linear"
-            if len(data) == 0:
-                self.fig.layout.title.text += ": no data for this selection"
+            self.fig.layout.yaxis.rangemode = "tozero"
+            xs = self.df.loc[self.df["mode"] == self.mode.value, x]
+            if x == "msg_size":
+                sizes = sorted(set(int(v) for v in xs))
+                ticks = _size_ticks(sizes, compact=True)
+                ticks.pop("tickfont", None)  # the report's narrow panels need it smaller; this one is wide
+                self.fig.layout.xaxis.update(**ticks)
+                self.fig.layout.xaxis.title.text = "message size (bytes, log scale; 1K = 1024)" if any(
+                    _compact_size(s) != str(s) for s in sizes) else "message size (bytes, log scale)"
+            else:
+                self.fig.layout.xaxis.update(**threads_ticks(xs))
+                self.fig.layout.xaxis.title.text = "client threads (connections)"
+        self._sync_state()
 
     def widget(self) -> widgets.Widget:
-        controls = widgets.HBox([widgets.VBox([self.metric, self.mode, self.x, self.receive]),
-                                 widgets.VBox([self.impls, self.filter])])
-        return widgets.VBox([controls, self.fig])
+        controls = widgets.VBox([
+            _flow([self.metric]),
+            _flow([self.mode, self.x, self.filter, self.receive]),
+            _flow([widgets.Label("implementations:", layout=widgets.Layout(margin="0 8px 0 0")),
+                   *self.impl_boxes.values()]),
+            self.host], layout=widgets.Layout(margin="0", overflow="visible"))
+        return widgets.VBox([controls, self.width, self.fig], layout=widgets.Layout(width="100%", overflow="visible"))
 
 
 def explore(df: pd.DataFrame, meta: dict) -> widgets.Widget:

@@ -25,6 +25,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import registry
 from ..errors import CopylabError
 from ..paths import NATIVE_DIR
 
@@ -51,13 +52,14 @@ class NativeBuild:
     server: tuple[str, ...]
     cflags: tuple[str, ...]
     ldlibs: tuple[str, ...]
+    client: tuple[str, ...] = ()  # the client's own modules beside client.c
 
     def sources(self, program: str) -> tuple[str, ...]:
         """The .c files native/Makefile links into program, the program's own file last."""
         own = f"{program}.c"
         if program.endswith("_server"):
             return self.common + self.server + (own,)
-        return self.common + (own,)
+        return self.common + self.client + (own,)
 
 
 @dataclass
@@ -79,12 +81,14 @@ def read_native_build(native_dir: Path = NATIVE_DIR) -> NativeBuild:
         match = _MAKE_VAR.match(line)
         if match:
             values[match.group(1)] = match.group(2).split()
-    missing = [k for k in ("PROGRAMS", "COMMON", "SERVER", "CFLAGS_BASE", "OPT") if k not in values]
+    missing = [k for k in ("COMMON", "SERVER", "CFLAGS_BASE", "OPT") if k not in values]
     if missing:
         raise CopylabError(f"{makefile}: no {', '.join(missing)} variable(s): cannot tell what to bundle")
     cflags = [f for f in values["CFLAGS_BASE"] if f not in _BUILD_ONLY_FLAGS] + values["OPT"]
-    return NativeBuild(tuple(values["PROGRAMS"]), tuple(values["COMMON"]), tuple(values["SERVER"]),
-                       tuple(cflags), tuple(values.get("LDLIBS", [])))
+    # the course's programs: the study's three senders (by role, from the registry) and the client
+    programs = tuple(f"{impl}_server" for impl in registry.study_impls()) + ("client",)
+    return NativeBuild(programs, tuple(values["COMMON"]), tuple(values["SERVER"]), tuple(cflags),
+                       tuple(values.get("LDLIBS", [])), tuple(values.get("CLIENT", [])))
 
 
 def amalgamate(program: str, build: NativeBuild, native_dir: Path = NATIVE_DIR) -> Amalgamation:
@@ -103,12 +107,13 @@ def amalgamate(program: str, build: NativeBuild, native_dir: Path = NATIVE_DIR) 
             renamed[name] = clash
     shared_macros = set().union(*(_DEFINE.findall(texts[name]) for name in headers))
     parts = [_banner(program, sources, headers, build, renamed)]
-    parts += [_section(name, texts[name]) for name in headers]
+    parts += [_section(name, texts[name], native_dir=native_dir) for name in headers]
     for name in sources:
         # a .c file's own macros end with it (not the program's file: nothing follows it)
         own = [] if name == sources[-1] else [m for m in dict.fromkeys(_DEFINE.findall(texts[name]))
                                                if m not in shared_macros]
-        parts.append(_section(name, texts[name], renames=renamed.get(name, []), own_macros=own))
+        parts.append(_section(name, texts[name], renames=renamed.get(name, []), own_macros=own,
+                              native_dir=native_dir))
     return Amalgamation(program, "\n".join(parts), renamed)
 
 
@@ -121,10 +126,11 @@ def _read(native_dir: Path, name: str) -> str:
 
 
 def _collect_headers(name: str, texts: dict, native_dir: Path, out: list[str], stack: tuple) -> None:
-    """Depth first: a header's own project headers come before it."""
+    """Depth first: a header's own project headers come before it (a .def table is no header: it is
+    written in where it is included, see _section)."""
     for line in texts[name].splitlines():
         match = _PROJECT_INCLUDE.match(line)
-        if not match:
+        if not match or match.group(1).endswith(".def"):
             continue
         header = match.group(1)
         if header in stack:
@@ -150,7 +156,22 @@ def _banner(program: str, sources, headers, build: NativeBuild, renamed: dict) -
     return "\n".join(lines) + "\n */\n"
 
 
-def _section(name: str, text: str, renames=(), own_macros=()) -> str:
+def _inline_tables(text: str, native_dir: Path) -> str:
+    """An X-macro table (#include "registry.def") written in at each place it is included: the
+    including code defines the macros it expands to just before."""
+    out = []
+    for line in text.splitlines():
+        match = _PROJECT_INCLUDE.match(line)
+        if match and match.group(1).endswith(".def"):
+            out.append(f"/* native/{match.group(1)}, written in here */")
+            out.extend(_read(native_dir, match.group(1)).rstrip("\n").splitlines())
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
+def _section(name: str, text: str, renames=(), own_macros=(), native_dir: Path = NATIVE_DIR) -> str:
+    text = _inline_tables(text, native_dir)
     lines = [line for line in text.rstrip("\n").splitlines() if not _PROJECT_INCLUDE.match(line)]
     stem = Path(name).stem
     if renames:
@@ -256,7 +277,10 @@ def file_scope_names(text: str, all_names: bool) -> set[str]:
     names = set()
     for chunk in _top_level_chunks(text):
         is_static, declared = _declared(chunk)
-        is_type = bool(re.match(r"\s*(typedef|struct|union|enum)\b", chunk))
+        # a type of its own: a typedef, or a struct/union/enum defined or declared (not a function
+        # or variable whose type merely starts with "struct")
+        is_type = bool(re.match(r"\s*typedef\b", chunk)
+                       or re.match(r"\s*(struct|union|enum)\s*\w*\s*(\{|;)", chunk))
         if all_names or is_static or is_type:
             names |= declared
     if all_names:

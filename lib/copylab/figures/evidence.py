@@ -13,7 +13,7 @@ from ..analysis.roles import BASE, COMPARED, ONE_COPY, ZERO_COPY
 from ..analysis.stats import one_receive, study_rows
 from ..fmt import IMPL_LABELS, fmt_size, impl_name
 from .style import (FONT, IMPL_COLORS, FigureNote, _impl_trace, _is_spread, _log_ticks, _note_for,
-                    _shared_title, _size_ticks, _style, _with_note, interval_bars)
+                    _shared_title, _size_ticks, _style, _with_note, hover_data, hover_template, interval_bars)
 
 
 def user_copy_per_message(df: pd.DataFrame, meta: dict):
@@ -38,7 +38,9 @@ def user_copy_per_message(df: pd.DataFrame, meta: dict):
                              text=[f"{v:.2f}" for v in g["user_copy_share"]], textposition="outside",
                              textfont=dict(size=FONT["tick"]),
                              customdata=g["msg_size"] * g["user_copy_share"],
-                             hovertemplate="%{customdata:.0f} B per message<extra></extra>"), row=1, col=1)
+                             hovertemplate=(f"<b>{IMPL_LABELS[impl]}</b><br>%{{x}}, mean over thread counts<br>"
+                                            "copied in user space: %{customdata:.0f} B per message "
+                                            "(%{y:.2f} × the message)<extra></extra>")), row=1, col=1)
         if cost:
             # the mean is over thread counts, not repetitions: a spread over threads is no CI
             trace = _impl_trace(g, impl, "msg_size", cost, False)
@@ -89,12 +91,16 @@ def zerocopy_completions(df: pd.DataFrame, meta: dict):
                                   (2, "zc_not_copied_share", "dot")):
             fig.add_trace(go.Scatter(x=g["msg_size"], y=g[metric], mode="lines+markers",
                                      line=dict(dash=dash, color=color), name=label, legendgroup=str(threads),
-                                     showlegend=col == 1, error_y=interval_bars(g, metric)),
+                                     showlegend=col == 1, customdata=hover_data(g, ZERO_COPY, metric),
+                                     hovertemplate=hover_template(metric), error_y=interval_bars(g, metric)),
                           row=1, col=col)
         if saving is not None:
             s = saving[saving["threads"] == threads].sort_values("msg_size")
             fig.add_trace(go.Scatter(x=s["msg_size"], y=s["saving_pct"], mode="lines+markers", name=label,
-                                     line=dict(color=color), legendgroup=str(threads), showlegend=False),
+                                     line=dict(color=color), legendgroup=str(threads), showlegend=False,
+                                     customdata=[fmt_size(v) for v in s["msg_size"]],
+                                     hovertemplate=(f"<b>{label}</b>, %{{customdata}}<br>sender CPU per byte "
+                                                    "saved against A1: %{y:.1f}%<extra></extra>")),
                           row=1, col=3)
     fig.update_xaxes(**_size_ticks(agg["msg_size"], compact=True))
     _shared_title(fig, "x", "message size (bytes, log scale)")
@@ -187,7 +193,11 @@ def receive_strategies(df: pd.DataFrame, meta: dict):
     for impl, g in table.groupby("impl"):
         g = g.sort_values("msg_size")
         fig.add_trace(go.Scatter(x=g["msg_size"], y=g["bulk_over_message"], mode="lines+markers",
-                                 name=IMPL_LABELS.get(impl, impl), line=dict(color=IMPL_COLORS.get(impl))))
+                                 name=IMPL_LABELS.get(impl, impl), line=dict(color=IMPL_COLORS.get(impl)),
+                                 customdata=[fmt_size(v) for v in g["msg_size"]],
+                                 hovertemplate=(f"<b>{IMPL_LABELS.get(impl, impl)}</b><br>%{{customdata}}<br>"
+                                                "throughput with bulk reads ÷ with message reads: "
+                                                "%{y:.3f}×<extra></extra>")))
     fig.add_hline(y=1.0, line_dash="dot", line_color="#555")
     fig.update_xaxes(**_size_ticks(table["msg_size"]), title_text="message size (bytes, log scale)")
     fig.update_yaxes(title_text="throughput with bulk reads ÷ with message reads")

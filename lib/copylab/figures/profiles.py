@@ -54,7 +54,9 @@ def cpu_breakdown(df, meta: dict, impls: list[str] | None = None):
                 fig.add_trace(go.Bar(x=[impl_name(i) for i in impls], y=[100 * values.get(i, 0.0) for i in impls],
                                      name=bucket.replace("_", " "), legendgroup=bucket, showlegend=r == 1 and c == 1,
                                      marker_color=BUCKET_COLORS[bucket],
-                                     hovertemplate=f"{bucket}: %{{y:.1f}}%<br>{BUCKET_MEANING[bucket]}<extra></extra>"),
+                                     hovertemplate=(f"<b>%{{x}}</b>, {side}, {fmt_size(size)}<br>"
+                                                    f"{bucket.replace('_', ' ')}: %{{y:.1f}}% of the side's samples"
+                                                    f"<br>{BUCKET_MEANING[bucket]}<extra></extra>")),
                               row=r, col=c)
     fig.update_layout(barmode="stack")
     fig.update_yaxes(range=[0, 100], nticks=6)

@@ -13,7 +13,7 @@ from plotly.subplots import make_subplots
 
 from ..analysis import aggregate, measured
 from ..analysis.stats import one_receive
-from ..fmt import fmt_size, impl_name, md_escape
+from ..fmt import IMPL_LABELS, fmt_size, impl_name, md_escape, plural
 from .style import (IMPL_COLORS, _grid, _impl_trace, _is_spread, _log_ticks, _note_for, _shared_title,
                     _style, _with_note, rep_dots)
 
@@ -105,7 +105,9 @@ def latency_vs_threads(df: pd.DataFrame, meta: dict):
                 fig.add_trace(go.Scatter(x=g["threads"], y=g["latency_p99_us"], mode="lines",
                                          line=dict(width=0), fill="tonexty", fillcolor=_alpha(color, 0.10),
                                          name=f"{impl_name(impl)} {'p50' if center == 'latency_p50_us' else 'mean'}–p99 band", legendgroup=impl,
-                                         showlegend=i == 0, hovertemplate="p99 %{y:.4g} µs<extra></extra>"),
+                                         showlegend=i == 0, customdata=[plural(int(t), "thread") for t in g["threads"]],
+                                         hovertemplate=(f"<b>{IMPL_LABELS.get(impl, impl)}</b><br>{fmt_size(size)}, "
+                                                        "%{customdata}<br>latency p99: %{y:.4g} µs<extra></extra>")),
                               row=r, col=c)
             fig.add_trace(_impl_trace(g, impl, "threads", center, i == 0), row=r, col=c)
             dots = rep_dots(lat[lat["msg_size"] == size], g, impl, "threads", center)

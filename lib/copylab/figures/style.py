@@ -17,7 +17,7 @@ from plotly.subplots import make_subplots
 from .. import registry, tools
 from ..analysis import METRICS, aggregate, measured, unmeasured_reason
 from ..analysis.stats import MIN_REPS_FOR_INTERVAL, one_receive
-from ..fmt import IMPL_LABELS, fmt_size, md_escape, system_summary
+from ..fmt import IMPL_LABELS, fmt_size, md_escape, plural, system_summary
 
 # every implementation's colour, from native/registry.def
 IMPL_COLORS = {impl.name: impl.colour for impl in registry.all_impls()}
@@ -179,7 +179,7 @@ def _impl_trace(g: pd.DataFrame, impl: str, x: str, metric: str, show_legend: bo
         legendgroup=impl, showlegend=show_legend,
         line=dict(color=IMPL_COLORS.get(impl), dash=PEER_DASH.get(impl, "solid")),
         error_y=interval_bars(g, metric),
-        customdata=g[[f"{metric}_n"]], hovertemplate=f"%{{y:.4g}} (n=%{{customdata[0]}})<extra>{impl.upper()}</extra>",
+        customdata=hover_data(g, impl, metric), hovertemplate=hover_template(metric),
     )
 
 
@@ -203,10 +203,56 @@ def rep_dots(rows: pd.DataFrame, agg: pd.DataFrame, impl: str, x: str, metric: s
     mine = rows[(rows["impl"] == impl) & rows[x].isin(few[x]) & rows[metric].notna()]
     if mine.empty:
         return None
+    what, unit = metric_words(metric)
     return go.Scatter(x=mine[x], y=mine[metric], mode="markers", legendgroup=impl, showlegend=False,
                       marker=dict(color=IMPL_COLORS.get(impl), size=5, opacity=0.45, symbol="circle-open"),
                       name=f"{IMPL_LABELS.get(impl, impl)}: repetitions",
-                      hovertemplate="one repetition: %{y:.4g}<extra></extra>")
+                      customdata=[[IMPL_LABELS.get(impl, impl), fmt_size(s), plural(int(t), "thread"), int(r)]
+                                  for s, t, r in zip(mine["msg_size"], mine["threads"], mine["rep"])],
+                      hovertemplate=("<b>%{customdata[0]}</b><br>%{customdata[1]}, %{customdata[2]}<br>"
+                                     f"{what} in repetition %{{customdata[3]}}: %{{y:.4g}}"
+                                     f"{'' if unit in ('%', '') else ' ' + unit}<extra></extra>"))
+
+
+# the unit a hover names after a value, for the metrics whose label has none in parentheses
+UNITS = {"cycles_per_byte": "cycles/B", "srv_cycles_per_byte": "cycles/B", "cli_cycles_per_byte": "cycles/B",
+         "l1_misses_per_byte": "misses/B", "llc_misses_per_byte": "misses/B",
+         "context_switches_per_mb": "switches/MB"}
+
+
+def metric_words(metric: str) -> tuple[str, str]:
+    """(what, unit) of a metric for a hover: 'throughput (Gbit/s)' -> ('throughput', 'Gbit/s')."""
+    label = METRICS[metric][0] if metric in METRICS else metric.replace("_", " ")
+    found = re.fullmatch(r"(.*?) \(([^()]*)\)", label)
+    return (found.group(1), found.group(2)) if found else (label, UNITS.get(metric, ""))
+
+
+def hover_template(metric: str) -> str:
+    """What a point says on hover: implementation, size, threads, the value with its unit and n.
+    Its customdata comes from hover_data()."""
+    what, unit = metric_words(metric)
+    unit = unit if unit in ("%", "") else f" {unit}"
+    return ("<b>%{customdata[0]}</b><br>%{customdata[1]}, %{customdata[2]}<br>"
+            f"{what}: %{{y:.4g}}{unit} (mean of n=%{{customdata[3]}})<extra></extra>")
+
+
+def hover_data(g: pd.DataFrame, impl: str, metric: str) -> list[list]:
+    """customdata rows for hover_template: implementation, size, threads, n. A frame averaged over
+    the thread counts (no threads column) says so."""
+    sizes = [fmt_size(v) for v in g["msg_size"]] if "msg_size" in g else ["all sizes"] * len(g)
+    threads = ([plural(int(v), "thread") for v in g["threads"]] if "threads" in g
+               else ["mean over thread counts"] * len(g))
+    counts = [int(n) for n in g[f"{metric}_n"]] if f"{metric}_n" in g else ["?"] * len(g)
+    return [[IMPL_LABELS.get(impl, impl), s, t, n] for s, t, n in zip(sizes, threads, counts)]
+
+
+def threads_ticks(threads) -> dict:
+    """A thread-count axis with a tick at every measured count, 1 included; log-spaced when the
+    counts span more than a factor 8 (1, 2, 4 ... 256 would crowd the small ones)."""
+    threads = sorted(set(int(t) for t in threads))
+    spread = len(threads) > 1 and threads[-1] / max(threads[0], 1) > 8
+    return dict(type="log" if spread else "linear", tickvals=threads, ticktext=[str(t) for t in threads],
+                tickangle=0, minor=dict(showgrid=False))
 
 
 # Faceted figures with several metric rows share one y title (the unit); each row is named on the

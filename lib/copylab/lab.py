@@ -1,0 +1,184 @@
+"""`make lab` / `copylab lab [RESULTS_DIR]`: JupyterLab on a sweep folder, with working copies of the notebooks.
+
+The notebooks in notebooks/ are templates (tracked by git, executed by papermill) and the sweep's
+notebooks are records (what measured the results, what the report was made from). Neither is opened
+for writing here:
+
+- `prepare()` copies the three templates into RESULTS_DIR/work/ (once: a copy that exists is the
+  user's work and stays), the analysis one with its parameters set to this sweep and to work/ as its
+  output folder, so its answers.json lands in work/ and the report's stays as `copylab report` wrote it;
+- JupyterLab's root is RESULTS_DIR and it opens work/analysis.ipynb;
+- `SweepContents` shows the sweep's own files as read-only (JupyterLab then offers "Save As" and skips
+  autosave) and refuses to overwrite them, whatever asks; work/ and new files are the user's.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+from pathlib import Path
+from urllib.parse import quote
+
+from jupyter_server.services.contents.largefilemanager import AsyncLargeFileManager
+from tornado.web import HTTPError
+
+from .errors import CopylabError
+from .paths import NATIVE_DIR, NOTEBOOKS_DIR
+
+WORK = "work"
+TEMPLATES = ("analysis.ipynb", "experiment.ipynb", "build.ipynb")
+FIRST_PORT = 8888
+JUPYTER_CONFIG = Path(__file__).parent / "jupyter_config"
+# what a sweep and its report write at the top of the folder (docs/contracts.md, "Sweep folder"), and
+# the folders of per-point records
+SWEEP_FILES = {"results.csv", "profiles.csv", "meta.json", "answers.json", "perf_plan.json", "sweep.log",
+               "kernel.log", "build.ipynb", "analysis.ipynb", "analysis.failed.ipynb", "report.html",
+               "report.pdf", "report.latex.log"}
+SWEEP_FOLDERS = {"runs", "profiles"}
+
+
+def prepare(results_dir) -> Path:
+    """Make RESULTS_DIR/work/ with the working copies (existing ones are kept); return the folder."""
+    results_dir = Path(results_dir).resolve()
+    if not (results_dir / "results.csv").is_file():
+        raise CopylabError(f"{results_dir} has no results.csv: run `make report` first, "
+                           "or give a sweep folder (make lab RESULTS=output/<name>)")
+    work = results_dir / WORK
+    try:
+        work.mkdir(exist_ok=True)
+        parameters = {"analysis.ipynb": {"results_dir": str(results_dir), "output_dir": str(work)},
+                      "build.ipynb": {"native_dir": str(NATIVE_DIR)}}
+        for name in TEMPLATES:
+            if not (work / name).exists():
+                _working_copy(NOTEBOOKS_DIR / name, work / name, parameters.get(name, {}))
+    except PermissionError as exc:
+        raise CopylabError(f"cannot write {exc.filename or work}: run make lab as the user who owns "
+                           f"{results_dir} (it was made by uid {results_dir.stat().st_uid})") from exc
+    return work
+
+
+def _working_copy(template: Path, dest: Path, parameters: dict) -> None:
+    """The template with papermill's injected-parameters cell, marked as a working copy."""
+    import nbformat
+    import nbformat.sign
+    from papermill.iorw import load_notebook_node
+    from papermill.parameterize import parameterize_notebook
+
+    nb = load_notebook_node(str(template))  # as papermill reads a template (every cell gets its tags)
+    if parameters:
+        nb = parameterize_notebook(nb, parameters, comment="Parameters of this working copy (make lab)")
+    nb.metadata["copylab"] = {"working_copy_of": f"notebooks/{template.name}"}
+    for cell in nb.cells:
+        cell.metadata.pop("papermill", None)  # papermill's bookkeeping, empty until it executes one
+    # trusted as the project's own templates are (JupyterLab warns about every unsigned notebook)
+    nbformat.sign.NotebookNotary().sign(nb)
+    tmp = dest.with_name(f".{dest.name}.tmp")
+    nbformat.write(nb, tmp)
+    tmp.replace(dest)
+
+
+def free_port(first: int = FIRST_PORT, tries: int = 50) -> int:
+    """The first port from `first` on that nobody listens on (JupyterLab's own habit, made explicit
+    so the URL printed before the server starts is the one it serves)."""
+    for port in range(first, first + tries):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise CopylabError(f"no free port in {first}-{first + tries - 1} for JupyterLab")
+
+
+def command(results_dir, port: int, token: str, open_browser: bool) -> tuple[list[str], dict, str]:
+    """(argv, environment, URL) of the JupyterLab server for a prepared sweep folder."""
+    import sys
+
+    results_dir = Path(results_dir).resolve()
+    page = f"/lab/tree/{WORK}/analysis.ipynb"
+    argv = [sys.executable, "-m", "jupyterlab",  # this environment's, whatever PATH holds
+            f"--ServerApp.root_dir={results_dir}",
+            f"--ServerApp.default_url={page}",
+            "--ServerApp.ip=localhost", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
+            f"--ServerApp.open_browser={open_browser}",
+            f"--ServerApp.contents_manager_class={__name__}.SweepContents",
+            # no requests to the outside: no news feed, no update check
+            "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            # quiet: the one line start() prints is what to open; warnings and errors still show
+            "--ServerApp.log_level=WARN", "--LabApp.log_level=WARN",
+            # the kernel over a Unix socket in Jupyter's runtime folder rather than local TCP
+            "--KernelManager.transport=ipc"]
+    if os.geteuid() == 0:  # root is who runs the sweeps; Jupyter refuses it unless told
+        argv.append("--allow-root")
+    # the token in the environment, not on the command line where `ps` shows it to everyone; and
+    # jupyter_config/ first on the config path: its page_config.json turns off the announcements
+    # plugin, which asks every new user about fetching news from the internet
+    config_path = os.pathsep.join(p for p in (str(JUPYTER_CONFIG), os.environ.get("JUPYTER_CONFIG_PATH")) if p)
+    env = dict(os.environ, JUPYTER_TOKEN=token, JUPYTER_CONFIG_PATH=config_path)
+    return argv, env, f"http://localhost:{port}{quote(page)}?token={token}"
+
+
+def start(results_dir, port: int | None = None, open_browser: bool | None = None) -> None:
+    """Prepare the working copies, print the one line saying what to open, and become JupyterLab."""
+    results_dir = Path(results_dir)
+    work = prepare(results_dir)
+    if open_browser is None:  # a browser only where one can show: a graphical session
+        open_browser = bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+    argv, env, url = command(results_dir, port or free_port(), secrets.token_urlsafe(24), open_browser)
+    print(f"copylab lab: open {url} : {_shown(work / 'analysis.ipynb')}, your copy of the analysis of "
+          f"{_shown(results_dir)} (the sweep's own files are read-only; Ctrl-C twice stops JupyterLab)",
+          flush=True)
+    os.execvpe(argv[0], argv, env)
+
+
+def _shown(path: Path) -> str:
+    """A path as the user typed it: relative to the working directory when it is under it."""
+    path = Path(path).resolve()
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+# ---------------------------------------------------------------------------------------------
+# the server side: what JupyterLab may overwrite
+
+def _sweep_record(rel: str) -> bool:
+    """Whether a file at `rel` (relative to the sweep folder) belongs to the sweep: outside work/,
+    its data, report and executed notebooks, and anything under runs/ or profiles/."""
+    parts = Path(rel).parts
+    return bool(parts) and (parts[0] in SWEEP_FOLDERS or (len(parts) == 1 and parts[0] in SWEEP_FILES))
+
+
+class SweepContents(AsyncLargeFileManager):
+    """JupyterLab's file manager, with the sweep's files read-only (see the module's docstring)."""
+
+    def _protected(self, path: str) -> bool:
+        return _sweep_record(path.strip("/"))
+
+    async def get(self, path, content=True, type=None, format=None, **kwargs):
+        model = await super().get(path, content=content, type=type, format=format, **kwargs)
+        if model.get("type") != "directory" and self._protected(path):
+            model["writable"] = False
+        return model
+
+    async def save(self, model, path=""):
+        if self._protected(path) and os.path.exists(self._get_os_path(path.strip("/"))):
+            raise HTTPError(403, _refusal(path, "overwritten"))
+        return await super().save(model, path)
+
+    async def delete(self, path):
+        if self._protected(path):
+            raise HTTPError(403, _refusal(path, "deleted"))
+        return await super().delete(path)
+
+    async def rename(self, old_path, new_path):
+        if self._protected(old_path):
+            raise HTTPError(403, _refusal(old_path, "renamed"))
+        return await super().rename(old_path, new_path)
+
+
+def _refusal(path: str, what: str) -> str:
+    return (f"{path.strip('/')} belongs to the sweep (a record of what was measured and reported) and is "
+            f"not {what} here: your own work goes under {WORK}/ (File > Save Notebook As...)")

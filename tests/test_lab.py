@@ -1,0 +1,115 @@
+"""`make lab` / `copylab lab`: the working copies, the command JupyterLab is started with, and which
+files JupyterLab may overwrite. The browser side is tests/test_lab_browser.py."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+
+import nbformat
+import pytest
+from tornado.web import HTTPError
+
+from copylab import lab
+from copylab.errors import CopylabError
+from copylab.paths import NOTEBOOKS_DIR
+from data.analysis import synthetic
+
+
+@pytest.fixture
+def sweep(tmp_path):
+    folder = synthetic.write_sweep(tmp_path / "sweep", reps=1)
+    # what `copylab report` and the sweep leave besides the data: executed notebooks (records)
+    record = nbformat.v4.new_notebook(metadata={"papermill": {"parameters": {}}})
+    for name in ("analysis.ipynb", "build.ipynb", "runs/group-s1-0001.ipynb"):
+        (folder / name).parent.mkdir(exist_ok=True)
+        nbformat.write(record, folder / name)
+    (folder / "answers.json").write_text("{}\n")
+    return folder
+
+
+def test_working_copies_point_at_the_sweep_and_are_kept(sweep):
+    work = lab.prepare(sweep)
+    assert work == sweep / "work" and sorted(p.name for p in work.iterdir()) == sorted(lab.TEMPLATES)
+    nb = nbformat.read(work / "analysis.ipynb", as_version=4)
+    injected = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
+    assert len(injected) == 1
+    assert f'results_dir = "{sweep}"' in injected[0].source and f'output_dir = "{work}"' in injected[0].source
+    assert nb.metadata["copylab"] == {"working_copy_of": "notebooks/analysis.ipynb"}
+    # the rest of the notebook is the template's, cell for cell
+    template = nbformat.read(NOTEBOOKS_DIR / "analysis.ipynb", as_version=4)
+    assert [c.source for c in nb.cells if c is not injected[0]] == [c.source for c in template.cells]
+    build = nbformat.read(work / "build.ipynb", as_version=4)
+    assert any(f'native_dir = "{lab.NATIVE_DIR}"' in c.source for c in build.cells)
+    # a second `make lab` keeps the user's work
+    (work / "analysis.ipynb").write_text((work / "analysis.ipynb").read_text().replace("Parameters", "Mine"))
+    lab.prepare(sweep)
+    assert "Mine" in (work / "analysis.ipynb").read_text()
+
+
+def test_a_folder_without_results_is_one_line_saying_what_to_do(tmp_path):
+    with pytest.raises(CopylabError, match=r"has no results.csv: run `make report` first"):
+        lab.prepare(tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_allow_root_only_as_root(sweep, monkeypatch):
+    for uid, allowed in ((0, True), (1000, False)):
+        monkeypatch.setattr(lab.os, "geteuid", lambda uid=uid: uid)
+        argv, env, url = lab.command(sweep, 8899, "t0ken", open_browser=False)
+        assert ("--allow-root" in argv) is allowed
+    assert url == "http://localhost:8899/lab/tree/work/analysis.ipynb?token=t0ken"
+    # the token travels in the environment, not where `ps` shows it
+    assert env["JUPYTER_TOKEN"] == "t0ken" and not any("t0ken" in a for a in argv)
+    assert f"--ServerApp.root_dir={sweep}" in argv and "--ServerApp.open_browser=False" in argv
+    assert env["JUPYTER_CONFIG_PATH"].split(os.pathsep)[0] == str(lab.JUPYTER_CONFIG)
+    page_config = json.loads((lab.JUPYTER_CONFIG / "labconfig" / "page_config.json").read_text())
+    assert page_config["disabledExtensions"] == {"@jupyterlab/apputils-extension:announcements": True}
+
+
+def test_free_port_skips_a_port_in_use():
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert lab.free_port(port, tries=5) != port
+
+
+def test_the_sweeps_files_are_read_only_and_work_is_the_users(sweep):
+    lab.prepare(sweep)
+    contents = lab.SweepContents(root_dir=str(sweep))
+    run = asyncio.run
+
+    def writable(path):
+        return run(contents.get(path, content=False))["writable"]
+
+    for path in ("results.csv", "meta.json", "answers.json", "analysis.ipynb", "build.ipynb",
+                 "runs/group-s1-0001.ipynb"):
+        assert writable(path) is False, path
+    assert writable("work/analysis.ipynb") is True
+    listing = {m["name"]: m["writable"] for m in run(contents.get("", content=True))["content"]}
+    assert listing["results.csv"] is False and listing["work"] is True
+
+    record = run(contents.get("analysis.ipynb", content=True))
+    before = (sweep / "analysis.ipynb").read_bytes()
+    with pytest.raises(HTTPError) as refused:
+        run(contents.save(dict(record, content=record["content"]), "analysis.ipynb"))
+    assert refused.value.status_code == 403 and "work/" in refused.value.log_message
+    assert (sweep / "analysis.ipynb").read_bytes() == before
+    for act in (lambda: contents.delete("results.csv"), lambda: contents.rename("runs", "old-runs")):
+        with pytest.raises(HTTPError):
+            run(act())
+    assert (sweep / "results.csv").is_file() and (sweep / "runs").is_dir()
+
+    # saving the working copy, "Save As" to a new name, and a new notebook of the user's are fine
+    copy = run(contents.get("work/analysis.ipynb", content=True))
+    run(contents.save(dict(copy), "work/analysis.ipynb"))
+    for _ in range(2):
+        run(contents.save(dict(record), "analysis-mine.ipynb"))
+    assert writable("analysis-mine.ipynb") is True
+    run(contents.save({"type": "notebook", "content": nbformat.v4.new_notebook()}, "Untitled.ipynb"))
+    run(contents.save({"type": "notebook", "content": nbformat.v4.new_notebook()}, "Untitled.ipynb"))
+    assert writable("Untitled.ipynb") is True
