@@ -171,14 +171,13 @@ def test_derived_metrics(full):
     assert a3["zc_copied_share"].to_numpy() == pytest.approx(100.0)
 
 
-def test_q6_reports_the_largest_violation(full):
+def test_q6_states_the_correction_over_the_tests_made(full):
     df, meta = full
     q6 = analysis.answers(df, meta)["q6_unexpected_result"]
-    # the largest relative violation in the synthetic tables: A2 at 64 B, 2 threads,
-    # 1.5 vs A1's 2.5 Gbit/s (-40%)
-    assert q6["kind"] == "one_copy_slower"
-    assert q6["details"]["size"] == 64 and q6["details"]["threads"] == 2
-    assert "40.0%" in q6["text"]
+    # the synthetic tables have no pattern across cells (the signs alternate), so the surprise is one
+    # cell, said as one, with the correction it survived
+    assert q6["standing"] == "cell" and q6["kind"] == "one_copy_slower"
+    assert "is one cell" in q6["text"] and f"Holm's correction over the {q6['tests_made']} tests made" in q6["text"]
 
 
 def test_formatting_helpers():
@@ -206,14 +205,15 @@ def test_plural():
     assert analysis.plural(None, "thread") == "None threads"
 
 
-@pytest.mark.parametrize("copied_fraction,deferred", [(1.0, True), (0.0, False)])
-def test_q5_says_the_copy_was_deferred_only_when_the_kernel_flagged_it(full, copied_fraction, deferred):
+@pytest.mark.parametrize("copied_fraction,copied", [(1.0, True), (0.0, False)])
+def test_q5_says_the_kernel_copied_only_when_it_flagged_it(full, copied_fraction, copied):
     df, meta = full
     df = analysis.add_derived(df.copy())
     df["zc_copied"] = (df["zc_completions"] * copied_fraction).round()
     text = analysis.answers(df, meta)["q5_zero_copy_vs_two_copy"]["text"]
     assert f"{100 * copied_fraction:.1f}% of A3's completions" in text
-    assert ("deferred to delivery" in text) is deferred
+    assert ("copies the pinned pages after all" in text) is copied
+    assert ("left without a copy" in text) is not copied
 
 
 def test_relative_results_dir_means_the_projects_from_the_notebooks_folder(tmp_path, monkeypatch):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import pandas as pd
 import plotly.graph_objects as go
 import pytest
 
@@ -69,11 +70,39 @@ def test_every_hover_names_what_it_shows(full, name, make):
         assert list(fig.data[0].customdata[0]) == [analysis.IMPL_LABELS["a1"], "64 B", "1 thread", 3]
 
 
-def test_error_bars_only_with_repetitions(full, bare):
-    fig = figures.throughput_vs_size(*full)
-    assert all(t.error_y.visible for t in fig.data)
-    fig = figures.throughput_vs_size(*bare)
-    assert not any(t.error_y.visible for t in fig.data)
+def test_few_repetitions_are_drawn_as_points_and_intervals_never_cross_zero(full, bare, tmp_path):
+    fig = figures.throughput_vs_size(*full)  # 3 repetitions: the repetitions as dots, no interval
+    means = [t for t in fig.data if t.mode == "lines+markers"]
+    dots = [t for t in fig.data if t.mode == "markers"]
+    assert means and not any(t.error_y.visible for t in means)
+    assert dots and all(t.showlegend is False for t in dots)
+    fig = figures.throughput_vs_size(*bare)  # 1 repetition: neither
+    assert not any(t.error_y.visible for t in fig.data) and all(t.mode == "lines+markers" for t in fig.data)
+    # 5 repetitions with a spread that would put a Student-t interval below zero: log-scale bars, above zero
+    rows = [{"impl": "a1", "mode": "throughput", "msg_size": 16384, "threads": 8, "rep": r, "throughput_gbps": v,
+             "bytes": 1e9, "duration_s": 1.0} for r, v in enumerate((0.5, 20.0, 1.0, 15.0, 2.0))]
+    (tmp_path / "results.csv").write_text(pd.DataFrame(rows).reindex(columns=analysis.REQUIRED_COLUMNS).to_csv(index=False))
+    df, meta = analysis.load_results(tmp_path)
+    agg = analysis.aggregate(df, "throughput_gbps")
+    assert (agg["throughput_gbps"] - agg["throughput_gbps_ci"]).iloc[0] < 0  # what Student t would draw
+    trace = figures.throughput_vs_size(df, meta).data[0]
+    assert trace.error_y.visible
+    assert trace.y[0] - trace.error_y.arrayminus[0] > 0
+
+
+def test_the_ratio_figure_marks_losses_as_well_as_wins(full):
+    fig = figures.ratio_to_baseline(*full)
+    symbols = {s for t in fig.data for s in t.marker.symbol}
+    assert "triangle-down" in symbols  # a decided loss (A3 at 64 B in the synthetic tables)
+    assert fig.layout.yaxis.type == "log"
+    assert all(low > 0 for t in fig.data for low in (y - m for y, m in zip(t.y, t.error_y.arrayminus)))
+
+
+def test_tsc_cycles_are_not_drawn_twice(full):
+    df, meta = full
+    merged = figures.cpu_time_per_byte_vs_size(df, {**meta, "cycles_source": "tsc"})
+    assert "would repeat the cycles figure" in merged._repr_markdown_()
+    assert "TSC ticks" in figures.cycles_per_byte_vs_size(df, {**meta, "cycles_source": "tsc"}).layout.title.text
 
 
 def test_unmeasured_metrics_become_notes_that_say_why_and_how(bare):

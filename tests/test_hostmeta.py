@@ -18,7 +18,7 @@ from copylab.hostmeta import git_revision, host_meta, net_meta, parse_ethtool_fe
 def test_host_meta_keys_and_types():
     meta = host_meta()
     assert set(meta) == {"kernel", "cpu_model", "cores", "memory_gib", "hostname", "compiler",
-                         "git_revision", "python", "perf_version"}
+                         "git_revision", "python", "perf_version", "cpu_caches", "virtualization", "tool_versions"}
     assert meta["kernel"] == platform.release()
     assert isinstance(meta["cores"], int) and meta["cores"] >= 1
     assert isinstance(meta["memory_gib"], float) and meta["memory_gib"] > 0
@@ -30,6 +30,15 @@ def test_host_meta_keys_and_types():
         assert meta["compiler"] is None
     if shutil.which("perf"):
         assert meta["perf_version"] and meta["perf_version"][0].isdigit()
+    # the report's configuration section: caches, hypervisor or bare metal, the reference programs' versions
+    if Path("/sys/devices/system/cpu/cpu0/cache/index0").is_dir():
+        assert meta["cpu_caches"] and all(k.startswith("L") for k in meta["cpu_caches"])
+    assert set(meta["virtualization"]) == {"vm", "container", "hypervisor_vendor", "hypervisor_flag"}
+    if shutil.which("systemd-detect-virt"):
+        assert meta["virtualization"]["vm"]  # "none" on bare metal, the hypervisor's name in a VM
+    assert set(meta["tool_versions"]) == {"iperf3", "sockperf"}
+    if shutil.which("iperf3"):
+        assert "3." in meta["tool_versions"]["iperf3"]
 
 
 def test_git_revision_of_this_checkout_and_outside_git(tmp_path):
@@ -96,6 +105,8 @@ def test_missing_tools_and_namespaces_give_none(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))  # no cc, git, perf, ip, ethtool
     meta = host_meta()
     assert meta["compiler"] is None and meta["git_revision"] is None and meta["perf_version"] is None
+    assert meta["tool_versions"] == {"iperf3": None, "sockperf": None}
+    assert meta["virtualization"]["vm"] is None and meta["virtualization"]["hypervisor_vendor"] is None
     assert net_meta("lo")["offloads"] is None
 
 

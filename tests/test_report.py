@@ -93,7 +93,8 @@ def test_report_pdf_and_html_from_synthetic_sweep(tmp_path):
         assert heading in text, heading
     # the figures are embedded as vector PDF: their axis titles are text in the report
     for label in ("message size (bytes, log scale)", "throughput (Gbit/s)", "LLC load misses per byte",
-                  "A1 two-copy: send()", "completions per message", "sender saving vs A1 (%)"):
+                  "A1 two-copy: send()", "send calls completed / message", "sender saving vs A1 (%)",
+                  "Summary for engineers", "Holm", "Which side bounds each tool"):
         assert label in text, label
     assert "Figure not drawn" not in text
     assert "VBox" not in text and "explore(" not in text  # widget cell left out
@@ -145,7 +146,8 @@ def test_report_from_real_quick_sweep(quick_report):
     text = " ".join(pdf_text(pdf).split())
     for heading in HEADINGS:
         assert heading in text, heading
-    assert "throughput (Gbit/s)" in text  # a measured figure, as vector text
+    assert "throughput (Gbit/s, log scale)" in text  # a measured figure (its y axis), as vector text
+    assert "Summary for engineers" in text and "Which side bounds each tool" in text
     for impl in ("a1", "a2", "a3"):  # program output of a real run per implementation
         assert f"{impl}_server" in text
     assert "perf stat -x," in text

@@ -129,11 +129,11 @@ def agreement(args) -> dict:
     (Q4, Q5: per size and per thread count) contradict each other."""
     docs = [json.loads((Path(d) / "answers.json").read_text()) for d in (args.first, args.second)]
     # the part of each answer that is a conclusion (sizes, levels, kinds), not a measured magnitude
-    keys = {"q1_zero_copy_not_always_best": ("a3_not_best_sizes", "break_even_bytes"),
+    keys = {"q1_zero_copy_not_always_best": ("zero_copy_not_best_sizes", "break_even_bytes"),
             "q2_cache_level": None,
             "q3_threads_cache_contention": ("peak_threads",),
-            "q4_one_copy_vs_two_copy": ("significant_crossover_bytes",),
-            "q5_zero_copy_vs_two_copy": ("significant_crossover_bytes",),
+            "q4_one_copy_vs_two_copy": ("decided_crossover_bytes",),
+            "q5_zero_copy_vs_two_copy": ("decided_crossover_bytes",),
             "q6_unexpected_result": ("kind",)}
     out = {}
     for key, fields in keys.items():

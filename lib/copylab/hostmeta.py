@@ -12,6 +12,7 @@ import platform
 import socket
 from pathlib import Path
 
+from . import registry
 from .hosts import LocalHost
 from .paths import PROJECT_ROOT
 from .perf import first_line, perf_version
@@ -90,7 +91,48 @@ def host_meta() -> dict:
         "git_revision": git_revision(),
         "python": platform.python_version(),
         "perf_version": perf_version()[0],
+        "cpu_caches": cpu_caches(),
+        "virtualization": virtualization(),
+        "tool_versions": tool_versions(),
     }
+
+
+def cpu_caches(root: str = "/sys/devices/system/cpu/cpu0/cache") -> dict[str, str] | None:
+    """CPU 0's caches from sysfs: {"L1d": "32K", "L1i": "32K", "L2": "512K", "L3": "32768K"}, each with the
+    CPUs sharing it ("L3": "32768K shared by 0-1"); None where sysfs has none (lscpu says the same)."""
+    caches = {}
+    for index in sorted(Path(root).glob("index*")):
+        level, kind, size = (_read(str(index / f)) for f in ("level", "type", "size"))
+        if not (level and kind and size):
+            continue
+        name = f"L{level.strip()}" + {"Data": "d", "Instruction": "i"}.get(kind.strip(), "")
+        shared = (_read(str(index / "shared_cpu_list")) or "").strip()
+        caches[name] = size.strip() + (f" shared by CPUs {shared}" if shared and ("-" in shared or "," in shared) else "")
+    return caches or None
+
+
+def virtualization(host=None) -> dict:
+    """What the machine runs on: {"vm": "kvm" | "none" | None, "container": "docker" | "none" | None,
+    "hypervisor_vendor": lscpu's "Hypervisor vendor" or None, "hypervisor_flag": the CPU's hypervisor flag}.
+    systemd-detect-virt --vm prints "none" and exits 1 on bare metal; None where it is missing."""
+    def detect(flag: str) -> str | None:
+        proc = (host or LocalHost()).run(["systemd-detect-virt", flag], timeout=_TIMEOUT_S)
+        out = proc.stdout.decode(errors="replace").strip() if proc.stdout else ""
+        return out or None
+    lscpu = _run(["lscpu"], host) or ""
+    vendor = next((line.split(":", 1)[1].strip() for line in lscpu.splitlines()
+                   if line.startswith("Hypervisor vendor:")), None)
+    cpuinfo = _run(["cat", "/proc/cpuinfo"], host) if host is not None else _read("/proc/cpuinfo")
+    flags = next((line.split(":", 1)[1].split() for line in (cpuinfo or "").splitlines()
+                  if line.startswith("flags")), None)
+    return {"vm": detect("--vm"), "container": detect("--container"), "hypervisor_vendor": vendor,
+            "hypervisor_flag": None if flags is None else "hypervisor" in flags}
+
+
+def tool_versions(host=None) -> dict[str, str | None]:
+    """The first line each reference program (registry peers, run by their names) prints for its
+    version; None when it is not installed."""
+    return {peer: first_line(_run([peer, "--version"], host)) or None for peer in registry.names(kind="peer")}
 
 
 def remote_host_meta(host) -> dict:

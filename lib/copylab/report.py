@@ -14,10 +14,9 @@ import textwrap
 import warnings
 from pathlib import Path
 
-from . import escape, tools, userfiles
-from .analysis import load_results
+from . import escape, fsutil, tools, userfiles
+from .analysis import configuration, load_results, roles
 from .fmt import fmt_num, fmt_size, plural, system_fields
-from . import fsutil
 from .fsutil import atomic_write_bytes, atomic_write_json, atomic_write_text
 from .errors import CopylabError
 from .paths import NOTEBOOKS_DIR, PROJECT_ROOT
@@ -77,12 +76,7 @@ def system_markdown(meta: dict, df) -> str:
     else:
         head = ""
     f = system_fields(meta)
-    extra = [("hostname", meta.get("hostname")), ("perf", meta.get("perf_version")),
-             ("perf note", meta.get("perf_note")), ("compiler", meta.get("compiler")),
-             ("net.core.optmem_max", meta.get("optmem_max")), ("tcp_wmem", meta.get("tcp_wmem")),
-             ("tcp_rmem", meta.get("tcp_rmem")), ("veth MTU", meta.get("veth_mtu")),
-             ("git revision", meta.get("git_revision")), ("started", meta.get("started_at")),
-             ("finished", meta.get("finished_at"))]
+    extra = configuration.rows(meta, df)  # caches, hypervisor, tools, congestion and qdisc per side ...
     if meta.get("hosts"):  # the network settings are the hosts' own, in their table
         extra = [(k, v) for k, v in extra if k not in ("net.core.optmem_max", "tcp_wmem", "tcp_rmem", "veth MTU")]
     rows = list(f.items()) + [(k, v) for k, v in extra if v not in (None, "")]
@@ -115,7 +109,8 @@ def system_markdown(meta: dict, df) -> str:
         grid += (f" **{failed} point(s) failed and are left out**, e.g. {escape.markdown(what)} B × "
                  f"{escape.markdown(first.get('threads'))} threads: "
                  f"{escape.markdown(first.get('error') or 'no error recorded')}.")
-    return head + table + grid
+    warning = configuration.perf_warning(meta)
+    return head + table + grid + (f"\n\n{warning}" if warning else "")
 
 
 def hosts_markdown(hosts: dict) -> str:
@@ -161,11 +156,12 @@ def measurement_markdown(meta: dict, df) -> str:
         f"- **Pinning:** sender on CPU {escape.markdown(params.get('pin_server') or 'any')}, receiver on CPU "
         f"{escape.markdown(params.get('pin_client') or 'any')}.",
     ]
-    peers = sorted(set(df["impl"]) - {"a1", "a2", "a3"})
+    peers = [p for p in roles.peers() if p in set(df["impl"])]
     if peers:
-        lines.append(f"- **Reference programs:** {escape.markdown(', '.join(peers))} measured by the same engine, in the same "
-                     "namespaces, pinning and perf windows (iperf3 `-R -l <size>`; sockperf ping-pong "
-                     "`--full-rtt`, whose request is as large as its reply, where copylab's is 8 bytes).")
+        lines.append(f"- **Reference programs:** {escape.markdown(', '.join(peers))} measured by the same engine, "
+                     "in the same namespaces and pinning under perf, each over its own window (the harness section "
+                     "says how each window opened); iperf3 `-R -l <size>`; sockperf ping-pong `--full-rtt`, whose "
+                     "request is as large as its reply, where copylab's is 8 bytes.")
     prof = df[df["profile_mode"].fillna("").astype(str) != ""]
     if len(prof):
         modes = ", ".join(sorted(set(map(str, prof["profile_mode"]))))
@@ -200,8 +196,11 @@ def pick_runs(results_dir, df) -> dict:
         rec = _run_record(runs_dir, path.name)
         if rec is None:
             continue
-        row = rec["row"]
-        score = (row["mode"] != "throughput", abs(row["msg_size"] - mid), row["threads"], row["rep"], path.name)
+        row = rec.get("row") or {}
+        if str(row.get("status", "ok")) != "ok" or row.get("impl") not in roles.STUDY:
+            continue
+        score = (row.get("mode") != "throughput", abs(int(row.get("msg_size") or 0) - mid),
+                 int(row.get("threads") or 0), int(row.get("rep") or 0), path.name)
         if row["impl"] not in candidates or score < candidates[row["impl"]][0]:
             candidates[row["impl"]] = (score, path, rec)
     for impl, (_, path, rec) in sorted(candidates.items()):

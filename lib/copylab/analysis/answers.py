@@ -1,4 +1,5 @@
-"""answers.json: each Part E question's numbers (findings.py) with its text (prose.py)."""
+"""answers.json: each Part E question's numbers with its text, every explanation chosen by a rule
+from the run's own evidence (explain.py, explain_copies.py) and kept beside the answers."""
 
 from __future__ import annotations
 
@@ -7,13 +8,21 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..fmt import fmt_size, plural
 from ..fsutil import atomic_write_json, jsonable
 from . import findings as fnd
-from . import evidence_prose, prose
-from .profiles import profile_finding
+from . import prose
+from .decided import comparison, decision_text
 from .decisions import DEFAULT_MARGIN, decision_answer
-from .significance import comparisons, significance_answer
-from .stats import measured, study_rows, throughput_rows
+from .explain import Explanation, bound_side
+from .explain_copies import deferred_copy_site, removed_copy, zero_copy_cost
+from .profiles import profile_finding
+from .roles import BASE, ONE_COPY, ZERO_COPY, name
+from .scaling import q3_answer
+from .significance import significance_answer
+from .stats import study_rows, throughput_rows
+from .summary import summary_answer
+from .surprise import q6_answer
 
 QUESTIONS = {
     "q1": "Why does zero-copy not always give the best throughput?",
@@ -40,10 +49,38 @@ def equivalence_margin(meta: dict) -> float:
     return float(value) if isinstance(value, (int, float)) and 0 < value <= 1 else DEFAULT_MARGIN
 
 
-def crossover_answer(df: pd.DataFrame, impl: str, reps, margin: float = DEFAULT_MARGIN) -> dict:
+def explanations(df: pd.DataFrame, profiles: pd.DataFrame, results_dir) -> dict[str, Explanation]:
+    """Every rule-chosen explanation the answers cite, by name (answers.json keeps them all)."""
+    found = {"removed_copy": removed_copy(profiles), "zero_copy_cost": zero_copy_cost(df, profiles),
+             "deferred_copy_site": deferred_copy_site(profiles, results_dir)}
+    tp = throughput_rows(df)
+    if len(tp):
+        largest = int(tp["msg_size"].max())
+        for impl in (ONE_COPY, ZERO_COPY):
+            at = tp[(tp["impl"] == impl) & (tp["msg_size"] == largest)]
+            threads = int(at["threads"].min()) if len(at) else 1
+            found[f"bound_{impl}"] = bound_side(at[at["threads"] == threads],
+                                                f"{name(impl)} at {fmt_size(largest)}, {plural(threads, 'thread')}")
+    return found
+
+
+def gain_sentence(impl: str, decision: str | None, bound: Explanation | None, df: pd.DataFrame) -> str:
+    """What the side that bounds the largest size means for impl's decision there (a rule, see explain.py)."""
+    if bound is None:
+        return ""
+    if bound.verdict == "receiver" and decision != "win":
+        return f"{bound.text} So what {name(impl)} saves on the sending side cannot raise the rate."
+    if bound.verdict == "sender" and decision == "win":
+        return f"{bound.text} So a cheaper send shows as more throughput."
+    if bound.verdict == "sender":
+        return f"{bound.text} {fnd.sender_cost_sentence(df, impl)}"
+    return bound.text
+
+
+def crossover_answer(df: pd.DataFrame, impl: str, reps, margin: float, ev: dict) -> dict:
     finding = fnd.crossover_finding(df, impl)
-    sig = significance_answer(df, impl)
-    decided = decision_answer(df, impl, "a1", margin)
+    sig = significance_answer(df, impl, BASE)
+    decided = decision_answer(df, impl, BASE, margin)
     public = {**{k: finding.public[k] for k in ("crossover_bytes", "per_threads")},
               "significant_crossover_bytes": sig["significant_crossover_bytes"],
               "significant_per_threads": sig["significant_per_threads"],
@@ -52,82 +89,64 @@ def crossover_answer(df: pd.DataFrame, impl: str, reps, margin: float = DEFAULT_
               "repetitions": sig["repetitions"], "ratio_ci_by_size": sig["ratio_ci_by_size"]}
     if not finding.answerable:
         return _unanswered(public, prose.no_pair_reason(finding))
-    text = prose.significance_text(impl, sig, comparisons(df, impl)["overall"]) + " " + prose.crossover_text(finding, reps)
-    if impl == "a3":
-        zc = fnd.zero_copy_finding(df, finding.public.get("crossover_bytes"))
+    found = comparison(df, impl, margin)
+    largest = found["by_size"][max(found["by_size"])].decision if found["by_size"] else None
+    why = [ev["removed_copy"]] if impl == ONE_COPY else [ev["zero_copy_cost"], ev["deferred_copy_site"]]
+    text = " ".join([decision_text(impl, found, margin), prose.reps_note(reps).strip()] + [e.text for e in why]
+                    + [gain_sentence(impl, largest, ev.get(f"bound_{impl}"), df)])
+    if impl == ZERO_COPY:
+        zc = fnd.zero_copy_finding(df, decided.get("decided_crossover_bytes"))
         if zc.copied_share_pct == zc.copied_share_pct:  # not NaN: completions were recorded
             text += " " + prose.zero_copy_evidence_text(zc)
-    return _with_text(public, text)
+    keys = ("removed_copy",) if impl == ONE_COPY else ("zero_copy_cost", "deferred_copy_site")
+    return _with_text({**public, "explanations": [ev[k].public() for k in keys if k in ev]}, text.strip())
 
 
-def _cited(answer: dict, sentences: dict, *keys: str) -> dict:
-    """The answer with the profile's measured shares added to its text (when it has an answer)."""
-    extra = [sentences[k] for k in keys if k in sentences]
-    if extra and "reason" not in answer:
-        answer = {**answer, "text": answer["text"] + " " + " ".join(extra)}
-    return answer
-
-
-def q1_answer(df: pd.DataFrame, q5: dict) -> dict:
-    """Q1 states Q5's break-even, so it takes Q5's answer explicitly."""
-    numbers, best = fnd.q1_finding(df, q5.get("crossover_bytes"))
+def q1_answer(df: pd.DataFrame, q5: dict, ev: dict) -> dict:
+    """Q1 states Q5's decided crossover, so it takes Q5's answer explicitly."""
+    numbers, best = fnd.q1_finding(df, q5.get("decided_crossover_bytes"))
     if best is None:
         return _with_text(numbers, prose.unanswerable(numbers["reason"]))
-    return _with_text(numbers, prose.q1_text(numbers, best))
+    cited = [ev[k] for k in ("zero_copy_cost", "deferred_copy_site", f"bound_{ZERO_COPY}") if k in ev]
+    text = prose.q1_text(numbers, best, q5.get("decision_detail_by_size", {})) + " " + " ".join(e.text for e in cited)
+    return _with_text({**numbers, "explanations": [e.public() for e in cited]}, text)
 
 
-def q2_answer(df: pd.DataFrame, meta: dict) -> dict:
+def q2_answer(df: pd.DataFrame, meta: dict, ev: dict) -> dict:
     numbers, outcome = fnd.q2_finding(df, meta)
     if outcome == "no_reduction":
         numbers["reason"] = prose.q2_no_reduction_reason(numbers)
-    return _with_text(numbers, prose.q2_text(numbers, outcome))
-
-
-def q3_answer(df: pd.DataFrame, meta: dict) -> dict:
-    numbers = fnd.q3_finding(df, meta)
-    if "reason" in numbers:
-        return _with_text(numbers, prose.unanswerable(numbers["reason"]))
-    cache = measured(throughput_rows(df), "l1_misses_per_byte")
-    return _with_text(numbers, prose.q3_text(numbers, cache))
-
-
-def q6_answer(df: pd.DataFrame, meta: dict, reps) -> dict:
-    """The largest expectation violation that is significant: one that noise could explain does not count."""
-    found = fnd.anomalies(df)
-    significant = [a for a in found if a["significant"]]
-    if not significant:
-        return {"violations_found": 0, "apparent_violations": len(found),
-                "reason": prose.q6_no_violation_reason(len(found), reps),
-                "text": prose.q6_no_violation_text(len(found), reps)}
-    top = significant[0]
-    return {"kind": top["kind"], "details": top, "violations_found": len(significant),
-            "apparent_violations": len(found), "text": prose.q6_text(top, len(significant), meta.get("cores"), reps)}
+    return _with_text(numbers, prose.q2_text(numbers, outcome, ev.get("removed_copy")))
 
 
 def answers(df: pd.DataFrame, meta: dict, profiles: pd.DataFrame | None = None) -> dict:
-    """The answers.json document (docs/contracts.md, "Analysis contract"). Part E compares the
-    study's implementations only: the peers' rows (iperf3, sockperf) are left out here. profiles:
-    the profiled runs (load_profiles), where the answers find where the CPU goes."""
-    rows_used = len(df)
+    """The answers.json document (docs/contracts.md, "Analysis contract"). Part E compares the study's
+    roles only (two_copy, one_copy, zero_copy): the peers' and the extra paths' rows are left out
+    here. profiles: the profiled runs (load_profiles), where the explanations find where the CPU goes."""
+    rows_used, results_dir, everything = len(df), df.attrs.get("results_dir"), df
     df = study_rows(df)
     if df.empty:
         return jsonable(_nothing_measured(df, rows_used))
     reps = fnd.reps_range(df)
-    profile = profile_finding(study_rows(profiles) if profiles is not None else df)
-    cite = evidence_prose.profile_sentences(profile) if "reason" not in profile else {}
+    if profiles is None:  # a results.csv of the second round carried the profile columns in its own rows
+        profiles = df[df["srv_prof_samples"].notna()] if "srv_prof_samples" in df else df.iloc[0:0]
+    profiles = study_rows(profiles)
     margin = equivalence_margin(meta)
-    q4 = _cited(crossover_answer(df, "a2", reps, margin), cite, "a1_a2")
-    q5 = _cited(crossover_answer(df, "a3", reps, margin), cite, "a3")
-    q2 = q2_answer(df, meta)
+    ev = explanations(df, profiles, results_dir)
+    q4 = crossover_answer(df, ONE_COPY, reps, margin, ev)
+    q5 = crossover_answer(df, ZERO_COPY, reps, margin, ev)
+    q2 = q2_answer(df, meta, ev)
     doc = {
-        "q1_zero_copy_not_always_best": _cited(q1_answer(df, q5), cite, "a3", "bottleneck"),
+        "q1_zero_copy_not_always_best": q1_answer(df, q5, ev),
         "q2_cache_level": q2.pop("answer"),
         "q2_cache_detail": q2,
-        "q3_threads_cache_contention": q3_answer(df, meta),
+        "q3_threads_cache_contention": {**fnd.q3_finding(df, meta), **q3_answer(df, meta, margin)},
         "q4_one_copy_vs_two_copy": q4,
         "q5_zero_copy_vs_two_copy": q5,
-        "q6_unexpected_result": q6_answer(df, meta, reps),
-        "profile_evidence": profile,
+        "q6_unexpected_result": q6_answer(df, profiles, meta, margin),
+        "summary": summary_answer(everything, margin),
+        "explanations": {k: e.public() for k, e in ev.items()},
+        "profile_evidence": profile_finding(profiles),
         "rows_used": int(rows_used),
         "rows_failed": int(df.attrs.get("rows_failed", 0)),
     }
@@ -135,18 +154,17 @@ def answers(df: pd.DataFrame, meta: dict, profiles: pd.DataFrame | None = None) 
 
 
 def _nothing_measured(df: pd.DataFrame, rows_used: int) -> dict:
-    """Every question unanswerable, saying why, when no row of A1/A2/A3 measured anything."""
+    """Every question unanswerable, saying why, when no row of the study's paths measured anything."""
     failed, empty = df.attrs.get("rows_failed", 0), df.attrs.get("rows_empty", 0)
-    reason = (f"the sweep has no successful measurement of A1, A2 or A3 ({failed} point(s) failed, "
-              f"{empty} row(s) without a value; their errors are in results.csv)")
+    reason = (f"the sweep has no successful measurement of {', '.join(name(i) for i in (BASE, ONE_COPY, ZERO_COPY))} "
+              f"({failed} point(s) failed, {empty} row(s) without a value; their errors are in results.csv)")
     answer = {"reason": reason, "text": prose.unanswerable(reason)}
+    crossing = {"crossover_bytes": None, "per_threads": {}, "significant_crossover_bytes": None,
+                "significant_per_threads": {}, **_no_decisions(), **answer}
     return {"q1_zero_copy_not_always_best": dict(answer), "q2_cache_level": None, "q2_cache_detail": dict(answer),
-            "q3_threads_cache_contention": dict(answer),
-            "q4_one_copy_vs_two_copy": {"crossover_bytes": None, "per_threads": {}, "significant_crossover_bytes": None,
-                                        "significant_per_threads": {}, **_no_decisions(), **answer},
-            "q5_zero_copy_vs_two_copy": {"crossover_bytes": None, "per_threads": {}, "significant_crossover_bytes": None,
-                                         "significant_per_threads": {}, **_no_decisions(), **answer},
-            "q6_unexpected_result": dict(answer), "profile_evidence": {"reason": reason},
+            "q3_threads_cache_contention": dict(answer), "q4_one_copy_vs_two_copy": dict(crossing),
+            "q5_zero_copy_vs_two_copy": dict(crossing), "q6_unexpected_result": dict(answer), "summary": {},
+            "explanations": {}, "profile_evidence": {"reason": reason},
             "rows_used": int(rows_used), "rows_failed": int(failed)}
 
 

@@ -3,6 +3,7 @@ implementation beat A1 for good."""
 
 from __future__ import annotations
 
+from .roles import BASE
 from .stats import over_threads, paired_means
 
 
@@ -17,7 +18,7 @@ def trailing_win_start(sizes, x, base):
     return start
 
 
-def crossover(df, impl: str, base: str = "a1") -> dict:
+def crossover(df, impl: str, base: str = BASE) -> dict:
     """{"crossover_bytes": int|None, "per_threads": {"<threads>": int|None}} for impl over base.
 
     Per thread count: the smallest grid size where impl's mean throughput beats base's and keeps

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..contract import STUDY_IMPLS
+from ..fmt import fmt_num, fmt_size
 from .crossover import crossover
-from .significance import compare, repetition_values
+from .roles import BASE, COMPARED, ONE_COPY, ZERO_COPY, name
 from .stats import (aggregate, measured, over_threads, paired_means, reps_per_point, size_means,
                     throughput_rows, unmeasured_reason, zc_copied_share)
 
@@ -38,14 +38,14 @@ class Crossover:
 
 def crossover_finding(df: pd.DataFrame, impl: str) -> Crossover:
     public = crossover(df, impl)
-    pair = paired_means(df, impl, "a1")
+    pair = paired_means(df, impl, BASE)
     if pair.empty:
         have = sorted(throughput_rows(df)["impl"].unique())
         return Crossover(impl, public, have_throughput=have)
     overall = over_threads(pair)
     sizes = list(overall.index)
     public["sizes_bytes"] = [int(s) for s in sizes]
-    public["ratio_to_a1_by_size"] = {str(int(s)): float(overall.loc[s, "x"] / overall.loc[s, "base"])
+    public["ratio_to_base_by_size"] = {str(int(s)): float(overall.loc[s, "x"] / overall.loc[s, "base"])
                                      for s in sizes}
     threads = sorted(int(t) for t in pair["threads"].unique())
     return Crossover(impl, public, overall, threads)
@@ -72,32 +72,45 @@ def zero_copy_finding(df: pd.DataFrame, size=None) -> ZeroCopy:
 
 
 def q1_finding(df: pd.DataFrame, break_even) -> tuple[dict, pd.Series | None]:
-    """Where A3 is not the fastest, the COPIED share and per-side CPU at the largest size.
-    Returns (public numbers, best implementation per size)."""
+    """Where the zero-copy path is not the fastest, the COPIED share and per-side CPU at the largest
+    size. Returns (public numbers, best implementation per size)."""
     tp = throughput_rows(df)
     out: dict = {"break_even_bytes": break_even}
-    if "a3" not in set(tp["impl"]):
-        out["reason"] = "A3 was not measured in throughput mode"
+    if ZERO_COPY not in set(tp["impl"]):
+        out["reason"] = f"{name(ZERO_COPY)} was not measured in throughput mode"
         return out, None
     by_size = tp.groupby(["msg_size", "impl"])["throughput_gbps"].mean().unstack("impl")
     best = by_size.idxmax(axis=1)
     out["best_impl_by_size"] = {str(int(s)): b for s, b in best.items()}
-    out["a3_not_best_sizes"] = [int(s) for s, b in best.items() if b != "a3"]
+    out["zero_copy_not_best_sizes"] = [int(s) for s, b in best.items() if b != ZERO_COPY]
     share = zc_copied_share(df)
     out["zc_copied_share_pct"] = None if math.isnan(share) else share
     # the completions the device sent from the user's pages (what MSG_ZEROCOPY is for)
     out["zc_not_copied_share_pct"] = None if math.isnan(share) else 100.0 - share
     out["path"] = data_path(df)
     top = zero_copy_finding(df).cpu_at_size
-    if {"a2", "a3"} <= set(top.dropna().index):
+    if {ONE_COPY, ZERO_COPY} <= set(top.dropna().index):
         out["cpu_ns_per_byte_at_largest_size"] = {
             "msg_size": int(tp["msg_size"].max()),
             "sender": {k: float(v) for k, v in top["srv_cpu_ns_per_byte"].items()},
             "receiver": {k: float(v) for k, v in top["cli_cpu_ns_per_byte"].items()}}
         srv = top["srv_cpu_ns_per_byte"]
-        if "a1" in srv.dropna().index and srv["a1"] > 0:
-            out["sender_cpu_saving_vs_a1_pct_at_largest_size"] = float((1 - srv["a3"] / srv["a1"]) * 100)
+        if BASE in srv.dropna().index and srv[BASE] > 0:
+            out["sender_cpu_saving_vs_base_pct_at_largest_size"] = float((1 - srv[ZERO_COPY] / srv[BASE]) * 100)
     return out, best
+
+
+def sender_cost_sentence(df: pd.DataFrame, impl: str) -> str:
+    """The sender's CPU per byte of impl against the baseline at the largest size (task-clock), as a fact."""
+    largest = throughput_rows(df)["msg_size"].max()
+    at = size_means(df, ["srv_cpu_ns_per_byte"], largest)["srv_cpu_ns_per_byte"].dropna()
+    if impl not in at.index or BASE not in at.index:
+        return ""
+    x, b = at[impl], at[BASE]
+    how = "less" if x < b else "no less"
+    return (f"{name(impl)}'s sender spends {fmt_num(x)} ns of CPU per byte at {fmt_size(largest)} against "
+            f"{name(BASE)}'s {fmt_num(b)}: {how} than the baseline's, so {'its' if x < b else 'no'} saving "
+            f"{'shows' if x < b else 'can show'} as throughput where the sender bounds it.")
 
 
 def data_path(df: pd.DataFrame) -> str:
@@ -124,10 +137,10 @@ def q2_finding(df: pd.DataFrame, meta: dict) -> tuple[dict, str]:
     agg = aggregate(tp, list(CACHE_LEVELS.values())).set_index(["impl", "msg_size", "threads"])
     impls = agg.index.get_level_values("impl")
     for lvl, col in CACHE_LEVELS.items():
-        for impl in ("a2", "a3"):
-            if impl not in impls or "a1" not in impls:
+        for impl in COMPARED:
+            if impl not in impls or BASE not in impls:
                 continue
-            x, b = agg.loc[impl, col], agg.loc["a1", col]
+            x, b = agg.loc[impl, col], agg.loc[BASE, col]
             joined = pd.concat([x.rename("x"), b.rename("b")], axis=1, join="inner").dropna()
             joined = joined[joined["b"] > 0]
             if len(joined):
@@ -136,7 +149,8 @@ def q2_finding(df: pd.DataFrame, meta: dict) -> tuple[dict, str]:
     mean_red = {lvl: float(np.mean(list(v.values()))) for lvl, v in out["reduction_pct"].items() if v}
     out["mean_reduction_pct"] = mean_red
     if len(mean_red) < 2:
-        out["reason"] = "no size/thread point where A1 and A2 or A3 both have L1 and LLC counts"
+        out["reason"] = (f"no size/thread point where {name(BASE)} and another of the study's paths both have "
+                         "L1 and LLC counts")
         return out, "no_pairs"
     best = max(mean_red, key=mean_red.get)
     if mean_red[best] <= 0:
@@ -177,78 +191,21 @@ def q3_finding(df: pd.DataFrame, meta: dict) -> dict:
     return out
 
 
-def anomalies(df: pd.DataFrame) -> list[dict]:
-    """Expectation violations, each with a relative magnitude and whether it is significant (the
-    95% Welch interval of the shortfall over repetitions excludes zero); largest first."""
-    found = []
-    tp = aggregate(throughput_rows(df), "throughput_gbps")
-    reps = {impl: repetition_values(df, impl) for impl in tp["impl"].unique()}
-
-    def values(impl, threads=None, size=None):
-        v = reps[impl]
-        if threads is not None:
-            v = v[v["threads"] == threads]
-        if size is not None:
-            v = v[v["msg_size"] == size]
-        return v["throughput_gbps"].tolist()
-
-    for (impl, threads), g in tp.groupby(["impl", "threads"]):
-        g = g.sort_values("msg_size")
-        vals = g["throughput_gbps"].to_numpy()
-        sizes = g["msg_size"].to_numpy()
-        for i in range(1, len(vals)):
-            if vals[i - 1] > 0 and vals[i] < vals[i - 1]:
-                test = compare(values(impl, threads, sizes[i]), values(impl, threads, sizes[i - 1]))
-                found.append({"kind": "throughput_falls_with_size", "impl": impl,
-                              "threads": int(threads), "from_size": int(sizes[i - 1]),
-                              "to_size": int(sizes[i]), "from": float(vals[i - 1]),
-                              "to": float(vals[i]), "magnitude": float(1 - vals[i] / vals[i - 1]),
-                              "significant": test.significant_loss, "repetitions": min(test.n_x, test.n_base)})
-    means = tp.set_index(["impl", "threads", "msg_size"])["throughput_gbps"]
-    impls = set(means.index.get_level_values("impl"))
-    if {"a1", "a2"} <= impls:
-        pair = pd.concat([means.loc["a2"].rename("x"), means.loc["a1"].rename("b")], axis=1, join="inner")
-        for (threads, size), r in pair.iterrows():
-            if r["b"] > 0 and r["x"] < r["b"]:
-                test = compare(values("a2", threads, size), values("a1", threads, size))
-                found.append({"kind": "one_copy_slower", "threads": int(threads), "size": int(size),
-                              "a2": float(r["x"]), "a1": float(r["b"]),
-                              "magnitude": float(1 - r["x"] / r["b"]),
-                              "significant": test.significant_loss, "repetitions": min(test.n_x, test.n_base)})
-    by_threads = tp.groupby(["impl", "threads"])["throughput_gbps"].mean()
-    for impl in sorted(set(by_threads.index.get_level_values("impl"))):
-        t = by_threads.loc[impl].sort_index()
-        peak = t.idxmax()
-        if t.index[-1] != peak and t.max() > 0:
-            per_rep = reps[impl].groupby(["threads", "rep"])["throughput_gbps"].mean().reset_index()
-            at = lambda n: per_rep[per_rep["threads"] == n]["throughput_gbps"].tolist()
-            test = compare(at(t.index[-1]), at(peak))
-            found.append({"kind": "more_threads_slower", "impl": impl, "peak_threads": int(peak),
-                          "max_threads": int(t.index[-1]), "peak": float(t.max()),
-                          "at_max": float(t.iloc[-1]), "magnitude": float(1 - t.iloc[-1] / t.max()),
-                          "significant": test.significant_loss, "repetitions": min(test.n_x, test.n_base)})
-    return sorted(found, key=lambda a: a["magnitude"], reverse=True)
-
-
 def copy_evidence(df: pd.DataFrame) -> dict:
-    """What the counters say about the copy A2 removes: user-space copy bytes per message (as a
-    multiple of the message) and the sender's cost per byte at the largest size."""
+    """What the counters say about the copy the one-copy path removes: user-space copy bytes per message
+    (as a multiple of the message) and the sender's cost per byte at the largest size."""
     tp = throughput_rows(df)
-    tp = tp[tp["impl"].isin(["a1", "a2"])]
-    out: dict = {"have_a1_a2": {"a1", "a2"} <= set(tp["impl"])}
-    if not out["have_a1_a2"]:
+    tp = tp[tp["impl"].isin([BASE, ONE_COPY])]
+    out: dict = {"have_pair": {BASE, ONE_COPY} <= set(tp["impl"])}
+    if not out["have_pair"]:
         return out
     if measured(tp, "user_copy_bytes_per_message"):
         share = (tp["user_copy_bytes_per_message"] / tp["msg_size"]).groupby(tp["impl"]).mean()
-        out["user_copy_share"] = {"a1": share.get("a1"), "a2": share.get("a2")}
+        out["user_copy_share"] = {BASE: share.get(BASE), ONE_COPY: share.get(ONE_COPY)}
     cost = next((m for m in ("srv_cycles_per_byte", "srv_cpu_ns_per_byte") if measured(tp, m)), None)
     if cost:
         largest = tp["msg_size"].max()
         at_top = size_means(tp, [cost], largest)[cost]
         out.update(cost_metric=cost, largest=largest,
-                   cost_at_largest={"a1": at_top.get("a1", math.nan), "a2": at_top.get("a2", math.nan)})
+                   cost_at_largest={i: at_top.get(i, math.nan) for i in (BASE, ONE_COPY)})
     return out
-
-
-def study_impls(df: pd.DataFrame) -> list[str]:
-    return [i for i in STUDY_IMPLS if i in set(df["impl"])]

@@ -36,8 +36,9 @@ METRICS = {
     "context_switches_per_mb": ("context switches per MB", "sender + receiver, per 10^6 bytes"),
     "user_copy_bytes_per_message": ("bytes copied in user space per message (B)",
                                     "server user_copy_bytes / server_messages"),
-    "zc_completions_per_message": ("zero-copy completions per message",
-                                   "A3 error-queue notifications / messages sent"),
+    "zc_completions_per_message": ("send calls completed per message",
+                                   "send calls the zero-copy completions covered (the server's own count; 1.0 when "
+                                   "every send was notified, however many notifications) / messages sent"),
     "zc_copied_share": ("share of completions the kernel copied (%)",
                         "completions flagged SO_EE_CODE_ZEROCOPY_COPIED / all completions"),
     "zc_not_copied_share": ("share of completions sent without a copy (%)",

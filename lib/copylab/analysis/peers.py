@@ -7,7 +7,7 @@ import math
 
 import pandas as pd
 
-from ..contract import STUDY_IMPLS
+from .roles import STUDY, peer_for
 from .stats import throughput_rows
 
 
@@ -23,11 +23,11 @@ def harness_ratios(df: pd.DataFrame) -> pd.DataFrame:
     rows = []
     tp = _means(throughput_rows(df), "throughput_gbps")
     lat = _means(df[df["mode"] == "latency"], "latency_p50_us")
-    for peer, means, metric in (("iperf3", tp, "throughput"), ("sockperf", lat, "p50 round trip")):
-        if peer not in means.index.get_level_values("impl"):
+    for peer, means, metric in ((peer_for("throughput"), tp, "throughput"), (peer_for("latency"), lat, "p50 round trip")):
+        if peer is None or peer not in means.index.get_level_values("impl"):
             continue
         reference = means.loc[peer]
-        for impl in STUDY_IMPLS:
+        for impl in STUDY:
             if impl not in means.index.get_level_values("impl"):
                 continue
             pair = pd.concat([means.loc[impl].rename("impl_value"), reference.rename("peer_value")],

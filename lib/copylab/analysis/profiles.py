@@ -4,11 +4,13 @@ makes, what they cost per byte, and which side is the bottleneck."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import pandas as pd
 
-from ..contract import CAI_CATEGORIES, PROFILE_BUCKETS, STUDY_IMPLS
-from .stats import one_receive, throughput_rows
+from ..contract import CAI_CATEGORIES, PROFILE_BUCKETS
+from .roles import STUDY
+from .stats import one_receive, t_critical_95, throughput_rows
 
 SIDES = {"srv": "sender", "cli": "receiver"}
 COPY_BUCKETS = ("user_copy", "kernel_copy_from_user", "zerocopy_pin", "deferred_copy", "kernel_copy_to_user",
@@ -73,7 +75,7 @@ def profile_finding(df: pd.DataFrame) -> dict:
     """The numbers the report cites: at the largest profiled size (the fewest threads there), each
     study implementation's copy shares per side, the CPUs' busy shares, and the bottleneck."""
     rows = profiled(df)
-    rows = rows[rows["impl"].isin(STUDY_IMPLS)]
+    rows = rows[rows["impl"].isin(STUDY)]
     if rows.empty:
         reason = "no throughput point was profiled"
         notes = df.get("profile_note")
@@ -101,3 +103,108 @@ def profile_finding(df: pd.DataFrame) -> dict:
     out["copy_ns_per_byte"] = {impl: {f"{r['side']}:{r['bucket']}": float(r["ns_per_byte"])
                                       for _, r in g.iterrows()} for impl, g in costs.groupby("impl")}
     return out
+
+
+# ------------------------------------------------------------------------------------------------
+# a share with its spread: what the explanations compare
+
+
+@dataclass(frozen=True)
+class Share:
+    """A bucket's (or several buckets') share of one side's samples at one profiled point, with a
+    95% interval: over the profiled runs when there are 2 or more (Student t), else from the one
+    run's own samples (Wilson's interval for a proportion); basis says which."""
+
+    mean: float
+    low: float
+    high: float
+    runs: int
+    samples: float
+    basis: str            # "runs", "samples" or "none" (no profile)
+
+    @property
+    def known(self) -> bool:
+        return self.runs > 0 and self.mean == self.mean
+
+    def above(self, other: "Share") -> bool:
+        """Larger than other beyond both intervals."""
+        return self.known and other.known and self.low > other.high
+
+    def pct(self) -> str:
+        """'37.4% (33.0–41.8%)': the share and its 95% interval (basis() says what it is over)."""
+        if not self.known:
+            return "n/a"
+        return f"{100 * self.mean:.1f}% ({100 * self.low:.1f}–{100 * self.high:.1f}%)"
+
+    def over(self) -> str:
+        if self.basis == "runs":
+            return f"95% intervals over {self.runs} profiled runs"
+        if self.basis == "samples":
+            return f"95% intervals from the {self.samples:.0f} samples of one profiled run"
+        return "not profiled"
+
+    def to_dict(self) -> dict:
+        return {"mean": self.mean, "low": self.low, "high": self.high, "runs": self.runs,
+                "samples": self.samples, "basis": self.basis}
+
+
+NO_SHARE = Share(math.nan, math.nan, math.nan, 0, 0.0, "none")
+
+
+def point_rows(profiles: pd.DataFrame, impl: str, size: int, threads: int | None = None) -> pd.DataFrame:
+    """The profiled runs of one point (threads None: the fewest profiled at that size)."""
+    rows = profiled(profiles)
+    rows = rows[(rows["impl"] == impl) & (rows["msg_size"] == size)]
+    if rows.empty:
+        return rows
+    threads = int(rows["threads"].min()) if threads is None else threads
+    return rows[rows["threads"] == threads]
+
+
+def share(rows: pd.DataFrame, side: str, buckets) -> Share:
+    """The share of side ("srv"/"cli") in buckets (a name or several, summed per run) over rows."""
+    buckets = (buckets,) if isinstance(buckets, str) else tuple(buckets)
+    if rows.empty:
+        return NO_SHARE
+    values = sum(rows[f"{side}_prof_{b}"].fillna(0.0) for b in buckets).astype(float)
+    samples = float(rows[f"{side}_prof_samples"].fillna(0).sum())
+    n, mean = len(values), float(values.mean())
+    if n >= 2:
+        half = t_critical_95(n - 1) * float(values.std(ddof=1)) / math.sqrt(n)
+        return Share(mean, max(mean - half, 0.0), min(mean + half, 1.0), n, samples, "runs")
+    return Share(mean, *wilson(mean, samples), 1, samples, "samples")
+
+
+def wilson(p: float, n: float, z: float = 1.96) -> tuple[float, float]:
+    """Wilson's 95% interval of a proportion p observed in n samples ((0, 1) without samples)."""
+    if n <= 0:
+        return 0.0, 1.0
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(centre - half, 0.0), min(centre + half, 1.0)
+
+
+def bucket_cost(rows: pd.DataFrame, side: str, buckets, per: str = "byte") -> float:
+    """CPU time a side spent in buckets (summed) per byte (ns) or per message (µs), mean over the
+    profiled runs rows: the buckets' share of the side's busy samples times its CPU time in the window."""
+    buckets = (buckets,) if isinstance(buckets, str) else tuple(buckets)
+    values = []
+    for _, row in rows.iterrows():
+        idle = row.get(f"{side}_prof_idle", 0.0)
+        busy_share = 1.0 - (idle if idle == idle else 0.0)
+        count = row.get("bytes") if per == "byte" else row.get("messages")
+        seconds = _cpu_seconds(row, side)
+        if busy_share <= 0 or not count or count != count or seconds != seconds:
+            continue
+        part = sum(_value(row.get(f"{side}_prof_{b}")) for b in buckets) / busy_share
+        values.append(part * seconds * (1e9 if per == "byte" else 1e6) / float(count))
+    return float(sum(values) / len(values)) if values else math.nan
+
+
+def _value(x) -> float:
+    """A share as a number: missing or NaN counts as 0."""
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return 0.0
+    return 0.0 if x != x else x

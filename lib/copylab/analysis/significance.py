@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from .roles import BASE
 from .stats import throughput_rows
 
 CONFIDENCE = 0.95
@@ -104,7 +105,7 @@ def over_threads_by_rep(values: pd.DataFrame, threads: list[int], metric: str = 
     return counted.rename(columns={"mean": metric})[["msg_size", "rep", metric]]
 
 
-def comparisons(df: pd.DataFrame, impl: str, base: str = "a1") -> dict:
+def comparisons(df: pd.DataFrame, impl: str, base: str = BASE) -> dict:
     """{"overall": {size: Comparison}, "per_threads": {threads: {size: Comparison}}, "reps": n}."""
     x, b = repetition_values(df, impl), repetition_values(df, base)
     shared = sorted(set(map(tuple, x[["threads", "msg_size"]].drop_duplicates().to_numpy()))
@@ -137,7 +138,7 @@ def significant_crossover(by_size: dict[int, Comparison]) -> int | None:
     return start
 
 
-def significance_answer(df: pd.DataFrame, impl: str, base: str = "a1") -> dict:
+def significance_answer(df: pd.DataFrame, impl: str, base: str = BASE) -> dict:
     """The answers.json additions for one pair (docs/contracts.md)."""
     found = comparisons(df, impl, base)
     return {

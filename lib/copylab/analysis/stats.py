@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from ..contract import GROUP_KEYS, STUDY_IMPLS, UNSTABLE_CV
+from ..contract import GROUP_KEYS, UNSTABLE_CV
+from .roles import STUDY, ZERO_COPY
 
 
 def t_critical_95(dof: int) -> float:
@@ -19,17 +20,23 @@ def t_critical_95(dof: int) -> float:
     return float(sps.t.ppf(0.975, dof))
 
 
-def aggregate(df: pd.DataFrame, metrics, by=GROUP_KEYS) -> pd.DataFrame:
-    """Mean, 95% CI half-width (t-distribution) and n per group, for each metric.
+MIN_REPS_FOR_INTERVAL = 5  # figures draw an interval from this many repetitions on, the values below it
 
-    Columns: the keys in `by`, then <metric>, <metric>_ci, <metric>_n. A group with one
-    non-missing value has a mean and no CI (NaN); an all-missing group has NaN mean.
+
+def aggregate(df: pd.DataFrame, metrics, by=GROUP_KEYS) -> pd.DataFrame:
+    """Mean, 95% CI half-width (t-distribution), n, and the 95% interval on the log scale per group.
+
+    Columns: the keys in `by`, then <metric>, <metric>_ci, <metric>_n, <metric>_lo, <metric>_hi. A
+    group with one non-missing value has a mean and no CI (NaN); an all-missing group has NaN mean.
+    _lo/_hi: exp(mean(log x) ± t·sd(log x)/√n), defined where every value is positive: an interval
+    that respects a ratio scale and never crosses zero (what the figures draw).
     """
     if isinstance(metrics, str):
         metrics = [metrics]
     by = list(by)
+    suffixes = ("", "_ci", "_n", "_lo", "_hi")
     if df.empty:
-        return pd.DataFrame(columns=by + [f"{m}{s}" for m in metrics for s in ("", "_ci", "_n")])
+        return pd.DataFrame(columns=by + [f"{m}{s}" for m in metrics for s in suffixes])
     grouped = df.groupby(by, sort=True)
     out = grouped.size().rename("_rows").reset_index()[by]
     for m in metrics:
@@ -39,6 +46,13 @@ def aggregate(df: pd.DataFrame, metrics, by=GROUP_KEYS) -> pd.DataFrame:
         out[m] = stats["mean"].to_numpy()
         out[f"{m}_ci"] = (tcrit * stats["std"] / np.sqrt(n.where(n > 0))).to_numpy()
         out[f"{m}_n"] = n.to_numpy()
+        positive = pd.to_numeric(df[m], errors="coerce")
+        logs = np.log(positive.where(positive > 0))
+        bad = (positive <= 0).groupby([df[k] for k in by], sort=True).any().reset_index(drop=True)
+        lstats = logs.groupby([df[k] for k in by], sort=True).agg(["mean", "std"]).reset_index(drop=True)
+        half = tcrit * lstats["std"] / np.sqrt(n.where(n > 0))
+        out[f"{m}_lo"] = np.exp(lstats["mean"] - half).where(~bad).to_numpy()
+        out[f"{m}_hi"] = np.exp(lstats["mean"] + half).where(~bad).to_numpy()
     return out
 
 
@@ -76,9 +90,10 @@ def one_receive(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def study_rows(df: pd.DataFrame) -> pd.DataFrame:
-    """The rows of A1/A2/A3 (not the peers') with the primary receive strategy: what Part E compares."""
+    """The rows of the study's roles (two_copy, one_copy, zero_copy: not the peers' nor the extra send
+    paths') with the primary receive strategy: what Part E compares."""
     df = one_receive(df)
-    return df[df["impl"].isin(STUDY_IMPLS)]
+    return df[df["impl"].isin(STUDY)]
 
 
 def throughput_rows(df: pd.DataFrame) -> pd.DataFrame:
@@ -117,11 +132,12 @@ def size_means(df: pd.DataFrame, metrics, size=None) -> pd.DataFrame:
 
 
 def zc_copied_share(df: pd.DataFrame) -> float:
-    """Share (%) of A3's zero-copy completions, throughput mode, the kernel flagged COPIED; NaN if none."""
-    a3 = throughput_rows(df)
-    a3 = a3[a3["impl"] == "a3"]
-    total = a3["zc_completions"].sum()
-    return float(a3["zc_copied"].sum() / total * 100) if total > 0 else math.nan
+    """Share (%) of the zero-copy implementation's completions, throughput mode, the kernel flagged
+    COPIED; NaN if none."""
+    zc = throughput_rows(df)
+    zc = zc[zc["impl"] == ZERO_COPY]
+    total = zc["zc_completions"].sum()
+    return float(zc["zc_copied"].sum() / total * 100) if total > 0 else math.nan
 
 
 def reps_per_point(df: pd.DataFrame) -> pd.Series:

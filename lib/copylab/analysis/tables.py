@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..fmt import fmt_num, fmt_pct, fmt_size, impl_name, md_escape
+from ..fmt import fmt_size, md_escape
+from .roles import name
 from . import findings as fnd
 from . import prose
 from .load import METRICS
-from .peers import harness_ratios
-from .significance import comparisons
-from .stats import aggregate, over_threads, paired_means, study_rows, throughput_rows
+from .stats import aggregate, study_rows, throughput_rows
 
 
 def throughput_by_size(df: pd.DataFrame) -> pd.DataFrame:
@@ -20,63 +19,53 @@ def throughput_by_size(df: pd.DataFrame) -> pd.DataFrame:
     table = agg.groupby(["msg_size", "impl"])["throughput_gbps"].mean().unstack("impl")
     out = pd.DataFrame({"message size": [fmt_size(s) for s in table.index]})
     for impl in table.columns:
-        out[f"{impl_name(impl)} (Gbit/s)"] = table[impl].to_numpy()
+        out[f"{name(impl)} (Gbit/s)"] = table[impl].to_numpy()
     if len(table.columns):
-        out["fastest"] = [impl_name(i) for i in table.idxmax(axis=1)]
+        out["fastest"] = [name(i) for i in table.idxmax(axis=1)]
     return out
 
 
-def crossover_table(df: pd.DataFrame, impl: str, base: str = "a1") -> pd.DataFrame:
-    """The numbers behind the crossover: per size, both means (over thread counts), the ratio with
-    its 95% interval over repetitions, and whether the win is significant."""
-    study = study_rows(df)
-    overall = over_threads(paired_means(study, impl, base))
-    found = comparisons(study, impl, base)["overall"]
-    ci = [found.get(int(s)) for s in overall.index]
-    return pd.DataFrame({
-        "message size": [fmt_size(s) for s in overall.index],
-        f"{impl_name(base)} (Gbit/s)": overall["base"].to_numpy(),
-        f"{impl_name(impl)} (Gbit/s)": overall["x"].to_numpy(),
-        f"{impl_name(impl)} / {impl_name(base)}": (overall["x"] / overall["base"]).to_numpy(),
-        "95% CI of the ratio": [_interval(c) for c in ci],
-        "beats (means)": ["yes" if x > b else "no" for x, b in zip(overall["x"], overall["base"])],
-        "significant win": ["yes" if c is not None and c.significant_win else
-                            ("n/a (1 rep)" if c is None or min(c.n_x, c.n_base) < 2 else "no") for c in ci],
-    })
-
-
-def _interval(c) -> str:
-    if c is None or c.ratio_low != c.ratio_low:
-        return "n/a"
-    return f"{fmt_num(c.ratio_low)}–{fmt_num(c.ratio_high)}"
-
-
-def harness_table(df: pd.DataFrame) -> pd.DataFrame:
-    """copylab's programs over the peers per size, at the fewest threads both were measured at."""
-    ratios = harness_ratios(df)
-    if ratios.empty:
-        return pd.DataFrame()
-    out = []
-    for (peer, metric), g in ratios.groupby(["peer", "metric"]):
-        g = g[g["threads"] == g["threads"].min()]
-        for size, rows in g.groupby("msg_size"):
-            entry = {"reference": f"{peer} ({metric})", "threads": int(rows["threads"].iloc[0]),
-                     "message size": fmt_size(size), f"{peer}": rows["peer_value"].iloc[0]}
-            entry.update({f"{impl_name(r['impl'])} / {peer}": r["ratio"] for _, r in rows.iterrows()})
-            out.append(entry)
-    return pd.DataFrame(out)
-
-
 def unstable_points(df: pd.DataFrame) -> pd.DataFrame:
-    """Points whose repetitions vary by more than 10% (coefficient of variation)."""
-    flagged = df[df["unstable"].astype(str) == "True"]
-    if flagged.empty:
+    """A compact summary by implementation, mode and size of the points whose repetitions vary by more
+    than 10% (coefficient of variation) and of the runs whose intervals were bimodal; only the groups
+    with either. The full list is results.csv (columns unstable, rep_cv, bimodal, level_low, level_high)."""
+    if df.empty:
         return pd.DataFrame()
+    rows = df.assign(_unstable=df["unstable"].astype(str) == "True", _bimodal=df["bimodal"].astype(str) == "True")
+    points = rows.groupby(["impl", "mode", "msg_size", "threads", "receive"], dropna=False).agg(
+        unstable=("_unstable", "any"), cv=("rep_cv", "max"), runs=("rep", "size"), bimodal=("_bimodal", "sum"))
+    table = points.reset_index().groupby(["impl", "mode", "msg_size"]).agg(
+        points=("unstable", "size"), unstable=("unstable", "sum"), cv=("cv", "max"), runs=("runs", "sum"),
+        bimodal=("bimodal", "sum")).reset_index()
+    table = table[(table["unstable"] > 0) | (table["bimodal"] > 0)]
+    if table.empty:
+        return pd.DataFrame()
+    return pd.DataFrame({
+        "implementation": table["impl"].map(name), "mode": table["mode"], "message size": table["msg_size"].map(fmt_size),
+        "unstable points": [f"{int(u)} of {int(p)}" for u, p in zip(table["unstable"], table["points"])],
+        "largest CV": [f"{100 * v:.0f}%" if v == v else "n/a" for v in table["cv"]],
+        "bimodal runs": [f"{int(b)} of {int(r)}" for b, r in zip(table["bimodal"], table["runs"])]})
+
+
+def stability_text(df: pd.DataFrame) -> str:
+    """How many points are unstable and runs bimodal, and where the full list is."""
+    if df.empty:
+        return ""
     keys = ["impl", "mode", "msg_size", "threads", "receive"]
-    table = flagged.groupby(keys, dropna=False).agg(repetitions=("rep", "nunique"), cv=("rep_cv", "first")).reset_index()
-    table["msg_size"] = table["msg_size"].map(fmt_size)
-    table["cv"] = (100 * table["cv"]).map(lambda v: f"{v:.0f}%")
-    return table.rename(columns={"impl": "implementation", "msg_size": "message size", "cv": "variation (CV)"})
+    points = df.groupby(keys, dropna=False)
+    unstable = int(points["unstable"].agg(lambda v: (v.astype(str) == "True").any()).sum())
+    bimodal = df[df["bimodal"].astype(str) == "True"]
+    text = (f"{unstable} of {points.ngroups} points vary by more than 10% between repetitions (coefficient of "
+            "variation)" + (": compare those by their intervals and decisions, not by their means." if unstable else "."))
+    if len(bimodal):
+        levels = ", ".join(f"{name(r['impl'])} {fmt_size(r['msg_size'])} {r['threads']} thr: "
+                           f"{r['level_low']:.3g} and {r['level_high']:.3g}" for _, r in bimodal.head(3).iterrows())
+        text += (f" **{len(bimodal)} of {len(df)} runs were bimodal**: within one window the rate jumped between "
+                 f"two levels (e.g. {levels}; Gbit/s, µs in latency mode), so such a run's mean is a mix of two states.")
+    else:
+        text += " No run's intervals were bimodal." if df["bimodal"].notna().any() else ""
+    return text + (" The full list: results.csv, columns unstable and rep_cv per point, bimodal, level_low, level_high "
+                   "and level_high_share per run.")
 
 
 def per_impl_table(df: pd.DataFrame, metrics, by: str = "impl") -> pd.DataFrame:
@@ -85,7 +74,7 @@ def per_impl_table(df: pd.DataFrame, metrics, by: str = "impl") -> pd.DataFrame:
     agg = aggregate(throughput_rows(study_rows(df)), metrics)
     keys = [by] if by == "impl" else [by, "impl"]
     table = agg.groupby(keys)[list(metrics)].mean().reset_index()
-    table["impl"] = table["impl"].map(impl_name)
+    table["impl"] = table["impl"].map(name)
     return table.rename(columns={m: METRICS[m][0] for m in metrics} | {"threads": "threads",
                                                                           "impl": "implementation"})
 
@@ -100,15 +89,3 @@ def unanswered_markdown(doc: dict) -> str:
     items = [f"- **{prose.q_label(key)}**: {md_escape(val['reason'])}."
              for key, val in doc.items() if isinstance(val, dict) and val.get("reason")]
     return "\n".join(items) if items else "Every question could be answered from this sweep's data."
-
-
-def violations_table(df: pd.DataFrame, top: int = 6) -> pd.DataFrame:
-    """The largest expectation violations Q6 chooses from (evidence for its answer)."""
-    rows = []
-    for a in fnd.anomalies(study_rows(df))[:top]:
-        where, expected, got = prose.violation_row(a)
-        rows.append({"where": where, "expected": expected, "measured": got,
-                     "shortfall": fmt_pct(100 * a["magnitude"]),
-                     "significant": "yes" if a["significant"] else (
-                         "n/a (1 rep)" if a["repetitions"] < 2 else "no")})
-    return pd.DataFrame(rows, columns=["where", "expected", "measured", "shortfall", "significant"])

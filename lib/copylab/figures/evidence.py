@@ -1,6 +1,5 @@
 """Figures that back the written answers: the copy the one-copy path removes, the zero-copy path's
-completions, each path's throughput against the baseline. Implementations are found by their role
-in native/registry.def (two_copy = the baseline, one_copy, zero_copy)."""
+completions, and each path against the baseline with the decisions' intervals."""
 
 from __future__ import annotations
 
@@ -9,20 +8,19 @@ import plotly
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .. import registry
 from ..analysis import METRICS, aggregate, measured
+from ..analysis.roles import BASE, COMPARED, ONE_COPY, ZERO_COPY
 from ..analysis.stats import one_receive, study_rows
 from ..fmt import IMPL_LABELS, fmt_size, impl_name
 from .style import (FONT, IMPL_COLORS, FigureNote, _impl_trace, _is_spread, _log_ticks, _note_for,
-                    _shared_title, _size_ticks, _style, _with_note, hover_data, hover_template)
+                    _shared_title, _size_ticks, _style, _with_note, hover_data, hover_template, interval_bars)
 
 
 def user_copy_per_message(df: pd.DataFrame, meta: dict):
-    """The copy the one-copy path removes: user-space copy bytes per message (as a multiple of the
-    message) next to the sender's cost per byte, for the baseline and the one-copy path."""
+    """The copy the one-copy path removes: user-space copy bytes per message (the servers' own count,
+    as a multiple of the message size) next to the sender's cost per byte."""
     tp = one_receive(df)
-    pair = [registry.baseline(), registry.by_role("one_copy")]
-    tp = tp[(tp["mode"] == "throughput") & tp["impl"].isin(pair)].copy()
+    tp = tp[(tp["mode"] == "throughput") & tp["impl"].isin([BASE, ONE_COPY])].copy()
     if not measured(tp, "user_copy_bytes_per_message"):
         return _note_for(df, meta, "bytes copied in user space per message",
                          ["user_copy_bytes_per_message"], "throughput")
@@ -31,7 +29,8 @@ def user_copy_per_message(df: pd.DataFrame, meta: dict):
     metrics = ["user_copy_share"] + ([cost] if cost else [])
     agg = aggregate(tp, metrics, by=("impl", "msg_size"))
     fig = make_subplots(rows=1, cols=len(metrics), horizontal_spacing=0.1,
-                        subplot_titles=["user-space copy per message", "sender cost per byte"][:len(metrics)])
+                        subplot_titles=["user-space copy per message (the servers' own count)",
+                                        "sender cost per byte"][:len(metrics)])
     for impl, g in agg.groupby("impl"):
         g = g.sort_values("msg_size")
         fig.add_trace(go.Bar(x=[fmt_size(s) for s in g["msg_size"]], y=g["user_copy_share"],
@@ -58,44 +57,42 @@ def user_copy_per_message(df: pd.DataFrame, meta: dict):
         fig.update_yaxes(title_text=y_cost, row=1, col=2)
         fig.update_xaxes(title_text="message size (bytes, log scale)", row=1, col=2,
                          **_size_ticks(agg["msg_size"]))
-    return _style(fig, meta, f"The copy {impl_name(pair[1])} removes: user-space copy and sender cost "
-                             "(mean over thread counts)")
+    return _style(fig, meta, f"The copy {impl_name(ONE_COPY)} removes: user-space copy and sender cost "
+                  "(mean over thread counts)")
 
 
 def zerocopy_completions(df: pd.DataFrame, meta: dict):
-    """The zero-copy path: error-queue completions per message; the share the kernel copied after
-    all and the share the device sent from user pages (all copied between namespaces, not between
-    hosts); and what it saves the sender against the baseline, per byte."""
+    """The zero-copy path's own counts: send calls its completions covered per message (1.0 whenever
+    every send was notified, however many notifications it took); the share the kernel copied after all
+    and the share the device sent from user pages (all copied between namespaces, not between hosts);
+    and what it saves the sender against the baseline, per byte."""
     rows = one_receive(df)
     rows = rows[rows["mode"] == "throughput"]
-    zc, base = registry.by_role("zero_copy"), registry.baseline()
-    ZC, BASE = impl_name(zc), impl_name(base)
-    zc_rows = rows[rows["impl"] == zc]
-    if not measured(zc_rows, "zc_completions_per_message"):
-        return FigureNote(f"{ZC} zero-copy completions vs message size",
+    zc = rows[rows["impl"] == ZERO_COPY]
+    zname = impl_name(ZERO_COPY)
+    if not measured(zc, "zc_completions_per_message"):
+        return FigureNote(f"{zname} zero-copy completions vs message size",
                           "zero-copy completion counts (zc_completions, zc_copied)",
-                          f"the sweep has no {ZC} throughput rows with zero-copy accounting",
-                          f"run {ZC} in throughput mode with this project's {zc}_server, which reports them")
+                          f"the sweep has no {zname} throughput rows with zero-copy accounting",
+                          f"run {zname} in throughput mode with this project's server, which reports them")
     metrics = ["zc_completions_per_message", "zc_copied_share", "zc_not_copied_share"]
-    agg = aggregate(zc_rows, metrics, by=("impl", "threads", "msg_size"))
-    saving = _sender_saving(rows, base, zc)
-    titles = ["completions per message", "copied (solid) or not (dotted), %"]
+    agg = aggregate(zc, metrics, by=("impl", "threads", "msg_size"))
+    saving = _sender_saving(rows)
+    titles = ["send calls completed / message", "copied (solid), not (dotted), %"]
     if saving is not None:
-        titles.append(f"sender saving vs {BASE} (%)")
+        titles.append(f"sender saving vs {impl_name(BASE)} (%)")
     fig = make_subplots(rows=1, cols=len(titles), horizontal_spacing=0.08, subplot_titles=titles)
     palette = plotly.colors.qualitative.Plotly
     for k, (threads, g) in enumerate(agg.groupby("threads")):
         g = g.sort_values("msg_size")
-        label = f"{ZC}, {threads} thread{'s' if threads != 1 else ''}"
+        label = f"{zname}, {threads} thread{'s' if threads != 1 else ''}"
         color = palette[k % len(palette)]  # one colour per thread count across the panels
         for col, metric, dash in ((1, "zc_completions_per_message", None), (2, "zc_copied_share", None),
                                   (2, "zc_not_copied_share", "dot")):
-            ci = g[f"{metric}_ci"]
             fig.add_trace(go.Scatter(x=g["msg_size"], y=g[metric], mode="lines+markers",
                                      line=dict(dash=dash, color=color), name=label, legendgroup=str(threads),
-                                     showlegend=col == 1, customdata=hover_data(g, "a3", metric),
-                                     hovertemplate=hover_template(metric),
-                                     error_y=dict(type="data", array=ci.fillna(0), visible=bool(ci.notna().any()))),
+                                     showlegend=col == 1, customdata=hover_data(g, ZERO_COPY, metric),
+                                     hovertemplate=hover_template(metric), error_y=interval_bars(g, metric)),
                           row=1, col=col)
         if saving is not None:
             s = saving[saving["threads"] == threads].sort_values("msg_size")
@@ -107,66 +104,81 @@ def zerocopy_completions(df: pd.DataFrame, meta: dict):
                           row=1, col=3)
     fig.update_xaxes(**_size_ticks(agg["msg_size"], compact=True))
     _shared_title(fig, "x", "message size (bytes, log scale)")
-    fig.update_yaxes(title_text=METRICS["zc_completions_per_message"][0], row=1, col=1)
+    fig.update_yaxes(title_text="send calls covered ÷ messages (the server's count)", row=1, col=1)
     fig.update_yaxes(title_text="share of completions (%)", range=[0, 105], row=1, col=2)
     if saving is not None:
-        fig.update_yaxes(title_text=f"1 − {ZC}/{BASE} sender ns per byte (%)", row=1, col=3)
-    fig = _style(fig, meta, f"{ZC} MSG_ZEROCOPY: completions, the share copied after all, and the sender's saving")
+        fig.update_yaxes(title_text=f"1 − {zname}/{impl_name(BASE)} sender ns per byte (%)", row=1, col=3)
+    fig = _style(fig, meta, f"{zname} MSG_ZEROCOPY: its server's own counts, and the sender's saving")
     fig.update_layout(legend_title_text="thread count")
     return fig
 
 
-def _sender_saving(rows: pd.DataFrame, base: str, zc: str) -> pd.DataFrame | None:
-    """(threads, msg_size, saving_pct): 1 - zc/base sender CPU per byte, from the means; None
+def _sender_saving(rows: pd.DataFrame) -> pd.DataFrame | None:
+    """(threads, msg_size, saving_pct): 1 - zero-copy/baseline sender CPU per byte, from the means; None
     without both implementations' sender CPU time."""
-    pair = rows[rows["impl"].isin([base, zc])]
-    if not measured(pair[pair["impl"] == zc], "srv_cpu_ns_per_byte") or \
-            not measured(pair[pair["impl"] == base], "srv_cpu_ns_per_byte"):
+    pair = rows[rows["impl"].isin([BASE, ZERO_COPY])]
+    if not measured(pair[pair["impl"] == ZERO_COPY], "srv_cpu_ns_per_byte") or \
+            not measured(pair[pair["impl"] == BASE], "srv_cpu_ns_per_byte"):
         return None
     means = pair.groupby(["threads", "msg_size", "impl"])["srv_cpu_ns_per_byte"].mean().unstack("impl")
     means = means.dropna()
     if means.empty:
         return None
-    means["saving_pct"] = (1 - means[zc] / means[base]) * 100
+    means["saving_pct"] = (1 - means[ZERO_COPY] / means[BASE]) * 100
     return means.reset_index()[["threads", "msg_size", "saving_pct"]]
 
 
-def ratio_to_baseline(df: pd.DataFrame, meta: dict):
-    """The one-copy and zero-copy paths over the baseline per size (mean over thread counts,
-    repetition by repetition), with the 95% interval of each ratio: the evidence behind Q4 and Q5's
-    significant crossovers."""
-    from ..analysis.significance import comparisons  # only this figure needs scipy's machinery
+DECISION_MARKERS = {"win": "triangle-up", "loss": "triangle-down", "equivalent": "square", "undecided": "circle"}
 
-    study = study_rows(df)
+
+def ratio_to_baseline(df: pd.DataFrame, meta: dict):
+    """The one-copy and zero-copy paths over the baseline per size (all thread counts), with the decisions'
+    95% intervals on a log axis (decisions.py) and a marker per decision: the evidence behind Q4 and Q5."""
+    from ..analysis.answers import equivalence_margin  # only this figure needs the decisions
+    from ..analysis.decisions import decide
+
+    study, margin = study_rows(df), equivalence_margin(meta)
     fig = go.Figure()
-    any_point = False
-    BASE = impl_name(registry.baseline())
-    for impl in (registry.by_role("one_copy"), registry.by_role("zero_copy")):
-        found = comparisons(study, impl)["overall"]
+    values = []
+    for impl in COMPARED:
+        found = decide(study, impl, BASE, margin)["by_size"]
         if not found:
             continue
-        any_point = True
         sizes = sorted(found)
-        c = [found[s] for s in sizes]
-        upper = [x.ratio_high - x.ratio if x.ratio_high == x.ratio_high else 0 for x in c]
-        lower = [x.ratio - x.ratio_low if x.ratio_low == x.ratio_low else 0 for x in c]
+        d = [found[s] for s in sizes]
+        values += [v for x in d for v in (x.ratio, x.low, x.high) if v == v and v > 0]
         fig.add_trace(go.Scatter(
-            x=sizes, y=[x.ratio for x in c], mode="lines+markers", name=f"{IMPL_LABELS[impl]} / {BASE}",
-            line=dict(color=IMPL_COLORS[impl]),
-            marker=dict(symbol=["diamond" if x.significant_win else "circle" for x in c], size=10),
-            error_y=dict(type="data", array=upper, arrayminus=lower, visible=any(upper)),
-            customdata=[fmt_size(s) for s in sizes],
-            hovertemplate=(f"<b>{IMPL_LABELS[impl]} / {BASE}</b><br>%{{customdata}}, mean over thread counts<br>"
-                           "throughput ratio: %{y:.3f}×<extra></extra>")))
-    if not any_point:
-        one, zero = impl_name(registry.by_role("one_copy")), impl_name(registry.by_role("zero_copy"))
-        return FigureNote(f"throughput relative to {BASE}", f"throughput-mode rows of {BASE} and {one}/{zero}",
-                          "the sweep has no throughput rows of both",
-                          f"include {BASE.lower()} and {one.lower()}/{zero.lower()} in the grid")
+            x=sizes, y=[x.ratio for x in d], mode="lines+markers", name=f"{impl_name(impl)} / {impl_name(BASE)}",
+            line=dict(color=IMPL_COLORS.get(impl)),
+            marker=dict(symbol=[DECISION_MARKERS[x.decision] for x in d], size=11),
+            error_y=dict(type="data", symmetric=False, array=[x.high - x.ratio if x.high == x.high else 0 for x in d],
+                         arrayminus=[x.ratio - x.low if x.low == x.low else 0 for x in d],
+                         visible=any(x.low == x.low for x in d)),
+            customdata=[[fmt_size(s), x.decision] for s, x in zip(sizes, d)],
+            hovertemplate="%{customdata[0]}: %{y:.3f}× (%{customdata[1]})<extra></extra>"))
+    if not values:
+        return FigureNote(f"throughput relative to {impl_name(BASE)}",
+                          f"throughput-mode rows of {impl_name(BASE)} and the paths compared with it",
+                          "the sweep has no throughput rows of both", "include them in the grid")
+    fig.add_hrect(y0=1 / (1 + margin), y1=1 + margin, fillcolor="#999", opacity=0.15, line_width=0)
     fig.add_hline(y=1.0, line_dash="dot", line_color="#555")
     fig.update_xaxes(**_size_ticks(study["msg_size"]), title_text="message size (bytes, log scale)")
-    fig.update_yaxes(title_text=f"throughput ÷ {BASE}'s (mean over thread counts)")
-    return _style(fig, meta, f"Throughput relative to {BASE}, 95% interval over repetitions (◆ = significant win)")
+    fig.update_yaxes(type="log", **ratio_ticks(values + [1 / (1 + margin), 1 + margin]),
+                     title_text=f"throughput ÷ {impl_name(BASE)}'s (log scale)")
+    return _style(fig, meta, f"Throughput relative to {impl_name(BASE)}: decisions, 95% intervals "
+                  "(▲ win ▼ loss ■ equivalent ● undecided)")
+
+
+RATIO_TICKS = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.5, 2.0, 3.0, 5.0, 10.0)
+
+
+def ratio_ticks(values) -> dict:
+    """Ticks for a ratio on a log axis: the round ratios within the values' range, thinned to at most 7."""
+    low, high = min(values) / 1.05, max(values) * 1.05
+    ticks = [t for t in RATIO_TICKS if low <= t <= high]
+    while len(ticks) > 7:
+        ticks = [t for i, t in enumerate(ticks) if i % 2 == 0 or t == 1.0]
+    return dict(tickvals=ticks, ticktext=[f"{t:g}" for t in ticks], minor=dict(showgrid=False))
 
 
 def receive_strategies(df: pd.DataFrame, meta: dict):

@@ -3,24 +3,20 @@ interactive icicle (a flame graph, root at the top) of the folded stacks per imp
 
 from __future__ import annotations
 
-import contextlib
-import gzip
-import re
 from collections import defaultdict
 from pathlib import Path
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .. import escape, registry, userfiles
+from .. import escape, registry
 from ..analysis.profiles import profiled, shares
-from ..errors import CopylabError
+from ..analysis.stacks import folded_counts
 from ..contract import PROFILE_BUCKETS
 from ..fmt import fmt_size, impl_name
 from ..profile.rules import BUCKET_MEANING
 from .style import FONT, FigureNote, _shared_title, _style
 
-POINT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # a point id is a plain file name
 
 # one colour per bucket, copies in warm colours so they stand out
 BUCKET_COLORS = {
@@ -73,35 +69,6 @@ def cpu_breakdown(df, meta: dict, impls: list[str] | None = None):
     fig = _style(fig, meta, title, height=700, legend_title="bucket")
     fig.update_layout(margin=dict(b=170), legend=dict(font=dict(size=FONT["tick"] - 1)))
     return fig
-
-
-MAX_FOLDED_BYTES = 256 << 20  # decompressed, per file: a profile of one window is a few MiB
-
-
-def folded_counts(profile_dir: Path, point_ids: list[str], side: str) -> dict[str, int]:
-    """Folded stacks of several points' side, summed. The point ids come from results.csv: only
-    a plain file name of profiles/ is opened (never a link, never a path out of it), and a file
-    is read up to MAX_FOLDED_BYTES decompressed."""
-    counts: dict[str, int] = defaultdict(int)
-    for point_id in point_ids:
-        if not isinstance(point_id, str) or not POINT_ID.fullmatch(point_id):
-            continue
-        try:
-            path = userfiles.inside(profile_dir, f"{point_id}.{side}.folded.gz")
-        except CopylabError:
-            continue
-        if path is None:
-            continue
-        read = 0
-        with contextlib.suppress(OSError, EOFError, UnicodeDecodeError), gzip.open(path, "rt") as handle:
-            for line in handle:
-                read += len(line)
-                if read > MAX_FOLDED_BYTES:
-                    break
-                stack, _, n = line.rstrip("\n").rpartition(" ")
-                if n.isdigit():
-                    counts[stack] += int(n)
-    return counts
 
 
 def icicle(df, meta: dict, results_dir, impl: str, side: str = "srv", min_share: float = 0.005, depth: int = 30):

@@ -5,6 +5,7 @@ the sweep measured them, appear as dashed grey reference series."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -12,9 +13,9 @@ from plotly.subplots import make_subplots
 
 from ..analysis import aggregate, measured
 from ..analysis.stats import one_receive
-from ..fmt import IMPL_LABELS, fmt_size, plural
+from ..fmt import IMPL_LABELS, fmt_size, impl_name, md_escape, plural
 from .style import (IMPL_COLORS, _grid, _impl_trace, _is_spread, _log_ticks, _note_for, _shared_title,
-                    _style, _with_note)
+                    _style, _with_note, rep_dots)
 
 
 def throughput_vs_size(df: pd.DataFrame, meta: dict):
@@ -32,7 +33,9 @@ def cache_misses_vs_size(df: pd.DataFrame, meta: dict):
 
 
 def cycles_per_byte_vs_size(df: pd.DataFrame, meta: dict):
-    src = {"tsc": " (TSC reference cycles: no PMU)", "pmu": ""}.get(meta.get("cycles_source") or "", "")
+    tsc = meta.get("cycles_source") == "tsc"
+    rate = tsc_rate_ghz(df) if tsc else math.nan
+    src = (f" (TSC ticks = CPU time × {rate:.2f} GHz: no PMU)" if rate == rate else " (TSC ticks: no PMU)") if tsc else ""
     return _grid(df, meta, "throughput",
                  ["srv_cycles_per_byte", "cli_cycles_per_byte", "cycles_per_byte"],
                  "msg_size", "threads",
@@ -40,7 +43,35 @@ def cycles_per_byte_vs_size(df: pd.DataFrame, meta: dict):
                  "CPU cycles per byte vs message size", y_title="CPU cycles per byte (cycles/B)")
 
 
+@dataclass
+class Merged:
+    """Stands in for a figure that would repeat another under a different name, saying which and why."""
+
+    title: str
+    text: str
+
+    def _repr_markdown_(self) -> str:
+        return "> " + md_escape(f"**{self.title}: shown above.** {self.text}")
+
+    def __repr__(self) -> str:
+        return f"{self.title}: {self.text}"
+
+
+def tsc_rate_ghz(df: pd.DataFrame) -> float:
+    """TSC ticks per ns of task-clock over the rows that have both (the TSC rate when cycles_source is
+    tsc); NaN without them."""
+    rows = df[(df["srv_cycles"] > 0) & (df["srv_task_clock_ms"] > 0)]
+    return float((rows["srv_cycles"] / (rows["srv_task_clock_ms"] * 1e6)).median()) if len(rows) else math.nan
+
+
 def cpu_time_per_byte_vs_size(df: pd.DataFrame, meta: dict):
+    tsc = meta.get("cycles_source") == "tsc" and measured(df[df["mode"] == "throughput"], "srv_cycles_per_byte")
+    if tsc:
+        rate = tsc_rate_ghz(df)
+        return Merged("CPU time per byte", "Without a PMU the cycles above are TSC ticks counted while each program "
+                      f"runs, i.e. its CPU time (perf task-clock) at the TSC rate ({rate:.2f} GHz here, cycles ÷ "
+                      "task-clock): this figure would repeat the cycles figure, divided by that rate. The answers "
+                      "quote CPU time in ns per byte.")
     return _grid(df, meta, "throughput", ["srv_cpu_ns_per_byte", "cli_cpu_ns_per_byte"],
                  "msg_size", "threads",
                  "CPU time per byte (perf task-clock): sender and receiver",
@@ -73,12 +104,15 @@ def latency_vs_threads(df: pd.DataFrame, meta: dict):
                                          showlegend=False, legendgroup=impl, hoverinfo="skip"), row=r, col=c)
                 fig.add_trace(go.Scatter(x=g["threads"], y=g["latency_p99_us"], mode="lines",
                                          line=dict(width=0), fill="tonexty", fillcolor=_alpha(color, 0.10),
-                                         name=f"{impl.upper()} {'p50' if center == 'latency_p50_us' else 'mean'}–p99 band", legendgroup=impl,
+                                         name=f"{impl_name(impl)} {'p50' if center == 'latency_p50_us' else 'mean'}–p99 band", legendgroup=impl,
                                          showlegend=i == 0, customdata=[plural(int(t), "thread") for t in g["threads"]],
                                          hovertemplate=(f"<b>{IMPL_LABELS.get(impl, impl)}</b><br>{fmt_size(size)}, "
                                                         "%{customdata}<br>latency p99: %{y:.4g} µs<extra></extra>")),
                               row=r, col=c)
             fig.add_trace(_impl_trace(g, impl, "threads", center, i == 0), row=r, col=c)
+            dots = rep_dots(lat[lat["msg_size"] == size], g, impl, "threads", center)
+            if dots is not None:
+                fig.add_trace(dots, row=r, col=c)
         fig.update_xaxes(tickvals=sorted(agg["threads"].unique()), row=r, col=c)
     _shared_title(fig, "x", "client threads (connections)")
     band = pd.concat([agg[m] for m in metrics])

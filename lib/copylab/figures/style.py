@@ -16,7 +16,7 @@ from plotly.subplots import make_subplots
 
 from .. import escape, registry, tools
 from ..analysis import METRICS, aggregate, measured, unmeasured_reason
-from ..analysis.stats import one_receive
+from ..analysis.stats import MIN_REPS_FOR_INTERVAL, one_receive
 from ..fmt import IMPL_LABELS, fmt_size, md_escape, plural, system_summary
 
 # every implementation's colour, from native/registry.def
@@ -174,14 +174,44 @@ def _shared_title(fig: go.Figure, axis: str, text: str, y: float = 0.5) -> None:
 
 
 def _impl_trace(g: pd.DataFrame, impl: str, x: str, metric: str, show_legend: bool) -> go.Scatter:
-    ci = g[f"{metric}_ci"]
     return go.Scatter(
         x=g[x], y=g[metric], mode="lines+markers", name=IMPL_LABELS.get(impl, impl),
         legendgroup=impl, showlegend=show_legend,
         line=dict(color=IMPL_COLORS.get(impl), dash=PEER_DASH.get(impl, "solid")),
-        error_y=dict(type="data", array=ci.fillna(0), visible=bool(ci.notna().any())),
+        error_y=interval_bars(g, metric),
         customdata=hover_data(g, impl, metric), hovertemplate=hover_template(metric),
     )
+
+
+def interval_bars(g: pd.DataFrame, metric: str) -> dict:
+    """Error bars that respect the scale: the 95% interval on the log scale (aggregate's _lo/_hi), only
+    for points with MIN_REPS_FOR_INTERVAL repetitions or more; the others draw their repetitions as
+    dots (rep_dots) instead. Never below zero."""
+    lo, hi = g.get(f"{metric}_lo"), g.get(f"{metric}_hi")
+    if lo is None or hi is None:
+        return dict(visible=False)
+    use = (g[f"{metric}_n"] >= MIN_REPS_FOR_INTERVAL) & lo.notna() & hi.notna()
+    upper = (hi - g[metric]).clip(lower=0).where(use, 0)
+    lower = (g[metric] - lo).clip(lower=0).where(use, 0)
+    return dict(type="data", symmetric=False, array=upper, arrayminus=lower, visible=bool(use.any()))
+
+
+def rep_dots(rows: pd.DataFrame, agg: pd.DataFrame, impl: str, x: str, metric: str) -> go.Scatter | None:
+    """The repetitions of impl's points that have fewer than MIN_REPS_FOR_INTERVAL of them, as small dots
+    beside the mean (rows: the measured rows of the same panel); None when every point has an interval."""
+    few = agg[(agg["impl"] == impl) & (agg[f"{metric}_n"] < MIN_REPS_FOR_INTERVAL) & (agg[f"{metric}_n"] > 1)]
+    mine = rows[(rows["impl"] == impl) & rows[x].isin(few[x]) & rows[metric].notna()]
+    if mine.empty:
+        return None
+    what, unit = metric_words(metric)
+    return go.Scatter(x=mine[x], y=mine[metric], mode="markers", legendgroup=impl, showlegend=False,
+                      marker=dict(color=IMPL_COLORS.get(impl), size=5, opacity=0.45, symbol="circle-open"),
+                      name=f"{IMPL_LABELS.get(impl, impl)}: repetitions",
+                      customdata=[[IMPL_LABELS.get(impl, impl), fmt_size(s), plural(int(t), "thread"), int(r)]
+                                  for s, t, r in zip(mine["msg_size"], mine["threads"], mine["rep"])],
+                      hovertemplate=("<b>%{customdata[0]}</b><br>%{customdata[1]}, %{customdata[2]}<br>"
+                                     f"{what} in repetition %{{customdata[3]}}: %{{y:.4g}}"
+                                     f"{'' if unit in ('%', '') else ' ' + unit}<extra></extra>"))
 
 
 # the unit a hover names after a value, for the metrics whose label has none in parentheses
@@ -277,16 +307,14 @@ def _grid(df: pd.DataFrame, meta: dict, mode: str, metrics: list[str], x: str, f
         for f_i, fv in enumerate(facets):
             r, c = (m_i + 1, f_i + 1) if multi else (f_i // cols + 1, f_i % cols + 1)
             panel = agg[agg[facet] == fv]
-            for impl, g in panel.groupby("impl"):
-                g = g.sort_values(x)
-                fig.add_trace(_impl_trace(g, impl, x, metric, m_i == 0 and f_i == 0), row=r, col=c)
+            _panel_traces(fig, panel, data[data[facet] == fv], x, metric, m_i == 0 and f_i == 0, r, c)
             if not share_y:
                 if _is_spread(panel[metric]):
                     fig.update_yaxes(type="log", **_log_ticks(panel[metric]), row=r, col=c)
                 else:
                     fig.update_yaxes(nticks=6, rangemode="tozero", row=r, col=c)
         if m_i + 1 in log_rows:
-            fig.update_yaxes(type="log", **_log_ticks(agg[metric] + agg[f"{metric}_ci"].fillna(0)),
+            fig.update_yaxes(type="log", **_log_ticks(pd.concat([agg[metric], data[metric]])),
                              row=m_i + 1)
     if x == "msg_size":
         fig.update_xaxes(**_size_ticks(agg["msg_size"], compact=len(facets) > 2))
@@ -310,6 +338,17 @@ def _grid(df: pd.DataFrame, meta: dict, mode: str, metrics: list[str], x: str, f
                            font=dict(size=FONT["subtitle"], color="#a00"), xanchor="right")
     height = 250 + (200 if multi else 260) * rows
     return _style(fig, meta, title, height=height)
+
+
+def _panel_traces(fig: go.Figure, panel: pd.DataFrame, rows: pd.DataFrame, x: str, metric: str, legend: bool,
+                  r: int, c: int) -> None:
+    """One panel of _grid: each implementation's means, and its repetitions where there are few."""
+    for impl, g in panel.groupby("impl"):
+        g = g.sort_values(x)
+        fig.add_trace(_impl_trace(g, impl, x, metric, legend), row=r, col=c)
+        dots = rep_dots(rows, g, impl, x, metric)
+        if dots is not None:
+            fig.add_trace(dots, row=r, col=c)
 
 
 def _with_note(title: str, note: str) -> str:

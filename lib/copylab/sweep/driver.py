@@ -276,6 +276,8 @@ class Sweep:
                     self.say(f"WARNING: {warning}")
                 if "tcp_wmem" not in self.meta.data:  # the sysctls and link as the server's namespace sees them
                     self.meta.update(**hostmeta.net_meta(topo.server_if, topo.server_host))
+                if "client_net" not in self.meta.data and topo.client_if:  # and the client's (qdisc, congestion)
+                    self.meta.update(client_net=hostmeta.net_meta(topo.client_if, topo.client_host))
                 while queue:
                     group = self._take_group(queue)
                     if not self._run_group(group, topo, queue):

@@ -1,0 +1,167 @@
+"""Explanations chosen by rules from the run's own evidence.
+
+An explanation is a sentence the report states about *why* (which side bounds a point, what A3
+pays for, why small messages cost what they cost). Each rule here looks at the measured evidence
+(CPU busy and steal shares, counters the programs and perf took, profile shares with their spread),
+chooses the verdict the evidence supports, and writes a sentence that names the numbers it rests
+on. Where the evidence does not discriminate between explanations, the verdict is a hypothesis:
+the text says so and names the measurement that would decide it. Nothing here is a fixed story:
+synthetic results whose evidence points the other way change the sentence (tests/test_explain.py).
+
+This module holds the Explanation itself and the rules about CPUs and wake-ups; explain_copies.py
+the rules about the copies (what A2 removes, what A3 pays, where its deferred copy runs).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+import pandas as pd
+
+from ..fmt import fmt_num, fmt_size, plural
+from .roles import name
+
+NEAR_FULL = 0.95      # a CPU busy at least this share of the window is saturated
+CLEAR_GAP = 0.10      # ... and bounds the throughput when the other side is this much less busy
+STEAL_NOTABLE = 0.02  # steal worth naming
+WAKEUP_PACED = 0.5    # context switches per message from which wake-ups set the pace
+WAKEUP_RARE = 0.1     # below this, wake-ups are not what a message costs
+
+
+@dataclass
+class Explanation:
+    """A rule's verdict, its sentence, and the numbers it rests on (answers.json keeps all three)."""
+
+    rule: str
+    verdict: str
+    text: str
+    evidence: dict = field(default_factory=dict)
+    hypothesis: bool = False
+    decide_by: str = ""
+
+    def public(self) -> dict:
+        return asdict(self)
+
+
+def hypothesis(rule: str, verdict: str, claim: str, decide_by: str, evidence: dict, facts: str = "") -> Explanation:
+    """An explanation the evidence does not decide: the facts measured, then the claim said as a
+    hypothesis with the measurement that would decide it."""
+    text = f"Hypothesis (this run's data do not decide it): {claim} What would decide it: {decide_by}."
+    return Explanation(rule, verdict, f"{facts} {text}" if facts else text, evidence, hypothesis=True,
+                       decide_by=decide_by)
+
+
+def pct(x) -> str:
+    return "n/a" if x is None or x != x else f"{100 * x:.0f}%"
+
+
+def flag(values: pd.Series) -> pd.Series:
+    """A True/False column as read from CSV (bool, 'True', 'true' or empty) as booleans."""
+    return values.astype("string").str.strip().str.lower().eq("true").fillna(False).astype(bool)
+
+
+def mean_of(rows: pd.DataFrame, column: str) -> float:
+    if column not in rows:
+        return math.nan
+    values = pd.to_numeric(rows[column], errors="coerce").dropna()
+    return float(values.mean()) if len(values) else math.nan
+
+
+# ------------------------------------------------------------------------------------------------
+# which side bounds a point
+
+
+def bound_side(rows: pd.DataFrame, what: str = "") -> Explanation:
+    """Which side's CPU bounds the throughput of the measured runs of one point (rows), from the
+    pinned CPUs' busy shares: a side near 100% bounds it only when the other is clearly less busy."""
+    srv, cli = (round(mean_of(rows, c), 4) for c in ("srv_cpu_busy", "cli_cpu_busy"))
+    steal = max(mean_of(rows, "srv_cpu_steal"), mean_of(rows, "cli_cpu_steal"), key=lambda v: -1 if v != v else v)
+    evidence = {"sender_busy": srv, "receiver_busy": cli, "steal": steal, "runs": int(len(rows))}
+    what = f"{what}: " if what else ""
+    if srv != srv or cli != cli:
+        return hypothesis("bound_side", "unknown", f"{what}which side bounds the throughput cannot be told here.",
+                          "the pinned CPUs' busy shares (pin sender and receiver to CPUs of their own: "
+                          "grid keys pin_server and pin_client)", evidence)
+    busy = f"sender CPU busy {pct(srv)}, receiver CPU busy {pct(cli)} of the window"
+    steal_txt = (f"; the hypervisor took {pct(steal)} of the CPUs' time (steal)"
+                 if steal == steal and steal >= STEAL_NOTABLE else "")
+    for side, mine, other in (("sender", srv, cli), ("receiver", cli, srv)):
+        if mine >= NEAR_FULL and mine - other >= CLEAR_GAP:
+            return Explanation("bound_side", side, f"{what}the {side} bounds the throughput ({busy}{steal_txt}): "
+                               f"the {'receiver' if side == 'sender' else 'sender'} waits for it.", evidence)
+    if srv >= NEAR_FULL or cli >= NEAR_FULL:
+        return hypothesis("bound_side", "both", f"{what}both CPUs are at or near saturation ({busy}{steal_txt}), so "
+                          "either side may bound the throughput.", "the same point with one side given more CPU "
+                          "time (a second CPU in its pin list, or a host with more cores)", evidence)
+    return hypothesis("bound_side", "neither", f"{what}neither CPU is saturated ({busy}{steal_txt}): something "
+                      "other than CPU time sets the pace, most likely waiting (wake-ups, TCP's send window).",
+                      "the wake-up latency (perf sched latency) and the socket's window (ss -ti) during the "
+                      "measured window", evidence)
+
+
+def bound_sentences(rows_by_impl: dict[str, pd.DataFrame], where: str) -> list[str]:
+    """bound_side for several paths at one point, said once per verdict: the paths one side bounds in one
+    sentence with each one's busy shares; hypotheses each on their own, or one when none can be told."""
+    found = {impl: bound_side(rows, f"{name(impl)} {where}") for impl, rows in rows_by_impl.items()}
+    if found and all(e.verdict == "unknown" for e in found.values()):
+        return [bound_side(pd.DataFrame(), f"For {and_list([name(i) for i in found])} {where}").text]
+    out = []
+    for side in ("sender", "receiver"):
+        mine = {i: e.evidence for i, e in found.items() if e.verdict == side}
+        if mine:
+            numbers = and_list([f"{name(i)} (sender CPU busy {pct(e['sender_busy'])}, receiver {pct(e['receiver_busy'])})"
+                            for i, e in mine.items()])
+            out.append(f"{where[0].upper() + where[1:]}, the {side} bounds the throughput of {numbers}: the "
+                       f"{'receiver' if side == 'sender' else 'sender'} waits for it.")
+    return out + [e.text for e in found.values() if e.verdict not in ("sender", "receiver")]
+
+
+def and_list(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def bound_table(df: pd.DataFrame, impls, size_col: str = "msg_size") -> pd.DataFrame:
+    """Per implementation and size (throughput mode, fewest threads): both busy shares and the verdict."""
+    tp = df[(df["mode"] == "throughput") & df["impl"].isin(list(impls))]
+    out = []
+    for (impl, size), g in tp.groupby(["impl", size_col]):
+        at = g[g["threads"] == g["threads"].min()]
+        e = bound_side(at)
+        out.append({"impl": impl, "msg_size": int(size), "threads": int(at["threads"].iloc[0]),
+                    "sender_busy": e.evidence["sender_busy"], "receiver_busy": e.evidence["receiver_busy"],
+                    "steal": e.evidence["steal"], "bound": e.verdict})
+    return pd.DataFrame(out, columns=["impl", "msg_size", "threads", "sender_busy", "receiver_busy", "steal", "bound"])
+
+
+# ------------------------------------------------------------------------------------------------
+# small messages: wake-ups or per-call work
+
+
+def wakeup_regime(row: pd.Series, who: str | None = None) -> Explanation:
+    """From one point's context switches per message (small_message_evidence's row): whether the
+    data path runs at the pace of wake-ups, or each message's per-call work is the cost."""
+    reads = f", {row['receive']} reads" if isinstance(row.get("receive"), str) else ""
+    who = who or f"{name(row['impl'])} at {fmt_size(row['msg_size'])}, {plural(int(row['threads']), 'thread')}{reads}"
+    srv, cli = float(row.get("srv_cs_per_message", math.nan)), float(row.get("cli_cs_per_message", math.nan))
+    evidence = {"impl": row["impl"], "msg_size": int(row["msg_size"]), "sender_cs_per_message": srv,
+                "receiver_cs_per_message": cli, "recv_calls_per_message": float(row.get("recv_calls_per_message", math.nan))}
+    if srv != srv or cli != cli:
+        return hypothesis("wakeup_regime", "unknown", f"{who}: whether wake-ups set the pace cannot be told.",
+                          "per-side context switches (perf stat on both programs)", evidence)
+    counts = f"{fmt_num(srv)} sender and {fmt_num(cli)} receiver context switches per message"
+    top = max(srv, cli)
+    if top >= WAKEUP_PACED:
+        side = ("both sides sleep and are" if min(srv, cli) >= 0.8 * top else
+                "the receiver sleeps and is" if cli >= srv else "the sender sleeps and is")
+        return Explanation("wakeup_regime", "wakeup_paced", f"{who}: {counts}: {side} woken once every "
+                           f"{fmt_num(1 / top, 2)} messages or more often, so the data path runs at the pace of "
+                           "those wake-ups.", evidence)
+    if top < WAKEUP_RARE:
+        every = f"one per {fmt_num(1 / top, 2)} messages" if top > 0 else "none"
+        return Explanation("wakeup_regime", "per_call", f"{who}: {counts} ({every} at most): wake-ups are not "
+                           "what a message costs here; each message's system call and TCP work on its own are.",
+                           evidence)
+    return hypothesis("wakeup_regime", "mixed", f"{who}: {counts}: wake-ups take part, but do not set the pace "
+                      "of every message.", "the time the woken side waits to run (perf sched latency) against the "
+                      "time per message", evidence)

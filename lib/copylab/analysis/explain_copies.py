@@ -1,0 +1,229 @@
+"""Rules about the copies, chosen from the profiles (with their spread), the folded stacks and the
+programs' own counters: what the one-copy path removes, what the zero-copy path pays instead, where
+its deferred copy runs, and what makes one path cost more per message than another. See explain.py."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from ..contract import PROFILE_BUCKETS
+from ..fmt import fmt_num, fmt_size, plural
+from . import stacks
+from .explain import Explanation, flag, hypothesis
+from .profiles import bucket_cost, point_rows, profiled, share, wilson
+from .roles import BASE, ONE_COPY, ZERO_COPY, name
+from .stats import throughput_rows
+
+ABSENT = 0.005          # a copy whose mean share is at most this is gone
+ENOBUFS_NOTABLE = 1e-3  # ENOBUFS per send call from which back-pressure is part of the cost
+SITE_DOMINANT = 0.5     # where the lower 95% bound of one place's share of the deferred copy's samples is a majority
+ZC_COSTS = {"zerocopy_pin": "pinning the user pages", "deferred_copy": "the deferred copy (skb_copy_ubufs)",
+            "zerocopy_completion": "completions (error queue, unpinning)"}
+BUSY_BUCKETS = tuple(b for b in PROFILE_BUCKETS if b != "idle")
+
+
+def profiled_sizes(profiles: pd.DataFrame, impls) -> set[int]:
+    """The sizes at which every one of impls was profiled."""
+    rows = profiled(profiles)
+    sizes = [set(int(s) for s in rows[rows["impl"] == i]["msg_size"]) for i in impls]
+    return set.intersection(*sizes) if sizes else set()
+
+
+def profiled_size(profiles: pd.DataFrame, impls, pick=max) -> int | None:
+    """The largest (pick=min: smallest) size at which every one of impls was profiled."""
+    common = profiled_sizes(profiles, impls)
+    return int(pick(common)) if common else None
+
+
+# ------------------------------------------------------------------------------------------------
+# the zero-copy path: what it pays, and where
+
+
+def enobufs_evidence(df: pd.DataFrame) -> dict:
+    """ENOBUFS over the zero-copy path's measured throughput runs: runs, runs with any, total, per send."""
+    zc = throughput_rows(df)
+    zc = zc[zc["impl"] == ZERO_COPY]
+    counted = pd.to_numeric(zc.get("enobufs", pd.Series(dtype=float)), errors="coerce").dropna()
+    sends = pd.to_numeric(zc.get("send_calls", pd.Series(dtype=float)), errors="coerce").fillna(0).sum()
+    total = float(counted.sum())
+    return {"runs": int(len(counted)), "runs_with_enobufs": int((counted > 0).sum()), "enobufs": total,
+            "send_calls": float(sends), "per_1000_sends": total / sends * 1000 if sends else math.nan}
+
+
+def enobufs_sentence(e: dict) -> str:
+    if not e["runs"]:
+        return f"ENOBUFS was not counted in this sweep, so back-pressure cannot be assessed."
+    if e["enobufs"] == 0:
+        return (f"ENOBUFS occurred in none of the {e['runs']} {name(ZERO_COPY)} throughput runs: back-pressure "
+                "from the optmem or locked-page limit plays no part here.")
+    text = (f"ENOBUFS occurred {e['enobufs']:.0f} times in {e['runs_with_enobufs']} of {e['runs']} runs "
+            f"({fmt_num(e['per_1000_sends'])} per 1000 send calls)")
+    if e["per_1000_sends"] / 1000 >= ENOBUFS_NOTABLE:
+        return text + (": the sender hit its optmem or locked-page limit and had to drain completions before "
+                       "sending on, so back-pressure is part of what it pays.")
+    return text + ": too rare to matter for the throughput."
+
+
+def zero_copy_cost(df: pd.DataFrame, profiles: pd.DataFrame, size: int | None = None) -> Explanation:
+    """What the zero-copy sender pays instead of the copy: the largest of its pinning, deferred-copy
+    and completion shares (only when it exceeds the next beyond both intervals), and ENOBUFS."""
+    size = size or profiled_size(profiles, [ZERO_COPY])
+    eno = enobufs_evidence(df)
+    rows = point_rows(profiles, ZERO_COPY, size) if size else profiles.iloc[0:0]
+    if rows.empty:
+        return hypothesis("zero_copy_cost", "unknown", f"what {name(ZERO_COPY)}'s sender pays instead of the copy "
+                          "(pinning, completions or a copy deferred to delivery) cannot be told without its profile. "
+                          + enobufs_sentence(eno), f"a profiled run of {name(ZERO_COPY)} (grid key profile)",
+                          {"enobufs": eno})
+    shares = {bucket: share(rows, "srv", bucket) for bucket in ZC_COSTS}
+    ranked = sorted(shares, key=lambda b: -shares[b].mean)
+    top, second = ranked[0], ranked[1]
+    listing = "; ".join(f"{ZC_COSTS[b]} {shares[b].pct()}" for b in ranked)
+    evidence = {"msg_size": size, "sender_shares": {b: s.to_dict() for b, s in shares.items()}, "enobufs": eno}
+    head = f"Of {name(ZERO_COPY)}'s sender samples at {fmt_size(size)} ({shares[top].over()}): {listing}."
+    if not shares[top].above(shares[second]):
+        return hypothesis("zero_copy_cost", top, f"{ZC_COSTS[top][0].upper() + ZC_COSTS[top][1:]} may cost the "
+                          f"sender most, but its interval overlaps that of {ZC_COSTS[second]}.",
+                          f"more profiled runs of {name(ZERO_COPY)} at {fmt_size(size)}", evidence,
+                          facts=f"{head} {enobufs_sentence(eno)}")
+    if top == "deferred_copy":
+        claim = (f"{name(ZERO_COPY)} does not skip the copy, it pays it later: the deferred copy is its "
+                 "sender's largest zero-copy cost." + _deferred_cost(profiles, size, evidence))
+    elif top == "zerocopy_pin":
+        claim = (f"Pinning the user pages, not a copy, is the largest zero-copy cost of {name(ZERO_COPY)}'s "
+                 "sender: the set-up that replaces the copy costs more than the copy left over.")
+    else:
+        claim = (f"Handling completions (reading the error queue, unpinning) is the largest zero-copy cost of "
+                 f"{name(ZERO_COPY)}'s sender.")
+    return Explanation("zero_copy_cost", top, f"{head} {claim} {enobufs_sentence(eno)}", evidence)
+
+
+def _deferred_cost(profiles: pd.DataFrame, size: int, evidence: dict) -> str:
+    """' It costs the sender 0.28 ns per byte, against 0.12 ns/B for A1's kernel copy.' when measurable."""
+    deferred = bucket_cost(point_rows(profiles, ZERO_COPY, size), "srv", "deferred_copy")
+    base = bucket_cost(point_rows(profiles, BASE, size), "srv", "kernel_copy_from_user")
+    evidence.update(deferred_ns_per_byte=deferred, base_kernel_copy_ns_per_byte=base)
+    if deferred != deferred:
+        return ""
+    text = f" It costs the sender {fmt_num(deferred)} ns of CPU per byte"
+    if base == base:
+        text += f", against {fmt_num(base)} ns per byte for {name(BASE)}'s kernel copy from user memory"
+    return text + "."
+
+
+def deferred_copy_site(profiles: pd.DataFrame, results_dir, size: int | None = None) -> Explanation:
+    """Where the deferred copy (skb_copy_ubufs) ran, from the folded stacks of the zero-copy path's
+    profiled runs: inside the sender's sendmsg, the receiver's recv, a softirq thread or an interrupt."""
+    size = size or profiled_size(profiles, [ZERO_COPY])
+    rows = point_rows(profiles, ZERO_COPY, size) if size else profiles.iloc[0:0]
+    rps = bool(flag(rows["rps"]).any()) if "rps" in rows and len(rows) else False
+    folder = Path(results_dir) / "profiles" if results_dir else None
+    found = {side: stacks.folded_counts(folder, rows["point_id"].dropna(), side) if folder and folder.is_dir()
+             else {} for side in ("srv", "cli")}
+    where = {side: stacks.contexts(counts) for side, counts in found.items()}
+    total = sum(sum(c.values()) for c in where.values())
+    evidence = {"msg_size": size, "rps": rps, "samples": {s: dict(c) for s, c in where.items()}}
+    if rows.empty or not any(found.values()):
+        return hypothesis("deferred_copy_site", "unknown", f"where {name(ZERO_COPY)}'s deferred copy runs cannot "
+                          "be read from call stacks here.", "the folded stacks of its profiled runs "
+                          "(profiles/ in the results folder; grid key profile)", evidence)
+    if total == 0:
+        return Explanation("deferred_copy_site", "none", f"No sample of {name(ZERO_COPY)}'s profiled runs at "
+                           f"{fmt_size(size)} ran skb_copy_ubufs: the kernel did not copy the pages on delivery "
+                           "here.", evidence)
+    by_context = {ctx: sum(where[s][ctx] for s in where) for ctx in stacks.CONTEXTS}
+    top = max(by_context, key=by_context.get)
+    share_top = by_context[top] / total
+    evidence["share"] = {ctx: n / total for ctx, n in by_context.items()}
+    if wilson(share_top, total)[0] < SITE_DOMINANT:  # a majority beyond the sampling error, or several places
+        parts = ", ".join(f"{_CONTEXT_WORDS[c]} {100 * n / total:.0f}%" for c, n in by_context.items() if n)
+        return Explanation("deferred_copy_site", "split", f"The deferred copy runs in several places ({total} "
+                           f"samples at {fmt_size(size)}, none a majority beyond the sampling error): {parts}.",
+                           evidence)
+    side = "srv" if where["srv"][top] >= where["cli"][top] else "cli"
+    path = stacks.example_path(found[side], stacks.DEFERRED_COPY, top)
+    return Explanation("deferred_copy_site", top, _site_text(top, share_top, total, path, rps), evidence)
+
+
+_CONTEXT_WORDS = {"sendmsg": "inside the sender's own sendmsg call", "recv": "inside the receiver's recv call",
+                  "softirq_thread": "in a softirq thread (ksoftirqd)", "interrupt": "in interrupt context"}
+
+
+def _site_text(context: str, share_top: float, total: int, path: str, rps: bool) -> str:
+    text = (f"Where the deferred copy runs, from its call stacks: {100 * share_top:.0f}% of its {total} samples "
+            f"ran {_CONTEXT_WORDS[context]}" + (f" ({path})" if path else ""))
+    if context == "sendmsg":
+        text += (": veth delivers the packet on the transmitting CPU, so the sender pays the copy it set out "
+                 "to skip" + (", although RPS was set to move receive work to the receiver's CPU (rps=True)"
+                              if rps else ""))
+    elif context == "recv":
+        text += ": the receiver pays it" + (" (RPS moved receive work to the receiver's CPU: rps=True)" if rps else "")
+    return text + "."
+
+
+# ------------------------------------------------------------------------------------------------
+# the one-copy path: what it removes, and what it costs per message
+
+
+def removed_copy(profiles: pd.DataFrame, size: int | None = None) -> Explanation:
+    """Whether the baseline's user-space copy is gone in the one-copy path's profile (beyond the spread)."""
+    size = size or profiled_size(profiles, [BASE, ONE_COPY])
+    if size is None:
+        return hypothesis("removed_copy", "unknown", f"which copy {name(ONE_COPY)} removes cannot be shown from "
+                          "profiles here.", f"profiled runs of {name(BASE)} and {name(ONE_COPY)} (grid key profile)", {})
+    rb, rx = point_rows(profiles, BASE, size), point_rows(profiles, ONE_COPY, size)
+    ub, ux = share(rb, "srv", "user_copy"), share(rx, "srv", "user_copy")
+    kb, kx = share(rb, "srv", "kernel_copy_from_user"), share(rx, "srv", "kernel_copy_from_user")
+    cost = bucket_cost(rb, "srv", "user_copy")
+    evidence = {"msg_size": size, "base_user_copy": ub.to_dict(), "x_user_copy": ux.to_dict(),
+                "base_kernel_copy": kb.to_dict(), "x_kernel_copy": kx.to_dict(), "base_user_copy_ns_per_byte": cost}
+    head = (f"Profiled at {fmt_size(size)} ({ub.over()}): {name(BASE)}'s user-space copy (memcpy in its server) is "
+            f"{ub.pct()} of the sender's samples" + (f" ({fmt_num(cost)} ns of CPU per byte)" if cost == cost else "")
+            + f", {name(ONE_COPY)}'s {ux.pct()}; the kernel's copy from user memory is {kb.pct()} in {name(BASE)} "
+            f"and {kx.pct()} in {name(ONE_COPY)}.")
+    if ub.above(ux) and ux.mean <= ABSENT:
+        return Explanation("removed_copy", "removed", f"{head} The serialisation copy is gone in {name(ONE_COPY)}; "
+                           "the kernel's copy remains in both.", evidence)
+    if ub.above(ux):
+        return Explanation("removed_copy", "reduced", f"{head} {name(ONE_COPY)} copies less in user space, but not "
+                           "nothing.", evidence)
+    return hypothesis("removed_copy", "not_seen", f"the profile does not separate the two copies as the design "
+                      "predicts.", f"more profiled runs at a larger message size, where the copy is a larger share",
+                      evidence, facts=head)
+
+
+def per_message_gap(profiles: pd.DataFrame, x: str, base: str, size: int) -> Explanation:
+    """Why x's sender spends more CPU per message than base's at size: the profile buckets whose cost
+    per message grew, and whether the copy accounts for at least half of the gap."""
+    rx, rb = point_rows(profiles, x, size), point_rows(profiles, base, size)
+    at = f"{fmt_size(size)}" + (f", {plural(int(rx['threads'].iloc[0]), 'thread')} (profiled)" if len(rx) else "")
+    who = f"{name(x)} against {name(base)} at {at}"
+    if rx.empty or rb.empty:
+        return hypothesis("per_message_gap", "unknown", f"why {who} costs what it costs cannot be told without "
+                          "profiles of both.", f"profiled runs of both at {fmt_size(size)} (grid key profile)", {})
+    delta = {b: bucket_cost(rx, "srv", b, "message") - bucket_cost(rb, "srv", b, "message") for b in BUSY_BUCKETS}
+    gap = bucket_cost(rx, "srv", BUSY_BUCKETS, "message") - bucket_cost(rb, "srv", BUSY_BUCKETS, "message")
+    copy = delta["user_copy"] + delta["kernel_copy_from_user"]
+    kx, cb = share(rx, "srv", "kernel_copy_from_user"), share(rb, "srv", ("user_copy", "kernel_copy_from_user"))
+    top = max((b for b in delta if delta[b] == delta[b]), key=lambda b: delta[b], default="other")
+    evidence = {"msg_size": size, "gap_us_per_message": gap, "copy_delta_us": copy, "delta_us": delta,
+                "x_kernel_copy": kx.to_dict(), "base_copies": cb.to_dict()}
+    shares = (f"{name(x)}'s kernel copy from its iovec is {kx.pct()} of the sender's samples, {name(base)}'s two "
+              f"copies (its memcpy and one kernel copy) {cb.pct()} ({kx.over()})")
+    if gap != gap or gap <= 0:
+        return hypothesis("per_message_gap", "not_sender_cpu", f"{who}: the sender's CPU per message is not higher "
+                          f"(difference {fmt_num(gap)} µs), so the gap is not the sender's CPU time.",
+                          "which side bounds the point (pinned CPUs' busy shares)", evidence)
+    per_msg = f"{fmt_num(copy)} µs of the {fmt_num(gap)} µs more sender CPU per message"
+    if kx.above(cb) and copy >= gap / 2:
+        return Explanation("per_message_gap", "copy", f"At {at} {shares}: the copy accounts for "
+                           f"{per_msg}. Gathering 8 separately allocated fields of about {fmt_size(size // 8)} each "
+                           f"costs more than {name(base)}'s one memcpy and one kernel copy of a contiguous "
+                           f"{fmt_size(size)}.", evidence)
+    return hypothesis("per_message_gap", top, f"the gap comes mostly from {top.replace('_', ' ')}, the largest "
+                      f"increase per message ({fmt_num(delta[top])} µs).", f"profiles sampled with PMU cycles (not "
+                      f"timer ticks) and more profiled runs at {fmt_size(size)}", evidence,
+                      facts=f"At {at} {shares}: the copy accounts for {per_msg}.")

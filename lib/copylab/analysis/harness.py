@@ -1,0 +1,152 @@
+"""The harness section: copylab's programs against the reference programs, one table per metric
+with its unit and direction, which side bounds each tool at each size, each tool's window as
+measured, and the like-for-like pair (the one-copy path and iperf3 both send a prepared buffer)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..fmt import fmt_num, fmt_size, markdown_table, plural
+from .explain import and_list, bound_side, wakeup_regime
+from .peers import harness_ratios, small_message_evidence
+from .roles import ONE_COPY, name, native, peer_for, peers
+from .stats import one_receive
+
+METRIC_WORDS = {
+    "throughput": ("Throughput", "Gbit/s", "higher is better", "above 1: copylab's path moves more"),
+    "p50 round trip": ("Round trip, p50", "µs", "lower is better", "below 1: copylab's path answers sooner"),
+}
+
+
+def metric_tables(df: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """One (caption, table) per metric a reference program measured: per size at the fewest threads,
+    each program's value in the metric's unit, then each path's ratio to the reference."""
+    ratios = harness_ratios(df)
+    out = []
+    for (peer, metric), g in ratios.groupby(["peer", "metric"]):
+        what, unit, direction, reading = METRIC_WORDS[metric]
+        g = g[g["threads"] == g["threads"].min()]
+        rows = []
+        for size, at in g.groupby("msg_size"):
+            row = {"message size": fmt_size(size), f"{name(peer)} ({unit})": at["peer_value"].iloc[0]}
+            row.update({f"{name(r['impl'])} ({unit})": r["impl_value"] for _, r in at.iterrows()})
+            row.update({f"{name(r['impl'])} / {name(peer)}": r["ratio"] for _, r in at.iterrows()})
+            rows.append(row)
+        caption = (f"**{what} ({unit}, {direction})** at {plural(int(g['threads'].min()), 'thread')}, against {name(peer)}; "
+                   f"ratio {reading}.")
+        out.append((caption, pd.DataFrame(rows)))
+    return out
+
+
+def bounds_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Per tool and size (its mode, fewest threads): both CPUs' busy shares, steal and which side bounds it."""
+    rows = one_receive(df)
+    out = []
+    tools = native(sorted(set(rows["impl"]))) + [p for p in peers() if p in set(rows["impl"])]
+    for tool in tools:
+        mine = rows[rows["impl"] == tool]
+        mode = "throughput" if (mine["mode"] == "throughput").any() else "latency"
+        mine = mine[mine["mode"] == mode]
+        for size, g in mine.groupby("msg_size"):
+            at = g[g["threads"] == g["threads"].min()]
+            e = bound_side(at)
+            out.append({"tool": name(tool), "mode": mode, "message size": fmt_size(size),
+                        "sender busy": _pct(e.evidence["sender_busy"]), "receiver busy": _pct(e.evidence["receiver_busy"]),
+                        "steal": _pct(e.evidence["steal"]), "bounded by": e.verdict})
+    return pd.DataFrame(out, columns=["tool", "mode", "message size", "sender busy", "receiver busy", "steal", "bounded by"])
+
+
+def bounds_markdown(df: pd.DataFrame) -> str:
+    """The bounds table with its reading, or one sentence when no tool's CPUs had busy shares."""
+    table = bounds_table(df)
+    if table.empty:
+        return ""
+    if (table["bounded by"] == "unknown").all():
+        return ("**Which side bounds each tool** cannot be told in this sweep: the pinned CPUs' busy shares were not "
+                "recorded (pin sender and receiver to CPUs of their own: grid keys pin_server and pin_client).")
+    return ("**Which side bounds each tool** (its mode, fewest threads; a side bounds it only when its CPU is busy "
+            "at least 95% of the window and clearly more than the other's):\n\n" + markdown_table(table))
+
+
+def _pct(x) -> str:
+    return "n/a" if x != x else f"{100 * x:.0f}%"
+
+
+def windows_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Each tool's window as measured: what opened and closed it, what ended the warm-up, the warm-up
+    as used and the measured seconds (medians over its runs)."""
+    out = []
+    for tool, g in one_receive(df).groupby("impl"):
+        out.append({"tool": name(tool), "window opened and closed by": _values(g, "window_source"),
+                    "warm-up ended by": _values(g, "warmup_end"),
+                    "warm-up (s, median)": _median(g, "warmup_s"), "window (s, median)": _median(g, "duration_s"),
+                    "runs": int(len(g))})
+    return pd.DataFrame(out)
+
+
+def _values(g: pd.DataFrame, column: str) -> str:
+    found = sorted(set(g[column].dropna().astype(str))) if column in g else []
+    return ", ".join(found) or "not recorded"
+
+
+def _median(g: pd.DataFrame, column: str) -> float:
+    values = pd.to_numeric(g[column], errors="coerce").dropna() if column in g else pd.Series(dtype=float)
+    return float(values.median()) if len(values) else float("nan")
+
+
+def _bound(rows: pd.DataFrame, tool: str, size: int, threads: int):
+    at = rows[(rows["impl"] == tool) & (rows["mode"] == "throughput") & (rows["msg_size"] == size)
+              & (rows["threads"] == threads)]
+    return bound_side(at)
+
+
+def bound_caveats(df: pd.DataFrame) -> list[str]:
+    """Per size: the copylab paths bounded by another side than the throughput reference, whose ratio to
+    it therefore compares the bounding sides' loops, not two send paths."""
+    peer = peer_for("throughput")
+    ratios = harness_ratios(df)
+    ratios = ratios[ratios["peer"] == peer] if len(ratios) else ratios
+    rows, out = one_receive(df), []
+    for (size, threads), g in ratios.groupby(["msg_size", "threads"]):
+        ref = _bound(rows, peer, size, threads)
+        if ref.verdict not in ("sender", "receiver"):
+            continue
+        other = [r["impl"] for _, r in g.iterrows()
+                 if _bound(rows, r["impl"], size, threads).verdict in ({"sender", "receiver"} - {ref.verdict})]
+        if other:
+            e = ref.evidence
+            out.append(f"at {fmt_size(size)} {name(peer)} is bounded by its {ref.verdict} (sender CPU busy "
+                       f"{_pct(e['sender_busy'])}, receiver {_pct(e['receiver_busy'])}) and {and_list([name(o) for o in other])} "
+                       f"by {'its' if len(other) == 1 else 'their'} {'receiver' if ref.verdict == 'sender' else 'sender'}: "
+                       f"{'that ratio compares' if len(other) == 1 else 'those ratios compare'} what bounds each, "
+                       "not two send paths")
+    return out
+
+
+def like_for_like_text(df: pd.DataFrame) -> str:
+    """The one-copy path against iperf3 (both send a prepared buffer, neither serialises), per size, and
+    where a path and the reference are bounded by different sides (then the ratio compares those sides)."""
+    peer = peer_for("throughput")
+    ratios = harness_ratios(df)
+    pair = ratios[(ratios["impl"] == ONE_COPY) & (ratios["peer"] == peer)] if len(ratios) else ratios
+    if pair.empty:
+        return ""
+    pair = pair[pair["threads"] == pair["threads"].min()]
+    parts = [f"{fmt_size(r['msg_size'])}: {fmt_num(r['ratio'])}" for _, r in pair.sort_values("msg_size").iterrows()]
+    text = (f"**Like for like: {name(ONE_COPY)} and {name(peer)}** both send a prepared buffer with one call per "
+            f"message, neither serialises; {name(ONE_COPY)}/{name(peer)} throughput: {'; '.join(parts)}.")
+    caveats = bound_caveats(df)
+    return text + (" Careful: " + "; ".join(caveats) + "." if caveats else "")
+
+
+def small_message_text(df: pd.DataFrame) -> str:
+    """Per tool at the smallest size and fewest threads (each receive strategy measured): what the
+    context switches per message say; one sentence when none of them can be told."""
+    table = small_message_evidence(df)
+    if table.empty:
+        return ""
+    found = [wakeup_regime(r) for _, r in table.sort_values(["impl", "receive"]).iterrows()]
+    if all(e.verdict == "unknown" for e in found):
+        first = table.iloc[0]
+        return wakeup_regime(first, f"Every tool at {fmt_size(first['msg_size'])}").text
+    return " ".join(e.text for e in found if e.verdict != "unknown")

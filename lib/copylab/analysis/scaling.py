@@ -1,0 +1,104 @@
+"""Q3: how the thread count interacts with cache contention, answered per message size, each size
+with a conclusion from its own test (the fewest against the most threads, decisions.py), the context
+switches per MB beside it, and what counting cache misses (a PMU) would add."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..fmt import fmt_num, fmt_size
+from .decided import ratio_text
+from .decisions import point_stats
+from .patterns import pooled_pairs
+from .roles import STUDY, name
+from .stats import aggregate, measured, study_rows, throughput_rows
+
+VERDICTS = {"win": "more threads move more data", "loss": "more threads move less data",
+            "equivalent": "the thread count makes no difference", "undecided": "undecided"}
+CONTENTION = 1.10  # misses per byte this much higher at the most threads: more misses with more threads
+
+
+def thread_decisions(df: pd.DataFrame, margin: float) -> tuple[int, int, dict]:
+    """(fewest, most threads, {size: {impl: Decision of most/fewest threads}})."""
+    tp = throughput_rows(study_rows(df))
+    threads = sorted(tp["threads"].unique())
+    if len(threads) < 2:
+        return 0, 0, {}
+    lo, hi = int(threads[0]), int(threads[-1])
+    stats = point_stats(tp)
+    out: dict[int, dict] = {}
+    for size in sorted(tp["msg_size"].unique()):
+        for impl in STUDY:
+            decided, _ = pooled_pairs(stats, [((impl, size, hi), (impl, size, lo))], margin)
+            if decided:
+                out.setdefault(int(size), {})[impl] = decided[0]
+    return lo, hi, out
+
+
+def _ratios(df: pd.DataFrame, metric: str, lo: int, hi: int) -> dict[int, float]:
+    """Per size: the metric's mean at hi threads over its mean at lo, averaged over the implementations."""
+    tp = throughput_rows(study_rows(df))
+    if not measured(tp, metric):
+        return {}
+    agg = aggregate(tp, metric).set_index(["impl", "msg_size", "threads"])[metric]
+    out = {}
+    for size in sorted(tp["msg_size"].unique()):
+        ratios = [agg[(i, size, hi)] / agg[(i, size, lo)] for i in STUDY
+                  if (i, size, hi) in agg.index and (i, size, lo) in agg.index and agg[(i, size, lo)] > 0]
+        if ratios:
+            out[int(size)] = float(sum(ratios) / len(ratios))
+    return out
+
+
+def size_verdict(decided: dict) -> str:
+    """One conclusion for a size from its implementations' decisions."""
+    found = {d.decision for d in decided.values()}
+    return found.pop() if len(found) == 1 else "mixed"
+
+
+def q3_answer(df: pd.DataFrame, meta: dict, margin: float) -> dict:
+    lo, hi, decided = thread_decisions(df, margin)
+    if not decided:
+        reason = "throughput mode was measured at fewer than 2 thread counts"
+        return {"reason": reason, "text": f"Cannot be answered from this sweep: {reason}."}
+    cs = _ratios(df, "context_switches_per_mb", lo, hi)
+    misses = {lvl: _ratios(df, col, lo, hi) for lvl, col in (("L1", "l1_misses_per_byte"), ("LLC", "llc_misses_per_byte"))}
+    per_size = {str(s): {"verdict": size_verdict(d), "decisions": {i: x.to_dict() for i, x in d.items()},
+                         "context_switches_per_mb_ratio": cs.get(s),
+                         **{f"{lvl}_misses_per_byte_ratio": m.get(s) for lvl, m in misses.items()}}
+                for s, d in decided.items()}
+    lines = [_size_line(s, d, cs.get(s), {lvl: m.get(s) for lvl, m in misses.items()}) for s, d in decided.items()]
+    text = (f"Per message size, throughput with {hi} client threads against {lo} (ratio, 95% interval, decision "
+            f"per implementation):\n\n" + "\n".join(lines) + "\n\n" + _cores(meta, hi) + " " + _cache(misses, lo, hi))
+    return {"threads": [lo, hi], "cores": meta.get("cores"), "per_size": per_size, "text": text}
+
+
+def _size_line(size: int, decided: dict, cs, misses: dict) -> str:
+    parts = "; ".join(f"{name(i)} {ratio_text(d)} {d.decision}" for i, d in decided.items())
+    verdict = size_verdict(decided)
+    conclusion = VERDICTS.get(verdict, "the implementations differ")
+    extra = [f"context switches per MB ×{fmt_num(cs)}"] if cs is not None else []
+    extra += [f"{lvl} misses per byte ×{fmt_num(r)}" for lvl, r in misses.items() if r is not None]
+    if verdict in ("loss", "equivalent") and any(r is not None for r in misses.values()):
+        rising = [lvl for lvl, r in misses.items() if r is not None and r >= CONTENTION]
+        conclusion += (f", with {' and '.join(rising)} misses per byte rising: consistent with cache contention"
+                       if rising else ", with no rise in misses per byte: not cache contention")
+    return f"- **{fmt_size(size)}: {conclusion}.** {parts}" + (f"; {', '.join(extra)}." if extra else ".")
+
+
+def _cores(meta: dict, hi: int) -> str:
+    cores = meta.get("cores")
+    if not cores:
+        return "The host's core count is unknown (no meta.json)."
+    busy = 2 * hi
+    return (f"This host has {cores} cores; {hi} connections keep {busy} threads busy (a sender and a receiver each)"
+            + (", so they time-share the cores." if busy > int(cores) else ", within the cores."))
+
+
+def _cache(misses: dict, lo: int, hi: int) -> str:
+    if any(misses.values()):
+        return ("Cache contention shows as misses per byte rising with the thread count where throughput stops "
+                "rising; the lines above say where that holds.")
+    return (f"Cache misses were not counted on this host (see Q2), so contention for the caches cannot be shown "
+            f"here: with a PMU each line above would carry L1 and LLC misses per byte at {lo} and {hi} threads, "
+            "and a size where throughput stops rising while misses per byte rise would show it.")

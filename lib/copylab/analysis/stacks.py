@@ -1,0 +1,103 @@
+"""What the folded call stacks (profiles/<point>.<side>.folded.gz) say about where a function ran:
+inside which program's system call, or in a softirq thread. The explanations read the deferred copy
+of MSG_ZEROCOPY (skb_copy_ubufs) this way instead of assuming where it runs."""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import re
+from collections import Counter, defaultdict
+from pathlib import Path
+
+from .. import userfiles
+from ..errors import CopylabError
+
+DEFERRED_COPY = "skb_copy_ubufs"
+# the system call a sample ran inside, from the frames between the root and the function: the
+# innermost of these decides (a send path that delivers over veth runs the receive softirq inside it)
+CONTEXT_FRAMES = {
+    "sendmsg": ("tcp_sendmsg", "tcp_sendmsg_locked", "__sys_sendmsg", "____sys_sendmsg", "__sys_sendto",
+                "io_sendmsg", "io_send", "io_send_zc", "io_sendmsg_zc"),
+    "recv": ("tcp_recvmsg", "tcp_recvmsg_locked", "__sys_recvfrom", "__sys_recvmsg", "tcp_zerocopy_receive"),
+    "softirq_thread": ("run_ksoftirqd", "smpboot_thread_fn"),
+}
+CONTEXTS = (*CONTEXT_FRAMES, "interrupt")  # interrupt: none of the above (an irq exit, the idle task)
+_SUFFIX = re.compile(r"(_\[k\])$|(\.(isra|constprop|part|cold)\.?\d*)+")
+_CONTEXT_OF = {frame: ctx for ctx, frames in CONTEXT_FRAMES.items() for frame in frames}
+
+
+def plain(frame: str) -> str:
+    """'tcp_sendmsg_locked_[k]' -> 'tcp_sendmsg_locked', 'do_softirq.part.0_[k]' -> 'do_softirq'."""
+    return _SUFFIX.sub("", _SUFFIX.sub("", frame))
+
+
+POINT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # a point id is a plain file name
+MAX_FOLDED_BYTES = 256 << 20  # decompressed, per file: a profile of one window is a few MiB
+
+
+def folded_counts(profile_dir: Path, point_ids, side: str) -> dict[str, int]:
+    """Folded stacks (root first, ';'-separated, a count last) of several points' side, summed.
+    The point ids come from a results folder: only a plain file name of profiles/ is opened (never
+    a link, never a path out of it), and a file is read up to MAX_FOLDED_BYTES decompressed."""
+    counts: dict[str, int] = defaultdict(int)
+    for point_id in point_ids:
+        if not isinstance(point_id, str) or not POINT_ID.fullmatch(point_id):
+            continue
+        try:
+            path = userfiles.inside(profile_dir, f"{point_id}.{side}.folded.gz")
+        except CopylabError:
+            continue
+        if path is None:
+            continue
+        read = 0
+        with contextlib.suppress(OSError, EOFError, UnicodeDecodeError), \
+                gzip.open(path, "rt", errors="replace") as handle:
+            for line in handle:
+                read += len(line)
+                if read > MAX_FOLDED_BYTES:
+                    break
+                stack, _, n = line.rstrip("\n").rpartition(" ")
+                if n.isdigit():
+                    counts[stack] += int(n)
+    return counts
+
+
+def context_of(frames: list[str], target: str) -> str | None:
+    """The context the first occurrence of target ran in (None when target is not in the stack)."""
+    names = [plain(f) for f in frames]
+    if target not in names:
+        return None
+    for name in reversed(names[:names.index(target)]):
+        if name in _CONTEXT_OF:
+            return _CONTEXT_OF[name]
+    return "interrupt"
+
+
+def contexts(counts: dict[str, int], target: str = DEFERRED_COPY) -> Counter:
+    """Samples of target per context (CONTEXTS) over folded counts."""
+    found: Counter = Counter()
+    for stack, n in counts.items():
+        ctx = context_of(stack.split(";"), target)
+        if ctx is not None:
+            found[ctx] += n
+    return found
+
+
+# frames that show how a send path came to run receive work: the softirq, the backlog, delivery
+PATH_FRAMES = ("do_softirq", "net_rx_action", "process_backlog", "ip_local_deliver_finish")
+
+
+def example_path(counts: dict[str, int], target: str, context: str) -> str:
+    """The most sampled stack of target in context, shortened to its system call and the frames that
+    show how it got there ('__sys_sendmsg → tcp_sendmsg_locked → … → do_softirq → process_backlog →
+    ip_local_deliver_finish → skb_copy_ubufs'), for the text to cite; '' when there is none."""
+    best = max(((n, s) for s, n in counts.items() if context_of(s.split(";"), target) == context),
+               default=(0, ""))[1]
+    if not best:
+        return ""
+    names = [plain(f) for f in best.split(";")]
+    names = names[:names.index(target) + 1]
+    own = [n for n in names if _CONTEXT_OF.get(n) == context]
+    shown = list(dict.fromkeys(own[:1] + own[-1:])) + ["…"] + [n for n in PATH_FRAMES if n in names] + [target]
+    return " → ".join(shown)

@@ -1,0 +1,137 @@
+"""Q6: the most robust unexpected result (patterns.py), said with the correction it survived and
+explained by a rule from this run's evidence (explain.py, explain_copies.py)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..fmt import fmt_num, fmt_size, plural
+from .decided import ratio_text
+from .explain import Explanation, bound_side, hypothesis
+from .explain_copies import per_message_gap, profiled_sizes
+from .patterns import ALPHA, Test, robust_surprise, tests
+from .roles import BASE, ONE_COPY, name
+from .stats import throughput_rows
+
+EXPECTATIONS = {
+    "one_copy_slower": "the one-copy path, which copies less, is not slower than the two-copy baseline",
+    "falls_with_size": "throughput does not fall as messages grow (fewer calls per byte)",
+    "fewer_with_threads": "more client threads do not lower total throughput",
+}
+
+
+RATIO_OF = {"one_copy_slower": f"{name(BASE)}'s", "falls_with_size": "the smaller size's",
+            "fewer_with_threads": "the fewer threads'"}
+
+
+def describe(t: Test) -> str:
+    """What a test compares, in words: 'A2 slower than A1 at sizes up to 1 KiB'."""
+    w = t.where
+    if t.kind == "one_copy_slower":
+        if "sizes" in w:
+            span = f"at sizes up to {fmt_size(w['size'])}" if w["sizes"] == "up_to" else f"from {fmt_size(w['size'])} on"
+            return f"{name(ONE_COPY)} slower than {name(BASE)} {span}, at every thread count"
+        return f"{name(ONE_COPY)} slower than {name(BASE)} at {fmt_size(w['size'])}, {plural(w['threads'], 'thread')}"
+    if t.kind == "falls_with_size":
+        where = f"at {plural(w['threads'], 'thread')}" if "threads" in w else "at every thread count"
+        return f"{name(w['impl'])} slower at {fmt_size(w['to_size'])} than at {fmt_size(w['from_size'])} {where}"
+    where = f"at {fmt_size(w['size'])}" if "size" in w else "at every size"
+    return (f"{name(w['impl'])} slower with {w['to_threads']} threads than with {w['from_threads']} {where}")
+
+
+def _correction(cells: list[Test], regions: list[Test]) -> str:
+    m = sum(1 for t in cells + regions if t.p == t.p)
+    return (f"Holm's correction over the {m} tests made ({len(cells)} cells of the {len(EXPECTATIONS)} "
+            f"expectation checks and {len(regions)} patterns across cells), family-wise error {ALPHA:.0%}")
+
+
+def explain_surprise(t: Test, df: pd.DataFrame, profiles: pd.DataFrame, meta: dict) -> Explanation:
+    """The rule that explains a surprise of its kind, from this run's profiles and counters."""
+    tp = throughput_rows(df)
+    if t.kind == "one_copy_slower":
+        sizes = sorted({c.where["size"] for c in (t.cells or [t])})
+        size = next((s for s in sizes if s in profiled_sizes(profiles, [ONE_COPY, BASE])), sizes[0])
+        gap = per_message_gap(profiles, ONE_COPY, BASE, size)
+        at = tp[(tp["impl"] == ONE_COPY) & (tp["msg_size"] == size)]
+        threads = t.where.get("threads", at["threads"].min() if len(at) else 1)
+        bound = bound_side(at[at["threads"] == threads], f"{name(ONE_COPY)} at {fmt_size(size)}, "
+                           f"{plural(int(threads), 'thread')}")
+        return Explanation(gap.rule, gap.verdict, f"{gap.text} {bound.text}", {**gap.evidence, "bound": bound.evidence},
+                           gap.hypothesis or bound.hypothesis, gap.decide_by or bound.decide_by)
+    if t.kind == "fewer_with_threads":
+        w = t.where
+        cores = meta.get("cores")
+        busy = f"{2 * w['to_threads']} busy threads (a sender and a receiver per connection)"
+        claim = (f"{busy} on {cores} cores time-share them; each switch costs a context switch and refills "
+                 "the caches." if cores else f"{busy} share the host's cores.")
+        return hypothesis("fewer_threads", "time_sharing", claim, "context switches and, with a PMU, cache "
+                          "misses per byte at both thread counts (perf stat on a host whose PMU perf can use)",
+                          {"cores": cores, "to_threads": w["to_threads"]})
+    w = t.where
+    return hypothesis("falls_with_size", "unknown", f"a larger message of {name(w['impl'])} may leave the caches "
+                      "or the socket's send buffer (tcp_wmem) behind.", "cache misses per byte with a PMU and the "
+                      "send buffer's fill (ss -tm) at both sizes", {"impl": w["impl"]})
+
+
+def q6_answer(df: pd.DataFrame, profiles: pd.DataFrame, meta: dict, margin: float) -> dict:
+    """answers.json's q6: the surprise, its tests and the correction, and the explanation."""
+    cells, regions = tests(df, margin)
+    if not any(t.p == t.p for t in cells):
+        reason = ("no expectation can be tested: a single pass per point gives no interval"
+                  if cells else "no pair of points to compare in throughput mode")
+        return {"violations_found": 0, "tests_made": 0, "reason": reason,
+                "text": f"Cannot be answered from this sweep: {reason}."}
+    best, standing = robust_surprise(cells, regions)
+    common = {"tests_made": sum(1 for t in cells + regions if t.p == t.p), "correction": "holm",
+              "violations_found": sum(1 for t in cells if t.significant and t.violates),
+              "apparent_violations": sum(1 for t in cells if t.violates)}
+    if best is None:
+        top = min(cells, key=lambda c: c.decision.ratio)
+        text = (f"No result contradicts the expectations checked ({'; '.join(EXPECTATIONS.values())}) beyond "
+                f"chance: {common['apparent_violations']} cells fall short, none significantly after "
+                f"{_correction(cells, regions)}. The largest shortfall, {describe(top)} "
+                f"({ratio_text(top.decision, True)}, adjusted p = {fmt_num(top.p_holm)}), is what noise gives.")
+        return {**common, "kind": None, "standing": "none", "text": text}
+    why = explain_surprise(best, df, profiles, meta)
+    return {**common, "kind": best.kind, "standing": standing, "details": best.public(),
+            "explanation": why.public(), "text": surprise_text(best, standing, cells, regions) + " " + why.text}
+
+
+def surprise_text(t: Test, standing: str, cells: list[Test], regions: list[Test]) -> str:
+    correction = _correction(cells, regions)
+    if standing == "pattern":
+        ratios = [c.decision.ratio for c in t.cells]
+        alone = sum(c.significant for c in t.cells)
+        return (f"**The most robust surprise: {describe(t)}: in all {len(t.cells)} cells "
+                f"({fmt_num(min(ratios))}–{fmt_num(max(ratios))}× {RATIO_OF[t.kind]}).** "
+                f"Expected: {EXPECTATIONS[t.kind]}. Pooled over the cells the ratio is {ratio_text(t.decision)}, "
+                f"adjusted p = {fmt_num(t.p_holm)}; {alone} of the {len(t.cells)} cells are significant on their "
+                f"own ({correction}).")
+    return (f"**The most significant surprise is one cell: {describe(t)}** ({ratio_text(t.decision, True)}, adjusted "
+            f"p = {fmt_num(t.p_holm)}; {correction}). No pattern across cells holds: every wider region has a "
+            f"cell that does not fall short, or does not survive the correction. Expected: {EXPECTATIONS[t.kind]}.")
+
+
+def surprise_table(answer: dict) -> pd.DataFrame:
+    """The cells behind Q6's surprise: each ratio, interval and adjusted p."""
+    details = answer.get("details") or {}
+    cells = details.get("cells") or ([details] if details else [])
+    rows = [{"cell": _cell_words(c),
+             "ratio": c["ratio"], "95% interval": f"{fmt_num(c['low'])}–{fmt_num(c['high'])}",
+             "adjusted p (Holm)": fmt_num(c["p_holm"]), "significant": "yes" if c["significant"] else "no"}
+            for c in cells]
+    return pd.DataFrame(rows, columns=["cell", "ratio", "95% interval", "adjusted p (Holm)", "significant"])
+
+
+def _cell_words(c: dict) -> str:
+    """'A2, 64 B, 2 thr' or 'A1, 64 B to 1 KiB, 2 thr' for one cell of a table."""
+    parts = [name(c["impl"])]
+    if "from_size" in c:
+        parts.append(f"{fmt_size(c['from_size'])} to {fmt_size(c['to_size'])}")
+    elif "size" in c:
+        parts.append(fmt_size(c["size"]))
+    if "from_threads" in c:
+        parts.append(f"{c['from_threads']} to {c['to_threads']} thr")
+    elif "threads" in c:
+        parts.append(f"{c['threads']} thr")
+    return ", ".join(parts)

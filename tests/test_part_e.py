@@ -1,0 +1,166 @@
+"""Part E answered from the decisions, patterns and per-size tests, on SYNTHETIC throughput with known
+answers (tests/data/analysis/evidence.py): one answer for Q4/Q5, Q6's most robust surprise with Holm's
+correction, Q3 per size, the summary for engineers, the harness and the configuration."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+
+from copylab.analysis import configuration, decided, harness, patterns, scaling, summary, surprise
+from data.analysis import evidence as ev
+
+SLOW_SMALL = {"a2": {64: 0.60, 1024: 0.75}}  # A2 below A1 in every cell up to 1 KiB
+
+
+def test_holm_matches_the_step_down_rule():
+    assert patterns.holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    adjusted = patterns.holm([0.2, math.nan, 0.01])
+    assert adjusted[0] == pytest.approx(0.2) and math.isnan(adjusted[1]) and adjusted[2] == pytest.approx(0.02)
+
+
+def test_q6_reports_a_pattern_across_cells_with_its_correction():
+    df = ev.throughput_grid(SLOW_SMALL)
+    answer = surprise.q6_answer(df, ev.frame([]), {"cores": 2}, 0.10)
+    assert answer["kind"] == "one_copy_slower" and answer["standing"] == "pattern"
+    details = answer["details"]
+    assert details["sizes"] == "up_to" and details["size"] == 1024 and len(details["cells"]) == 8
+    text = answer["text"]
+    assert "A2 slower than A1 at sizes up to 1 KiB, at every thread count: in all 8 cells" in text
+    assert f"Holm's correction over the {answer['tests_made']} tests made" in text
+    assert answer["correction"] == "holm" and answer["tests_made"] > 8
+    assert len(surprise.surprise_table(answer)) == 8
+
+
+def test_one_outlier_cell_is_not_a_pattern_and_says_so():
+    # one repetition of one cell far off: that cell is not significant; nothing else violates
+    df = ev.throughput_grid({}, outliers={("a2", 4096, 4, 0): 0.5})
+    answer = surprise.q6_answer(df, ev.frame([]), {"cores": 2}, 0.10)
+    assert answer["kind"] is None and answer["text"].startswith("No result contradicts the expectations checked")
+    assert "beyond chance" in answer["text"] and "is what noise gives" in answer["text"]
+    assert "Holm's correction" in answer["text"] and "adjusted p" in answer["text"]
+
+
+def test_q6_explains_the_pattern_from_the_profile_with_its_numbers():
+    df = ev.throughput_grid(SLOW_SMALL)
+    a1 = [ev.profile_row("a1", 64, {"user_copy": 0.01, "kernel_copy_from_user": 0.02, "tcp_send": 0.5},
+                         busy=(0.5, 0.9), rep=r) for r in range(3)]
+    a2 = [ev.profile_row("a2", 64, {"kernel_copy_from_user": 0.30, "tcp_send": 0.5}, busy=(0.8, 0.9), rep=r)
+          for r in range(3)]
+    answer = surprise.q6_answer(df, ev.frame(a1 + a2), {"cores": 2}, 0.10)
+    assert answer["explanation"]["verdict"] == "copy"
+    assert "A2's kernel copy from its iovec is 30.0%" in answer["text"]
+
+
+def test_q4_gives_one_answer_from_the_decisions():
+    df = ev.throughput_grid({"a2": {64: 0.7, 1024: 1.0, 4096: 1.3, 65536: 1.4}})
+    found = decided.comparison(df, "a2", 0.10)
+    text = decided.decision_text("a2", found, 0.10)
+    assert text.count("**") == 2 and "**A2 outperforms A1 from 4 KiB upward**" in text
+    assert "64 B: loss" in text and "1 KiB: equivalent" in text
+    table = decided.decision_table(found)
+    assert list(table["decision"]) == ["loss", "equivalent", "win", "win"]
+    per = decided.per_threads_table(found)
+    assert list(per.columns) == ["message size", "1 thr", "2 thr", "4 thr", "8 thr"]
+    assert per.iloc[2, 1].startswith("win ")
+
+
+def test_an_undecided_largest_size_says_how_many_more_passes():
+    df = ev.throughput_grid({"a2": {65536: 1.08}}, passes=3, spread=0.12, seed=9)
+    found = decided.comparison(df, "a2", 0.10)
+    assert found["by_size"][65536].decision == "undecided"
+    text = decided.decision_text("a2", found, 0.10)
+    assert "There is no size in this grid from which A2 is decided to outperform A1" in text
+    assert re.search(r"about \d+ more pass(es)? would likely decide it|more than 100 more passes", text)
+
+
+@pytest.mark.parametrize("ratio, verdict", [(1.6, "win"), (0.6, "loss"), (1.0, "equivalent")])
+def test_q3_concludes_per_size_from_its_own_test(ratio, verdict):
+    df = ev.throughput_grid({}, threads=(1, 8), thread_gain=0.0)
+    boost = {(impl, 65536, 8): ratio for impl in ("a1", "a2", "a3")}
+    df["throughput_gbps"] *= [boost.get((i, s, t), 1.0) for i, s, t in zip(df["impl"], df["msg_size"], df["threads"])]
+    answer = scaling.q3_answer(df, {"cores": 2}, 0.10)
+    assert answer["per_size"]["65536"]["verdict"] == verdict
+    line = next(l for l in answer["text"].splitlines() if l.startswith("- **64 KiB"))
+    assert scaling.VERDICTS[verdict] in line
+    assert "with a PMU each line above would carry L1 and LLC misses per byte" in answer["text"]
+
+
+def test_q3_calls_it_cache_contention_only_with_misses_rising():
+    df = ev.throughput_grid({}, threads=(1, 8), thread_gain=0.0)
+    for rising, expected in ((1.5, "cache contention"), (1.0, "not cache contention")):
+        misses = df["bytes"] * 0.01 * [rising if t == 8 else 1.0 for t in df["threads"]]
+        with_misses = df.assign(l1_misses=misses, llc_misses=misses / 10)
+        from copylab.analysis.load import add_derived
+        answer = scaling.q3_answer(add_derived(with_misses), {"cores": 2}, 0.10)
+        assert expected in answer["text"]
+
+
+def test_the_summary_names_a_path_only_where_it_is_decided_better():
+    df = ev.throughput_grid({"a2": {65536: 1.4}, "a3": {64: 0.5}})
+    found = summary.choices(df, "throughput", 0.10)
+    assert found[65536]["choice"] == "a2" and found[64]["choice"] == "a1"
+    text = summary.ranges_text(df, "throughput", 0.10)
+    assert "at 65536 B" not in text and "at 64 KiB: A2 (1.40×" in text.replace("1.39×", "1.40×").replace("1.41×", "1.40×")
+    table = summary.summary_table(df, 0.10)
+    assert table.iloc[-1, 1].startswith("A2 · A2 better")
+    assert "two hosts" in summary.nic_text(df).lower() or "two machines" in summary.nic_text(df)
+
+
+def test_harness_warns_when_the_like_for_like_pair_is_bounded_by_different_sides():
+    rows = [ev.measured_row("a2", 64, busy=(1.0, 0.5), gbps=0.2), ev.measured_row("a1", 64, busy=(1.0, 0.5), gbps=0.2),
+            ev.measured_row("iperf3", 64, busy=(0.48, 1.0), gbps=0.12, window_source="timer", warmup_end="timer")]
+    df = ev.frame(rows)
+    text = harness.like_for_like_text(df)
+    assert "A2/iperf3 throughput: 64 B: 1.67" in text
+    assert "at 64 B iperf3 is bounded by its receiver (sender CPU busy 48%, receiver 100%) and A1 and A2 by their sender" in text
+    bounds = harness.bounds_table(df)
+    assert list(bounds["bounded by"]) == ["sender", "sender", "receiver"]
+    (caption, table), = harness.metric_tables(df)
+    assert "Gbit/s, higher is better" in caption and "A2 / iperf3" in table.columns
+    windows = harness.windows_table(df).set_index("tool")
+    assert windows.loc["iperf3", "window opened and closed by"] == "timer"
+
+
+def test_configuration_names_hypervisor_tools_congestion_and_warns_about_an_old_perf():
+    meta = {"kernel": "6.18.44-fc", "perf_version": "6.1.187", "cpu_caches": {"L1d": "32K", "L3": "32768K"},
+            "virtualization": {"vm": "kvm", "container": "none", "hypervisor_vendor": "KVM"},
+            "tool_versions": {"iperf3": "iperf 3.12", "sockperf": None}, "qdisc": "noqueue",
+            "client_net": {"qdisc": "noqueue"}, "tcp_congestion_control": "bbr"}
+    df = ev.frame([ev.measured_row("a1", 64, congestion="cubic", srv_congestion="cubic", cli_congestion="cubic")])
+    rows = dict(configuration.rows(meta, df))
+    assert rows["hypervisor"].startswith("virtual machine (KVM")
+    assert rows["CPU caches"].startswith("L1d 32K, L3 32768K")
+    assert rows["iperf3"] == "iperf 3.12" and rows["sockperf"] == "not installed"
+    assert rows["congestion control as run"] == "sender cubic; receiver cubic"
+    assert rows["qdisc"] == "sender noqueue, receiver noqueue"
+    assert "older than the kernel" in configuration.perf_warning(meta)
+    assert configuration.perf_warning({**meta, "perf_version": "6.18.2"}) == ""
+    assert "bare metal" in dict(configuration.rows({"virtualization": {"vm": "none"}}, df))["hypervisor"]
+
+
+def test_the_introduction_claims_only_what_was_counted():
+    meta = {"cycles_source": "tsc", "perf_note": "SYNTHETIC: no PMU"}
+    df = ev.frame([ev.measured_row("a1", 64, cycles=1e9, srv_cycles=5e8, cli_cycles=5e8)])
+    text = configuration.intro_markdown(meta, df)
+    assert "TSC reference cycles" in text and "Cache misses could not be counted" in text
+    assert "L1-dcache load misses" not in text
+    with_misses = ev.frame([ev.measured_row("a1", 64, l1_misses=10.0, llc_misses=1.0)])
+    assert "L1-dcache load misses" in configuration.intro_markdown({}, with_misses)
+
+
+def test_the_analysis_names_roles_not_implementations():
+    """The study's implementations are named in the registry only (native/registry.def): the analysis,
+    its figures and the report's analysis text ask for roles."""
+    from pathlib import Path
+
+    from copylab import registry
+    lib = Path(__file__).resolve().parents[1] / "lib" / "copylab"
+    files = [*sorted((lib / "analysis").glob("*.py")), lib / "figures" / "study.py", lib / "figures" / "evidence.py",
+             lib / "figures" / "profiles.py", lib / "report.py"]
+    for path in files:
+        text = path.read_text()
+        for impl in registry.names():
+            assert f'"{impl}"' not in text and f"'{impl}'" not in text, f"{path.name} names {impl}"
