@@ -216,6 +216,26 @@ def _adjusted_stats(values: pd.DataFrame) -> pd.DataFrame:
         n="count", mean="mean", var=lambda y: y.var(ddof=1) if len(y) >= 2 else math.nan)
 
 
+def compare_points(stats: pd.DataFrame, impl: str, base: str, margin: float = DEFAULT_MARGIN) -> dict:
+    """As compare_values, from point_stats() rows (each point's own mean and spread, unpaired): for
+    comparisons whose runs were not measured in one block (a path against itself at another size or
+    thread count), where pairing by pass would pair runs minutes apart."""
+    index = stats.set_index(["impl", "msg_size", "threads"])
+    per_threads: dict[int, dict[int, Decision]] = {}
+    diffs_by_size: dict[int, list[_Diff]] = {}
+    if impl not in index.index.get_level_values(0) or base not in index.index.get_level_values(0):
+        return {"by_size": {}, "per_threads": {}}
+    x_points, b_points = index.loc[impl], index.loc[base]
+    for size, threads in sorted(set(x_points.index) & set(b_points.index)):
+        diff = _point_diff(x_points.loc[(size, threads)], b_points.loc[(size, threads)])
+        per_threads.setdefault(int(threads), {})[int(size)] = _decision(impl, base, int(size), int(threads),
+                                                                         diff, margin)
+        diffs_by_size.setdefault(int(size), []).append(diff)
+    by_size = {size: _decision(impl, base, size, None, _mean_diff(diffs), margin)
+               for size, diffs in sorted(diffs_by_size.items())}
+    return {"by_size": by_size, "per_threads": per_threads}
+
+
 def compare_values(values: pd.DataFrame, impl: str, base: str, margin: float = DEFAULT_MARGIN) -> dict:
     """{"by_size": {size: Decision}, "per_threads": {threads: {size: Decision}}} for impl against base,
     from log_values(): paired within passes where possible (see the module's docstring)."""

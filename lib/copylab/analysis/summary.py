@@ -8,7 +8,7 @@ import pandas as pd
 
 from ..fmt import fmt_num, fmt_pct, fmt_size
 from .decided import ratio_text
-from .decisions import DEFAULT_MARGIN, compare_points, point_stats
+from .decisions import DEFAULT_MARGIN, compare_values, log_values
 from .explain import and_list
 from .findings import data_path
 from .roles import BASE, ZERO_COPY, name, native
@@ -36,10 +36,10 @@ def choices(df: pd.DataFrame, criterion: str, margin: float = DEFAULT_MARGIN) ->
     rows = _rows(df, mode)
     if rows.empty or BASE not in set(rows["impl"]):
         return {}
-    stats = point_stats(rows, metric)
+    values = log_values(rows, metric)  # paired within the sweep's blocks, as Q4/Q5 are
     verdicts: dict[int, dict] = {}
     for impl in sorted(set(rows["impl"]) - {BASE}):
-        for size, d in compare_points(stats, impl, BASE, margin)["by_size"].items():
+        for size, d in compare_values(values, impl, BASE, margin)["by_size"].items():
             better = d.decision == ("win" if higher else "loss")
             worse = d.decision == ("loss" if higher else "win")
             verdicts.setdefault(size, {})[impl] = {"decision": d, "verdict": "better" if better else "worse"
