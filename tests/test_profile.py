@@ -174,7 +174,9 @@ def test_one_real_profiled_point_per_implementation(native_build, tmp_path, impl
         assert row["srv_prof_user_copy"] <= 0.005 and row["srv_prof_kernel_copy_from_user"] >= 0.01
     else:
         assert row["srv_prof_zerocopy_pin"] > 0 and row["srv_prof_kernel_copy_from_user"] <= 0.005
-        assert row["srv_prof_deferred_copy"] >= 0.01 and row["cli_prof_deferred_copy"] >= 0.01
+        # veth delivers on the transmitting CPU: mostly the server's, the client's when its ACK lets the
+        # server's socket send (knowledge.md); which share lands where depends on the host, seeing it does not
+        assert max(row["srv_prof_deferred_copy"], row["cli_prof_deferred_copy"]) >= 0.01
 
 
 def test_no_perf_means_empty_profile_columns_with_the_reason(native_build, tmp_path):

@@ -63,9 +63,14 @@ def test_quick_sweep_over_ssh_measures_records_describes_both_hosts_and_reports(
                        timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = records(tmp_path / "out")
-    assert len(rows) == 4 and all(r["status"] == "ok" for r in rows.values()), rows
-    a3 = next(r for r in rows.values() if r["impl"] == "a3" and r["mode"] == "throughput")
+    measured = [r for r in rows.values() if r["run_kind"] != "profile"]
+    profiled = [r for r in rows.values() if r["run_kind"] == "profile"]
+    assert len(measured) == 4 and all(r["status"] == "ok" for r in rows.values()), rows
+    a3 = next(r for r in measured if r["impl"] == "a3" and r["mode"] == "throughput")
     assert a3["topology"] == "ssh" and a3["throughput_gbps"] > 0 and a3["zc_completions"] > 0
+    assert a3["srv_prof_samples"] is None  # the measured runs are never the profiled ones
+    assert len(profiled) == 1 and profiled[0]["impl"] == "a3"  # the profiled run is an extra one
+    a3 = profiled[0]
     assert a3["profile_mode"] == "per_process" and a3["srv_prof_samples"] > 0 and a3["cli_prof_samples"] > 0
     assert a3["srv_task_clock_ms"] > 0 and a3["cli_task_clock_ms"] > 0  # perf stat ran on each host
     meta = json.loads((tmp_path / "out" / "meta.json").read_text())

@@ -14,11 +14,12 @@ import textwrap
 import warnings
 from pathlib import Path
 
-from . import escape, fsutil, tools, userfiles
+from . import escape, fsutil, registry, tools, userfiles
 from .analysis import configuration, load_results, roles
 from .fmt import fmt_num, fmt_size, plural, system_fields
 from .fsutil import atomic_write_bytes, atomic_write_json, atomic_write_text
 from .errors import CopylabError
+from .runners import runner_for
 from .paths import NOTEBOOKS_DIR, PROJECT_ROOT
 
 NOTEBOOK = NOTEBOOKS_DIR / "analysis.ipynb"
@@ -152,7 +153,7 @@ def measurement_markdown(meta: dict, df) -> str:
         + (", each repetition a freshly shuffled pass over the grid (a slow drift of the host cannot line up "
            "with one implementation)" if params.get("shuffle") else ", in grid order") + ".",
         f"- **Receiver:** {escape.markdown(', '.join(map(str, receive)))} reads (`message`: each `recv` asks for the rest of one message, "
-        "as an application reading whole messages does and as iperf3 does; `bulk`: up to 256 KiB per `recv`).",
+        "as an application reading whole messages does, and as the reference programs do; `bulk`: up to 256 KiB per `recv`).",
         f"- **Pinning:** sender on CPU {escape.markdown(params.get('pin_server') or 'any')}, receiver on CPU "
         f"{escape.markdown(params.get('pin_client') or 'any')}.",
     ]
@@ -160,8 +161,8 @@ def measurement_markdown(meta: dict, df) -> str:
     if peers:
         lines.append(f"- **Reference programs:** {escape.markdown(', '.join(peers))} measured by the same engine, "
                      "in the same namespaces and pinning under perf, each over its own window (the harness section "
-                     "says how each window opened); iperf3 `-R -l <size>`; sockperf ping-pong `--full-rtt`, whose "
-                     "request is as large as its reply, where copylab's is 8 bytes.")
+                     "says how each window opened); "
+                     + "; ".join(runner_for(p).method for p in peers) + ".")  # the runners own their text
     prof = df[df["profile_mode"].fillna("").astype(str) != ""]
     if len(prof):
         modes = ", ".join(sorted(set(map(str, prof["profile_mode"]))))
@@ -212,7 +213,7 @@ MAX_RECORD_BYTES = 64 << 20  # a point's record with both programs' (bounded) ou
 
 
 def _run_record(runs_dir: Path, name: str) -> dict | None:
-    """A successful A1/A2/A3 record of runs/, its row's identity checked; None for anything else
+    """A successful record of one of the study's implementations in runs/, its row's identity checked; None for anything else
     (a link out of the folder, a half-written or foreign file, a row that is not one)."""
     try:
         data = userfiles.read_inside(runs_dir, name, MAX_RECORD_BYTES)
@@ -220,7 +221,7 @@ def _run_record(runs_dir: Path, name: str) -> dict | None:
     except (CopylabError, ValueError):
         return None
     row = rec.get("row") if isinstance(rec, dict) else None
-    if not isinstance(row, dict) or str(row.get("status", "ok")) != "ok" or row.get("impl") not in ("a1", "a2", "a3"):
+    if not isinstance(row, dict) or str(row.get("status", "ok")) != "ok" or row.get("impl") not in registry.study_impls():
         return None
     if row.get("mode") not in ("throughput", "latency"):
         return None

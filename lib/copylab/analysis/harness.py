@@ -1,6 +1,6 @@
 """The harness section: copylab's programs against the reference programs, one table per metric
 with its unit and direction, which side bounds each tool at each size, each tool's window as
-measured, and the like-for-like pair (the one-copy path and iperf3 both send a prepared buffer)."""
+measured, and the like-for-like pair (the one-copy path and the bulk reference both send a prepared buffer)."""
 
 from __future__ import annotations
 
@@ -124,7 +124,7 @@ def bound_caveats(df: pd.DataFrame) -> list[str]:
 
 
 def like_for_like_text(df: pd.DataFrame) -> str:
-    """The one-copy path against iperf3 (both send a prepared buffer, neither serialises), per size, and
+    """The one-copy path against the bulk reference (both send a prepared buffer, neither serialises), per size, and
     where a path and the reference are bounded by different sides (then the ratio compares those sides)."""
     peer = peer_for("throughput")
     ratios = harness_ratios(df)

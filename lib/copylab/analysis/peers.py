@@ -1,5 +1,6 @@
-"""The harness made explicit: copylab's programs against iperf3 and sockperf measured in the same
-sweep, the receive strategy's effect, and what makes small messages slow."""
+"""The harness made explicit: copylab's programs against the reference programs (registry role
+`reference`: a bulk sender and a ping-pong) measured in the same sweep, the receive strategy's
+effect, and what makes small messages slow."""
 
 from __future__ import annotations
 
@@ -18,8 +19,8 @@ def _means(df: pd.DataFrame, metric: str) -> pd.Series:
 
 
 def harness_ratios(df: pd.DataFrame) -> pd.DataFrame:
-    """Per size (and thread count): each implementation's throughput over iperf3's, and its p50
-    round trip over sockperf's. Empty when the sweep measured no peer."""
+    """Per size (and thread count): each implementation's throughput over the bulk reference's, and
+    its p50 round trip over the ping-pong reference's. Empty when the sweep measured no peer."""
     rows = []
     tp = _means(throughput_rows(df), "throughput_gbps")
     lat = _means(df[df["mode"] == "latency"], "latency_p50_us")

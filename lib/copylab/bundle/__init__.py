@@ -183,7 +183,7 @@ def provenance(inputs: Inputs) -> dict:
 
 def grid(inputs: Inputs, build: csource.NativeBuild) -> dict:
     """The sweep's grid from meta.json (what a CSV from elsewhere lacks, from its rows), for the
-    bundle's own programs: reference programs the sweep also measured (iperf3...) are not in it."""
+    bundle's own programs: reference programs the sweep also measured (registry role `reference`) are not in it."""
     params, df = dict(inputs.meta.get("params") or {}), inputs.df
     for key, column in (("impls", "impl"), ("modes", "mode"), ("msg_sizes", "msg_size"), ("threads", "threads")):
         if not params.get(key):

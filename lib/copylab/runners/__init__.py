@@ -49,6 +49,7 @@ class Runner:
     server_exits_by_itself = False   # the server ends after one test (no SIGINT needed)
     server_stops_with_status = ()    # exit statuses that are a normal stop besides 0 and -SIGINT
     port_taken = ("Address already in use",)  # its server's words for a port that is already bound
+    method = ""  # how the program is run, in one Markdown phrase for the report's method section
 
     def check_installed(self, host=None) -> None:
         raise NotImplementedError

@@ -26,6 +26,7 @@ class Iperf3Runner(Runner):
     server_exits_by_itself = True  # -1: one test, then exit
     server_stops_with_status = (1,)  # stopped by our SIGINT after a finished test
     INTERVAL_S = 0.1
+    method = "iperf3 `-R -l <size>`, its window cut from its 0.1 s intervals"
 
     def check_installed(self, host=None) -> None:
         check_tool("iperf3", host)

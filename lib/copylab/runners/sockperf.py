@@ -34,6 +34,8 @@ class SockperfRunner(Runner):
     window_source = "peer"
     port_taken = ("Address already in use", "Can`t bind socket", "Can't bind socket")  # no SO_REUSEADDR
     LOG = "sockperf-full.log"
+    method = ("sockperf ping-pong `--full-rtt`, whose request is as large as its reply, where copylab's "
+              "is 8 bytes")
 
     def __init__(self):
         self.log_path = ""  # its --full-log, in the client's folder on the client's host
