@@ -12,7 +12,7 @@ from copylab.analysis.prose import zero_copy_share_sentence
 from copylab.errors import CopylabError
 from copylab.hosts import SshHost, is_destination
 from copylab.perf import TSC_EVENT, PerfPlan, common_plan
-from copylab.sides import Side
+from copylab.sides import RemoteSide
 
 
 class _WrapperHost:
@@ -22,8 +22,8 @@ class _WrapperHost:
     name = "stand-in"
 
 
-def _side(script: str) -> Side:
-    return Side("server", ["sh", "-c", script], host=_WrapperHost())
+def _side(script: str) -> RemoteSide:
+    return RemoteSide("server", ["sh", "-c", script], host=_WrapperHost())
 
 
 def test_a_remote_side_has_exited_when_its_wrapper_says_so_though_the_channel_stays_open():

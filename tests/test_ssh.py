@@ -178,13 +178,13 @@ def test_sigterm_during_an_ssh_sweep_cleans_both_hosts(rig, tmp_path):
 def test_hosts_whose_login_shell_prints_a_banner_are_read_past_it(rig, tmp_path):
     """A host whose shell greets every command on both streams was diagnosed "not root" (issue 23):
     every ssh command's output now starts after a mark of copylab's."""
-    from copylab.hosts import SshHost
+    from copylab.hosts import SshHost, check_host
 
     host = SshHost("h1-banner", tmp_path, rig.ssh_config)
     host.connect()
     try:
         assert host.ok(["id", "-u"], "running a command") == "0\n"
-        assert host.check(DATA["h1"], "server") == "data"
+        assert check_host(host, DATA["h1"], "server") == "data"
         proc = host.run(["sh", "-c", "echo out; echo err >&2; exit 3"])
         assert (proc.returncode, proc.stdout, proc.stderr) == (3, b"out\n", b"err\n")
     finally:

@@ -46,6 +46,23 @@ REQUIRED_TOOLS = ("cc", "make", "tar", "taskset")  # what a host needs to build 
 _DESTINATION = re.compile(r"(?:[A-Za-z0-9_.-]+@)?[A-Za-z0-9_.:\[\]%-]+")  # [user@]host
 
 
+# the sh wrapper a remote Side runs under (module docstring): $1 its work folder, $2 how many FIFOs,
+# the FIFOs, then the program's argv
+_SIDE_WRAPPER = (
+    # the group sshd made for this session: the program and anything it leaves behind
+    'read -r _ _ _ _ g _ </proc/$$/stat; echo "%s $g" >&2; w=$1; n=$2; shift 2; '
+    'if [ -n "$w" ]; then mkdir -p -m 700 "$w" || exit 126; fi; '
+    'while [ "$n" -gt 0 ]; do mkfifo "$1" || exit 126; shift; n=$((n-1)); done; exec 3<&0; '
+    # the watcher: ends with the channel (fd 3 is its stdin; an async list's own stdin is /dev/null)
+    # (`kill -KILL -PGID`: dash's kill takes no `--`)
+    '(trap "" INT TERM HUP; cat <&3 >/dev/null; [ -n "$w" ] && rm -rf -- "$w"; kill -KILL "-$g") '
+    '>/dev/null 2>&1 & '
+    # a trap (not an ignore, which the program would inherit): SIGINT for the program
+    # must not end the wrapper before it reports the exit status
+    'trap : INT TERM; "$@" </dev/null 3<&-; c=$?; echo "%s $c"; echo "%s $c" >&2; wait'
+) % (PGID_NOTICE, EXIT_NOTICE, EXIT_NOTICE)
+
+
 def _last_line(text: str | bytes | None) -> str:
     if isinstance(text, bytes):
         text = text.decode(errors="replace")
@@ -135,8 +152,7 @@ class SshHost:
         self.build_root = build_root  # where the native sources are built there (set by build())
         self._pending_fifos: list[str] = []
         self.start_mark = f"copylab-start-{secrets.token_hex(8)}"  # no banner can guess it
-        self._controller: subprocess.Popen | None = None
-        self._lock = threading.Lock()
+        self._fifos = _FifoWriter(self._remote)  # perf's window FIFOs there, written through one session
 
     @property
     def build_dir(self) -> str:
@@ -202,20 +218,7 @@ class SshHost:
         FIFOs asked for since the last command are made first; workdir is removed when the
         channel closes."""
         fifos, self._pending_fifos = self._pending_fifos, []
-        script = (
-            # the group sshd made for this session: the program and anything it leaves behind
-            'read -r _ _ _ _ g _ </proc/$$/stat; echo "%s $g" >&2; w=$1; n=$2; shift 2; '
-            'if [ -n "$w" ]; then mkdir -p -m 700 "$w" || exit 126; fi; '
-            'while [ "$n" -gt 0 ]; do mkfifo "$1" || exit 126; shift; n=$((n-1)); done; exec 3<&0; '
-            # the watcher: ends with the channel (fd 3 is its stdin; an async list's own stdin is /dev/null)
-            # (`kill -KILL -PGID`: dash's kill takes no `--`)
-            '(trap "" INT TERM HUP; cat <&3 >/dev/null; [ -n "$w" ] && rm -rf -- "$w"; kill -KILL "-$g") '
-            '>/dev/null 2>&1 & '
-            # a trap (not an ignore, which the program would inherit): SIGINT for the program
-            # must not end the wrapper before it reports the exit status
-            'trap : INT TERM; "$@" </dev/null 3<&-; c=$?; echo "%s $c"; echo "%s $c" >&2; wait'
-        ) % (PGID_NOTICE, EXIT_NOTICE, EXIT_NOTICE)
-        return self._remote(["sh", "-c", script, "sh", workdir or "", str(len(fifos)), *fifos, *argv])
+        return self._remote(["sh", "-c", _SIDE_WRAPPER, "sh", workdir or "", str(len(fifos)), *fifos, *argv])
 
     def run(self, argv: list[str], timeout: float = SSH_TIMEOUT_S, input: bytes | None = None):
         """argv run there to completion; a lost connection is status 255 with ssh's complaint."""
@@ -248,33 +251,10 @@ class SshHost:
         self._pending_fifos.append(path)
 
     def send_fifo(self, path: str, text: str) -> bool:
-        """Write text to a FIFO there through the controller session. dd's O_NONBLOCK: a FIFO
-        nobody reads any more (perf died) fails at once instead of blocking the controller."""
-        with self._lock:
-            if self._controller is None or self._controller.poll() is not None:
-                script = ('while read -r f w; do printf "%s\\n" "$w" | '
-                          'dd of="$f" oflag=nonblock conv=notrunc status=none 2>/dev/null; done')
-                self._controller = subprocess.Popen(self._remote(["sh", "-c", script]), stdin=subprocess.PIPE,
-                                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                                    start_new_session=True)
-            try:
-                self._controller.stdin.write(f"{path} {text.strip()}\n".encode())
-                self._controller.stdin.flush()
-                return True
-            except OSError:
-                return False
+        return self._fifos.send(path, text)
 
     def release(self) -> None:
-        """End the controller session (its remote shell ends on EOF)."""
-        with self._lock:
-            if self._controller is not None:
-                with contextlib.suppress(OSError):
-                    self._controller.stdin.close()
-                try:
-                    self._controller.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    self._controller.kill()
-                self._controller = None
+        self._fifos.close()
 
     def read_text(self, path: str) -> str:
         proc = self.run(["cat", "--", path], timeout=60)
@@ -293,43 +273,44 @@ class SshHost:
         return {"kind": "ssh", "destination": self.destination, "control_dir": self.control_dir,
                 "ssh_config": self.ssh_config, "build_root": self.build_root}
 
-    # -- set-up -----------------------------------------------------------------------------------
 
-    def check(self, address: str, role: str) -> str:
-        """Root, the tools to build and pin, the data-path address: what is missing is one line
-        naming the host. Returns the interface that holds the address."""
-        uid = self.ok(["id", "-u"], "running a command").strip()
-        if uid != "0":
-            raise CopylabError(f"host {self.destination}: commands run as uid {uid}, not root: the {role}'s "
-                               "kernel counters and CPU pinning need root there")
-        found = self.ok(["sh", "-c", " ".join(f"command -v {t} >/dev/null && echo {t};" for t in REQUIRED_TOOLS)],
-                        "looking for the build tools").split()
-        missing = [t for t in REQUIRED_TOOLS if t not in found]
-        if missing:
-            raise CopylabError(f"host {self.destination}: {', '.join(missing)} not installed there (Debian: "
-                               "apt-get install gcc make tar util-linux)")
-        addresses = self.ok(["ip", "-o", "addr", "show"], "listing its addresses")
-        match = re.search(rf"^\d+:\s+(\S+)\s+inet6?\s+{re.escape(address)}/", addresses, re.M)
-        if not match:
-            raise CopylabError(f"host {self.destination}: no interface there has the {role} address {address}")
-        return match.group(1).split("@")[0]
+class _FifoWriter:
+    """One long-lived session to a host whose shell writes each line it reads into the FIFO it names:
+    opening and closing perf's window costs a line on a pipe, not an ssh session (module docstring)."""
 
-    def build(self) -> dict:
-        """Copy native/ there and build it (a cache per source digest and host, under ~/.cache, so
-        a second sweep does not rebuild). Returns the compiler and the compile command used."""
-        tag = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{native_digest()}-{self.destination}")
-        home = self.ok(["sh", "-c", 'printf %s "${XDG_CACHE_HOME:-$HOME/.cache}"'], "finding its cache folder")
-        self.build_root = f"{home}/copylab/{tag}"
-        tarball = subprocess.run(["tar", "-C", str(PROJECT_ROOT), "--exclude", "native/build", "-czf", "-",
-                                  NATIVE_DIR.name], capture_output=True, check=True).stdout
-        self.ok(["mkdir", "-p", self.build_root], "creating the build folder")
-        self.ok(["tar", "-C", self.build_root, "-xzf", "-"], "unpacking the native sources", timeout=60, input=tarball)
-        self.ok(["make", "-s", "-C", f"{self.build_root}/native"], "building native/", timeout=300)
-        flags = self.ok(["make", "-n", "-B", "-C", f"{self.build_root}/native", "build/obj/message.o"],
-                        "asking make for the compile command")
-        compile_line = next((ln.strip() for ln in flags.splitlines() if " -c " in ln), "")
-        return {"compiler": first_line(self.ok(["cc", "--version"], "asking the compiler its version")),
-                "compile_command": compile_line, "build_dir": self.build_dir}
+    def __init__(self, remote):
+        self._remote = remote  # argv -> the ssh argv that runs it there
+        self._controller: subprocess.Popen | None = None
+        self._lock = threading.Lock()
+
+    def send(self, path: str, text: str) -> bool:
+        """Write text to a FIFO there through the controller session. dd's O_NONBLOCK: a FIFO
+        nobody reads any more (perf died) fails at once instead of blocking the controller."""
+        with self._lock:
+            if self._controller is None or self._controller.poll() is not None:
+                script = ('while read -r f w; do printf "%s\\n" "$w" | '
+                          'dd of="$f" oflag=nonblock conv=notrunc status=none 2>/dev/null; done')
+                self._controller = subprocess.Popen(self._remote(["sh", "-c", script]), stdin=subprocess.PIPE,
+                                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                                    start_new_session=True)
+            try:
+                self._controller.stdin.write(f"{path} {text.strip()}\n".encode())
+                self._controller.stdin.flush()
+                return True
+            except OSError:
+                return False
+
+    def close(self) -> None:
+        """End the controller session (its remote shell ends on EOF)."""
+        with self._lock:
+            if self._controller is not None:
+                with contextlib.suppress(OSError):
+                    self._controller.stdin.close()
+                try:
+                    self._controller.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    self._controller.kill()
+                self._controller = None
 
 
 def native_digest() -> str:
@@ -361,3 +342,42 @@ def host_from_params(params: dict) -> LocalHost | SshHost:
         return SshHost(params["destination"], params["control_dir"], params.get("ssh_config"),
                        params.get("build_root"))
     return LocalHost(params.get("netns"))
+
+
+# -- set-up of a host: what it must have, and the programs built there -----------------------------
+
+def check_host(host: SshHost, address: str, role: str) -> str:
+    """Root, the tools to build and pin, the data-path address: what is missing is one line
+    naming the host. Returns the interface that holds the address."""
+    uid = host.ok(["id", "-u"], "running a command").strip()
+    if uid != "0":
+        raise CopylabError(f"host {host.destination}: commands run as uid {uid}, not root: the {role}'s "
+                           "kernel counters and CPU pinning need root there")
+    found = host.ok(["sh", "-c", " ".join(f"command -v {t} >/dev/null && echo {t};" for t in REQUIRED_TOOLS)],
+                    "looking for the build tools").split()
+    missing = [t for t in REQUIRED_TOOLS if t not in found]
+    if missing:
+        raise CopylabError(f"host {host.destination}: {', '.join(missing)} not installed there (Debian: "
+                           "apt-get install gcc make tar util-linux)")
+    addresses = host.ok(["ip", "-o", "addr", "show"], "listing its addresses")
+    match = re.search(rf"^\d+:\s+(\S+)\s+inet6?\s+{re.escape(address)}/", addresses, re.M)
+    if not match:
+        raise CopylabError(f"host {host.destination}: no interface there has the {role} address {address}")
+    return match.group(1).split("@")[0]
+
+def build_native(host: SshHost) -> dict:
+    """Copy native/ there and build it (a cache per source digest and host, under ~/.cache, so
+    a second sweep does not rebuild). Returns the compiler and the compile command used."""
+    tag = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{native_digest()}-{host.destination}")
+    home = host.ok(["sh", "-c", 'printf %s "${XDG_CACHE_HOME:-$HOME/.cache}"'], "finding its cache folder")
+    host.build_root = f"{home}/copylab/{tag}"
+    tarball = subprocess.run(["tar", "-C", str(PROJECT_ROOT), "--exclude", "native/build", "-czf", "-",
+                              NATIVE_DIR.name], capture_output=True, check=True).stdout
+    host.ok(["mkdir", "-p", host.build_root], "creating the build folder")
+    host.ok(["tar", "-C", host.build_root, "-xzf", "-"], "unpacking the native sources", timeout=60, input=tarball)
+    host.ok(["make", "-s", "-C", f"{host.build_root}/native"], "building native/", timeout=300)
+    flags = host.ok(["make", "-n", "-B", "-C", f"{host.build_root}/native", "build/obj/message.o"],
+                    "asking make for the compile command")
+    compile_line = next((ln.strip() for ln in flags.splitlines() if " -c " in ln), "")
+    return {"compiler": first_line(host.ok(["cc", "--version"], "asking the compiler its version")),
+            "compile_command": compile_line, "build_dir": host.build_dir}

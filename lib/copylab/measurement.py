@@ -29,7 +29,7 @@ from .contract import COLUMNS, COUNTER_KEYS, SUMMED_COUNTERS
 from .errors import CopylabError, ErrorKind, MeasurementError
 from .profile.record import Profiler, empty_columns
 from .runners import Failure, Result
-from .sides import PerfControl, Side, Window
+from .sides import PerfControl, Side, Window, start_side
 
 PROCESS_GROUPS = "process-groups"  # one line per started process group, in the point's workdir
 LISTEN_TIMEOUT_S = 10.0
@@ -95,7 +95,7 @@ class Context:
         if stat:  # stat_prefix ends with "--": counting disabled until the window opens
             stat = stat[:-1] + ["-D", "-1", *self.controls[side].args(), "--"]
         argv = host.command(_pinned(pin, host) + profile + stat + program_argv, self.dirs[side])
-        return Side(side, argv, self.registry, listeners, self.wake, host=host)
+        return start_side(side, argv, self.registry, listeners, self.wake, host=host)
 
 
 def _wait_ready(flag: threading.Event, side: Side) -> bool:

@@ -31,19 +31,14 @@ EXIT_NOTICE = "copylab-exit"
 
 
 class Side:
-    """One benchmark process group, its output collected as it comes."""
+    """One benchmark process group on this machine, its output collected as it comes."""
+
+    remote = False
 
     def __init__(self, name: str, argv: list[str], registry: Path | None = None,
                  listeners: list[Listener] | None = None, wake: threading.Event | None = None, host=None):
         self.name = name
         self.host = host
-        self.remote = host is not None and host.remote
-        self.remote_pgid: int | None = None  # the program's process group on a remote host
-        # a remote program's exit status, as its wrapper reports it on each stream (the ssh channel
-        # stays open after it, until the engine has read the side's files back)
-        self._remote_exit: dict[str, int] = {}
-        self._begun: set[str] = set()  # streams whose start mark came (SshHost: after any login banner)
-        self._preamble: dict[str, list[str]] = {}
         # set when the process exits: a supervisor sleeps on it instead of polling, so the harness
         # takes no CPU from the measured programs while they run
         self.exited = threading.Event()
@@ -82,29 +77,11 @@ class Side:
             self._wake.set()
 
     def _notice(self, label: str, line: str) -> bool:
-        """Take in a remote wrapper's notice; True if line was one (or a login banner before the
-        command's start mark: kept aside, and given back only if the mark never comes)."""
-        if not self.remote:
-            return False
-        mark = getattr(self.host, "start_mark", None)
-        if mark is not None and label not in self._begun:
-            if line.rstrip("\n") == mark:
-                self._begun.add(label)
-            else:
-                self._preamble.setdefault(label, []).append(line)
-            return True
-        if not line.startswith((PGID_NOTICE, EXIT_NOTICE)):
-            return False
-        with contextlib.suppress(ValueError, IndexError):
-            value = int(line.split()[1])
-            if line.startswith(PGID_NOTICE):
-                self.remote_pgid = value
-            else:
-                # a shell reports death by signal N as 128+N; Popen says -N
-                self._remote_exit[label] = -(value - 128) if 128 < value < 128 + signal.NSIG else value
-                if len(self._remote_exit) == 2:  # both streams are complete up to here
-                    self._set_exited()
-        return True
+        """Is line a notice of the side's wrapper rather than the program's output? (none here)"""
+        return False
+
+    def _stream_ended(self, label: str, sink: "BoundedLines") -> None:
+        """What a stream's end means beyond the end of its lines (nothing here)."""
 
     def _pump(self, stream, sink: "BoundedLines", label: str) -> None:
         # at most MAX_LINE characters at a time: a line without end must not be held whole either
@@ -115,18 +92,13 @@ class Side:
             for listener in self.listeners:
                 with contextlib.suppress(Exception):  # a listener's fault must not stop the reading
                     listener(label, line)
-        if label not in self._begun:  # no start mark: ssh's own words about a connection that failed
-            for line in self._preamble.pop(label, []):
-                sink.append(line)
+        self._stream_ended(label, sink)
         stream.close()
 
-    # -- the process: local, or the program behind a remote wrapper --------------------------------
+    # -- the process ----------------------------------------------------------------------------------
 
     @property
     def returncode(self) -> int | None:
-        """The program's exit status (255 when the ssh connection to its host was lost)."""
-        if self.remote and "stderr" in self._remote_exit and self.exited.is_set():
-            return self._remote_exit["stderr"]
         return self.proc.poll()
 
     def poll(self) -> int | None:
@@ -134,48 +106,25 @@ class Side:
 
     @property
     def lost(self) -> bool:
-        """A remote side whose ssh channel ended before its program reported an exit status."""
-        return self.remote and self.proc.poll() is not None and len(self._remote_exit) < 2
+        """Was the way to the program lost before it reported an exit status? (never, here)"""
+        return False
 
     def signal_group(self, signum: int) -> None:
-        if self.remote:
-            if signum == signal.SIGKILL:
-                # closing the channel is enough, and works when the host is unreachable: the wrapper
-                # (or sshd, when the connection dies) sees EOF, removes the side's folder, kills the group
-                self._close_channel()
-            elif self.remote_pgid is not None:
-                self.host.signal_group(self.remote_pgid, signum)
-            return
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signum)
 
-    def _close_channel(self) -> None:
-        with contextlib.suppress(OSError):
-            if self.proc.stdin:
-                self.proc.stdin.close()
-        try:
-            self.proc.wait(timeout=5.0)  # ssh ends once the remote group is gone
-        except subprocess.TimeoutExpired:  # an ssh that does not end: its master then closes the channel
-            with contextlib.suppress(ProcessLookupError):
-                self.proc.kill()
-            self.proc.wait()
-
     def finish(self, timeout: float) -> int | None:
         """Wait for exit and for the output pipes to drain; None if still running."""
-        if self.remote:
-            if not self.exited.wait(timeout):
-                return None
-            if self.proc.poll() is not None:  # the channel is gone: what was sent is in the pipes
-                for reader in self._readers:
-                    reader.join(timeout=2.0)
-            return self.returncode
         try:
             code = self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             return None
+        self._drain()
+        return code
+
+    def _drain(self) -> None:
         for reader in self._readers:
             reader.join(timeout=2.0)
-        return code
 
     def kill(self) -> None:
         """SIGKILL the whole group, even when its leader has exited (an orphaned program stays in it)."""
@@ -183,10 +132,7 @@ class Side:
         self.finish(timeout=5.0)
 
     def program_pid(self) -> int | None:
-        """The measured program's pid: the leader itself, or the child of its perf wrappers (None
-        for a program on another host)."""
-        if self.remote:
-            return None
+        """The measured program's pid: the leader itself, or the child of its perf wrappers."""
         pid = self.proc.pid
         for _ in range(4):
             try:
@@ -204,6 +150,8 @@ class Side:
                 return None
             pid = int(kids[0])
         return None
+
+    # -- its output -----------------------------------------------------------------------------------
 
     def json_output(self) -> dict | None:
         """The last line of stdout that parses as a JSON object."""
@@ -226,6 +174,98 @@ class Side:
     def raw(self, perf_text: str = "") -> dict:
         return {"argv": self.argv, "exit_status": self.returncode, "stdout": self.stdout(),
                 "stderr": "".join(self.stderr_lines), "perf": perf_text}
+
+
+class RemoteSide(Side):
+    """The program behind hosts.SshHost's wrapper on another machine: the wrapper announces the
+    program's process group and exit status on the streams, and the ssh channel stays open after
+    the program ends until the engine has read the side's files back."""
+
+    remote = True
+
+    def __init__(self, name: str, argv: list[str], registry: Path | None = None,
+                 listeners: list[Listener] | None = None, wake: threading.Event | None = None, host=None):
+        self.remote_pgid: int | None = None  # the program's process group there
+        self._remote_exit: dict[str, int] = {}  # stream -> the exit status its wrapper reported
+        self._begun: set[str] = set()  # streams whose start mark came (after any login banner)
+        self._preamble: dict[str, list[str]] = {}
+        super().__init__(name, argv, registry, listeners, wake, host)
+
+    def _notice(self, label: str, line: str) -> bool:
+        """Take in the wrapper's notice; True if line was one (or a login banner before the
+        command's start mark: kept aside, and given back only if the mark never comes)."""
+        mark = getattr(self.host, "start_mark", None)
+        if mark is not None and label not in self._begun:
+            if line.rstrip("\n") == mark:
+                self._begun.add(label)
+            else:
+                self._preamble.setdefault(label, []).append(line)
+            return True
+        if not line.startswith((PGID_NOTICE, EXIT_NOTICE)):
+            return False
+        with contextlib.suppress(ValueError, IndexError):
+            value = int(line.split()[1])
+            if line.startswith(PGID_NOTICE):
+                self.remote_pgid = value
+            else:
+                # a shell reports death by signal N as 128+N; Popen says -N
+                self._remote_exit[label] = -(value - 128) if 128 < value < 128 + signal.NSIG else value
+                if len(self._remote_exit) == 2:  # both streams are complete up to here
+                    self._set_exited()
+        return True
+
+    def _stream_ended(self, label: str, sink: "BoundedLines") -> None:
+        if label not in self._begun:  # no start mark: ssh's own words about a connection that failed
+            for line in self._preamble.pop(label, []):
+                sink.append(line)
+
+    @property
+    def returncode(self) -> int | None:
+        """The program's exit status (255 when the ssh connection to its host was lost)."""
+        if "stderr" in self._remote_exit and self.exited.is_set():
+            return self._remote_exit["stderr"]
+        return self.proc.poll()
+
+    @property
+    def lost(self) -> bool:
+        """The ssh channel ended before the program reported an exit status."""
+        return self.proc.poll() is not None and len(self._remote_exit) < 2
+
+    def signal_group(self, signum: int) -> None:
+        if signum == signal.SIGKILL:
+            # closing the channel is enough, and works when the host is unreachable: the wrapper
+            # (or sshd, when the connection dies) sees EOF, removes the side's folder, kills the group
+            self._close_channel()
+        elif self.remote_pgid is not None:
+            self.host.signal_group(self.remote_pgid, signum)
+
+    def _close_channel(self) -> None:
+        with contextlib.suppress(OSError):
+            if self.proc.stdin:
+                self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=5.0)  # ssh ends once the remote group is gone
+        except subprocess.TimeoutExpired:  # an ssh that does not end: its master then closes the channel
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.kill()
+            self.proc.wait()
+
+    def finish(self, timeout: float) -> int | None:
+        if not self.exited.wait(timeout):
+            return None
+        if self.proc.poll() is not None:  # the channel is gone: what was sent is in the pipes
+            self._drain()
+        return self.returncode
+
+    def program_pid(self) -> int | None:
+        return None  # a pid on another machine
+
+
+def start_side(name: str, argv: list[str], registry: Path | None = None, listeners: list[Listener] | None = None,
+               wake: threading.Event | None = None, host=None) -> Side:
+    """The Side for where argv runs: here, or behind host's wrapper on another machine."""
+    kind = RemoteSide if host is not None and host.remote else Side
+    return kind(name, argv, registry, listeners, wake, host)
 
 
 MAX_LINE = 1 << 16           # characters read at a time; a longer line arrives in pieces

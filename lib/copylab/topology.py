@@ -25,7 +25,7 @@ from typing import Iterator
 
 from . import signals
 from .errors import CopylabError, MeasurementError
-from .hosts import LocalHost, SshHost, SshSettings, host_from_params
+from .hosts import LocalHost, SshHost, SshSettings, build_native, check_host, host_from_params
 from .paths import BUILD_DIR
 from .privilege import can_admin_network
 
@@ -291,12 +291,12 @@ def ssh_pair(settings: SshSettings, control_dir: Path | None = None) -> Iterator
         for host in (server, client):
             host.connect()
             connected.append(host)
-        server_if = server.check(settings.server_addr, "server")
-        client_if = client.check(settings.client_addr, "client")
+        server_if = check_host(server, settings.server_addr, "server")
+        client_if = check_host(client, settings.client_addr, "client")
         details = {"server": {"destination": server.destination, "address": settings.server_addr,
-                              "interface": server_if, **server.build()},
+                              "interface": server_if, **build_native(server)},
                    "client": {"destination": client.destination, "address": settings.client_addr,
-                              "interface": client_if, **client.build()}}
+                              "interface": client_if, **build_native(client)}}
         yield Topology(kind="ssh", server_addr=settings.server_addr, client_addr=settings.client_addr,
                        server_if=server_if, client_if=client_if, server_host=server, client_host=client,
                        details=details)

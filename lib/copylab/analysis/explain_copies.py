@@ -55,7 +55,7 @@ def enobufs_evidence(df: pd.DataFrame) -> dict:
 
 def enobufs_sentence(e: dict) -> str:
     if not e["runs"]:
-        return f"ENOBUFS was not counted in this sweep, so back-pressure cannot be assessed."
+        return "ENOBUFS was not counted in this sweep, so back-pressure cannot be assessed."
     if e["enobufs"] == 0:
         return (f"ENOBUFS occurred in none of the {e['runs']} {name(ZERO_COPY)} throughput runs: back-pressure "
                 "from the optmem or locked-page limit plays no part here.")
@@ -190,8 +190,8 @@ def removed_copy(profiles: pd.DataFrame, size: int | None = None) -> Explanation
     if ub.above(ux):
         return Explanation("removed_copy", "reduced", f"{head} {name(ONE_COPY)} copies less in user space, but not "
                            "nothing.", evidence)
-    return hypothesis("removed_copy", "not_seen", f"the profile does not separate the two copies as the design "
-                      "predicts.", f"more profiled runs at a larger message size, where the copy is a larger share",
+    return hypothesis("removed_copy", "not_seen", "the profile does not separate the two copies as the design "
+                      "predicts.", "more profiled runs at a larger message size, where the copy is a larger share",
                       evidence, facts=head)
 
 

@@ -70,13 +70,9 @@ def load_profiles(results_dir, measured: pd.DataFrame | None = None) -> pd.DataF
     return measured.iloc[0:0] if measured is not None else pd.DataFrame(columns=list(contract.COLUMNS))
 
 
-def load_results(results_dir, table: str = "results.csv", allow_empty: bool = False) -> tuple[pd.DataFrame, dict]:
-    """Read results.csv (+ meta.json if present), keep the ok rows, add the derived metrics.
-
-    df.attrs carries the bookkeeping the report states: rows_read, rows_failed, failed (the
-    failed points with their errors). Raises CopylabError (one line) on anything unusable.
-    """
-    results_dir = resolve_results_dir(results_dir)
+def _read_table(results_dir: Path, table: str, allow_empty: bool) -> pd.DataFrame:
+    """The table read and validated (types, ranges, duplicates: one line naming row and column),
+    with every engine column present (a CSV from elsewhere gets the missing ones empty)."""
     csv_path = results_dir / table
     if not results_dir.is_dir():
         raise CopylabError(f"results directory {results_dir} does not exist")
@@ -97,8 +93,6 @@ def load_results(results_dir, table: str = "results.csv", allow_empty: bool = Fa
     # types, ranges, duplicates: one line naming row and column, the cell shown as the file has it
     validate.check_results(df, csv_path, pd.read_csv(io.BytesIO(data), dtype=str, keep_default_na=False)
                            if len(df) else None)
-    meta = load_meta(results_dir)
-
     # a CSV from elsewhere may lack the engine's extra columns: they are added empty, so every
     # consumer can use them without checking
     added = {col: pd.Series([None] * len(df), dtype="object", index=df.index)
@@ -106,6 +100,19 @@ def load_results(results_dir, table: str = "results.csv", allow_empty: bool = Fa
     added.update({col: pd.Series(np.nan, index=df.index) for col in contract.NUMERIC_COLUMNS if col not in df.columns})
     if added:  # at once: one column at a time fragments the frame (and pandas warns about it)
         df = pd.concat([df, pd.DataFrame(added)], axis=1)
+    return df
+
+
+def load_results(results_dir, table: str = "results.csv", allow_empty: bool = False) -> tuple[pd.DataFrame, dict]:
+    """Read results.csv (+ meta.json if present), keep the ok rows, add the derived metrics.
+
+    df.attrs carries the bookkeeping the report states: rows_read, rows_failed, failed (the
+    failed points with their errors). Raises CopylabError (one line) on anything unusable.
+    """
+    results_dir = resolve_results_dir(results_dir)
+    csv_path = results_dir / table
+    df = _read_table(results_dir, table, allow_empty)
+    meta = load_meta(results_dir)
     rows_read = len(df)
     status = df["status"].astype("string").str.strip().str.lower()
     failed_mask = status.notna() & (status != "ok") & (status != "")

@@ -7,7 +7,6 @@ from __future__ import annotations
 import pandas as pd
 
 from ..fmt import fmt_num, fmt_pct, fmt_size
-from .decided import ratio_text
 from .decisions import DEFAULT_MARGIN, compare_values, log_values
 from .explain import and_list
 from .findings import data_path

@@ -20,9 +20,8 @@ def _sources_note(record: dict) -> str:
             f"results were measured with revision {measured or 'unknown'}")
 
 
-def readme_text(inputs, record: dict) -> str:
-    roll, fields, origin = inputs.roll, inputs.fields, record["results"]
-    programs = record["sources"]["programs"]
+def _file_rows(roll: str, programs: dict) -> list[tuple[str, str]]:
+    """(file, what it is) for every file of the bundle."""
     rows = []
     for program, files in programs.items():
         for name in files:
@@ -41,7 +40,24 @@ def readme_text(inputs, record: dict) -> str:
     rows += [(f"{roll}_results.csv", "the measured results the report and the plots use, one row per point"),
              (f"{roll}_Report.pdf", "the report"),
              ("bundle.json", "where everything came from, machine-readable, with the sha256 of every file")]
-    table = "\n".join(f"| `{name}` | {what} |" for name, what in rows)
+    return rows
+
+
+def _provenance(inputs, record: dict) -> str:
+    """Where the numbers come from: the sweep, the host, the counters, the sources, the bundle."""
+    roll, origin = inputs.roll, record["results"]
+    md, code = escape.markdown, escape.markdown_code
+    return f"""- Results: sweep {code(origin['sweep'])} ({code(origin['results_dir'])}), measured {code(origin['started_at'])} to {code(origin['finished_at'])} (status {md(origin['sweep_status'] or 'unknown')}): {md(origin['points'])} points measured, {md(origin['failed_points'])} failed and left out; code revision {code(origin['git_revision'] or 'unknown')}.
+- Host: {md(system_summary(inputs.meta))}.
+- Counters: {md(origin['perf_note']) if origin['perf_note'] else 'every requested perf event was counted.'}
+- The plots and `{roll}_results.csv` come from the same results folder as `{roll}_Report.pdf`.
+- C sources: single-file builds of the project's native/ modules (each section names the file it came from), {md(_sources_note(record))}.
+- Bundle made by copylab {record['copylab_version']} at {record['created_at']}."""
+
+
+def readme_text(inputs, record: dict) -> str:
+    roll, fields, programs = inputs.roll, inputs.fields, record["sources"]["programs"]
+    table = "\n".join(f"| `{name}` | {what} |" for name, what in _file_rows(roll, programs))
     plots = "\n".join(f"python3 {roll}_Part_D_{spec.name}.py" for spec in PLOTS)
     server = next((p for p in programs if p.endswith("_server")), "a1_server")
     md, code = escape.markdown, escape.markdown_code  # every value from the flags, the grid or the results folder
@@ -93,12 +109,7 @@ and writes the PNG of the same name beside itself:
 
 ## Where the numbers come from
 
-- Results: sweep {code(origin['sweep'])} ({code(origin['results_dir'])}), measured {code(origin['started_at'])} to {code(origin['finished_at'])} (status {md(origin['sweep_status'] or 'unknown')}): {md(origin['points'])} points measured, {md(origin['failed_points'])} failed and left out; code revision {code(origin['git_revision'] or 'unknown')}.
-- Host: {md(system_summary(inputs.meta))}.
-- Counters: {md(origin['perf_note']) if origin['perf_note'] else 'every requested perf event was counted.'}
-- The plots and `{roll}_results.csv` come from the same results folder as `{roll}_Report.pdf`.
-- C sources: single-file builds of the project's native/ modules (each section names the file it came from), {md(_sources_note(record))}.
-- Bundle made by copylab {record['copylab_version']} at {record['created_at']}.
+{_provenance(inputs, record)}
 
 ## AI-usage declaration
 

@@ -316,21 +316,7 @@ def _grid(df: pd.DataFrame, meta: dict, mode: str, metrics: list[str], x: str, f
         if m_i + 1 in log_rows:
             fig.update_yaxes(type="log", **_log_ticks(pd.concat([agg[metric], data[metric]])),
                              row=m_i + 1)
-    if x == "msg_size":
-        fig.update_xaxes(**_size_ticks(agg["msg_size"], compact=len(facets) > 2))
-        compact = "; 1K = 1024" if len(facets) > 2 else ""
-        _shared_title(fig, "x", f"message size (bytes, log scale{compact})")
-    else:
-        fig.update_xaxes(tickvals=sorted(agg["threads"].unique()))
-        _shared_title(fig, "x", "client threads (connections)")
-    y_text = y_title or METRICS[shown[0]][0]
-    if log_rows and not mixed:
-        y_text = _with_note(y_text, "log scale")
-    elif mixed:
-        y_text = _with_note(y_text, "log scale in rows marked log")
-    elif not share_y:
-        y_text = _with_note(y_text, "each panel its own scale")
-    _shared_title(fig, "y", y_text)
+    _axis_titles(fig, agg, x, len(facets), y_title or METRICS[shown[0]][0], bool(log_rows), mixed, share_y)
     missing = [m for m in metrics if m not in shown]
     if missing:
         fig.add_annotation(text="not measured: " + ", ".join(METRICS[m][0] for m in missing),
@@ -338,6 +324,25 @@ def _grid(df: pd.DataFrame, meta: dict, mode: str, metrics: list[str], x: str, f
                            font=dict(size=FONT["subtitle"], color="#a00"), xanchor="right")
     height = 250 + (200 if multi else 260) * rows
     return _style(fig, meta, title, height=height)
+
+
+def _axis_titles(fig: go.Figure, agg: pd.DataFrame, x: str, facets: int, y_text: str, log_rows: bool,
+                 mixed: bool, share_y: bool) -> None:
+    """The x axis's ticks and title, and the y title saying which scale the panels use."""
+    if x == "msg_size":
+        fig.update_xaxes(**_size_ticks(agg["msg_size"], compact=facets > 2))
+        compact = "; 1K = 1024" if facets > 2 else ""
+        _shared_title(fig, "x", f"message size (bytes, log scale{compact})")
+    else:
+        fig.update_xaxes(tickvals=sorted(agg["threads"].unique()))
+        _shared_title(fig, "x", "client threads (connections)")
+    if log_rows and not mixed:
+        y_text = _with_note(y_text, "log scale")
+    elif mixed:
+        y_text = _with_note(y_text, "log scale in rows marked log")
+    elif not share_y:
+        y_text = _with_note(y_text, "each panel its own scale")
+    _shared_title(fig, "y", y_text)
 
 
 def _panel_traces(fig: go.Figure, panel: pd.DataFrame, rows: pd.DataFrame, x: str, metric: str, legend: bool,

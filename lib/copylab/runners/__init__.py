@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 import math
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .. import registry
 from ..errors import CopylabError

@@ -17,7 +17,7 @@ import math
 
 from ..contract import CONGESTION_HOST, SERVER_KEYS
 from ..errors import ErrorKind
-from ..intervals import Series, whole_intervals
+from ..intervals import Series
 from . import Result, Runner, check_tool, nan, peer_fields
 
 

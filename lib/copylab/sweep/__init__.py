@@ -1,7 +1,10 @@
 """Sweeps: a YAML grid measured point by point through papermill into a resumable folder.
 
-driver (the session), kernel (notebook execution with a watchdog), records (runs/ and
-results.csv), meta (meta.json), folder (lock and ownership), estimate (time and memory up front).
+driver (the session), prepare (queue, build, perf plan, meta.json's session before the first point),
+groups (points measured in one notebook execution, with a watchdog), budget (extra passes within
+budget_min), kernel (notebook execution), records (runs/, results.csv, profiles.csv), meta
+(meta.json), accounting (where the time went), folder (lock and ownership), estimate (time and
+memory up front).
 """
 
 from .driver import SweepSummary, describe, run_sweep

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import random
+import time
 from dataclasses import dataclass, field, replace
 
 import pandas as pd
@@ -118,3 +119,37 @@ def extra_specs_from(records: list[dict], grid: Grid, topology: str) -> list[Poi
         if spec.rep >= grid.repetitions and not spec.profile and spec.impl in grid.impls:
             found.append(spec)
     return found
+
+
+def spend(sweep, started: float, profiled: list[str]) -> None:
+    """Extra passes where a comparison is too wide to decide, while they fit in budget_min
+    (sweep/budget.py); each pass and the reason for stopping go to sweep.log and meta.json."""
+    if not applies(sweep.grid):
+        return
+    deadline = started + sweep.grid.budget_min * 60
+    reserve = pass_seconds([sweep.specs[pid] for pid in profiled]) + \
+        len(profiled) * est.PROFILE_S
+    rep = max([s.rep for s in sweep.specs.values() if not s.profile] + [sweep.grid.repetitions - 1]) + 1
+    record = {"budget_min": sweep.grid.budget_min, "margin": sweep.grid.equivalence_margin,
+              "target_half_width": round(target_half_width(sweep.grid.equivalence_margin), 4),
+              "allocation": "by interval width only (sweep/budget.py)", "passes": []}
+    while True:
+        left = deadline - time.monotonic() - reserve
+        planned = plan_pass(sweep.rows, sweep.grid, sweep.topology, rep, left, sweep.grid.seed)
+        if planned is None:
+            wide = wide_comparisons(sweep.rows, sweep.grid)
+            record["stopped"] = (f"budget spent: {len(wide)} comparison(s) still wider than the target, "
+                                 f"{max(left, 0):.0f} s left" if wide else "every comparison is narrow enough to decide")
+            break
+        for spec in planned.specs:
+            sweep.specs[spec.point_id()] = spec
+        sweep.bar.total += len(planned.specs)
+        record["passes"].append(planned.to_dict())
+        sweep.log(f"budget: pass {rep}, {len(planned.specs)} points (about {planned.estimated_s:.0f} s) for "
+                  + ", ".join(f"{w['impl']}/{w['base']} {w['msg_size']} B (half-width {w['half_width']})"
+                              for w in planned.why))
+        sweep.meta.update(budget=record)
+        sweep.measure([s.point_id() for s in planned.specs])
+        rep += 1
+    sweep.log(f"budget: stopped: {record['stopped']}")
+    sweep.meta.update(budget=record)

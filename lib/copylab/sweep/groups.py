@@ -1,0 +1,137 @@
+"""Groups of points: each group measured in one execution of notebooks/experiment.ipynb, its records
+picked up as they land, a point that overruns its deadline stopped, points the execution did not
+reach put back at the front of the queue (tried again once per session)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from ..errors import CopylabError, ErrorKind, MeasurementError
+from ..experiment import spec_params
+from ..paths import NOTEBOOKS_DIR
+from ..point import PointSpec, kill_registered
+from ..topology import Topology
+from . import folder
+from .kernel import Outcome, execute
+from .records import read_row, record_path, write_results
+
+GROUP_POINTS = 48          # points per notebook execution (papermill's start costs ~0.5 s each time)
+GROUP_SECONDS = 60.0       # and at most this much measuring per execution (so a failure costs little)
+POINT_GRACE_S = 45.0       # beyond warm-up + duration: start, connection set-up, drain, perf, stop
+KERNEL_START_GRACE_S = 60.0  # the first point of an execution also waits for the notebook's imports
+MAX_ATTEMPTS = 2           # a point that its notebook never reached is tried again once per session
+
+
+def take_group(specs: dict[str, PointSpec], queue: list[str]) -> list[PointSpec]:
+    """The next points for one notebook execution, from the front of the queue."""
+    group: list[PointSpec] = []
+    seconds = 0.0
+    while queue and len(group) < GROUP_POINTS:
+        spec = specs[queue[0]]
+        length = spec.warmup_s + spec.duration_s
+        if group and seconds + length > GROUP_SECONDS:
+            break
+        group.append(spec)
+        seconds += length
+        queue.pop(0)
+    return group
+
+def run_group(sweep, group: list[PointSpec], topo: Topology, queue: list[str]) -> bool:
+    """Measure a group in one notebook execution. Points it did not reach go back to the front of
+    the queue. Returns False when the topology must be re-created."""
+    sweep.groups += 1
+    session = len(sweep.meta.data["sessions"])
+    name = f"group-s{session}-{sweep.groups:04d}"
+    notebook_tmp = sweep.pending / f"{name}.ipynb"
+    sweep.pending.mkdir(exist_ok=True)
+    watch = _GroupWatch(sweep, group)
+    params = {"points": [spec_params(s) for s in group], "topology": topo.kind,
+              "topology_params": topo.to_params(), "perf_plan": sweep.plan.to_dict(),
+              "record_dir": str(sweep.runs), "work_dir": str(sweep.work), "profile_dir": str(sweep.out / "profiles"),
+              "notebook": f"runs/{name}.ipynb"}
+    budget = sum(_point_limit(s) for s in group) + KERNEL_START_GRACE_S
+    outcome = execute(NOTEBOOKS_DIR / "experiment.ipynb", notebook_tmp, params, sweep.kernel,
+                      timeout_s=budget, cwd=NOTEBOOKS_DIR, watch=watch)
+    if notebook_tmp.exists() and sweep.runs.is_dir():
+        os.replace(notebook_tmp, sweep.runs / f"{name}.ipynb")
+    if folder.still_there(sweep.out, sweep.runs):
+        # between groups, while nothing is measured: rebuilding it takes CPU the programs would miss
+        write_results(sweep.out, sweep.runs, sweep.rows)
+    if outcome.kind == _FOLDER_LOST:
+        raise CopylabError(f"{sweep.out}: the output folder (or its runs/) was removed during the sweep; "
+                           "stopped without measuring further")
+    kill_registered(sweep.work)  # whatever a failed or abandoned point left running
+    missing = [s for s in group if s.point_id() not in watch.done]
+    if missing and not outcome.ok:
+        # the point in progress takes the blame; the ones after it were never started
+        sweep.record_failure(missing[0], outcome.kind, outcome.error)
+        missing = missing[1:]
+    lost = any(sweep.rows[s.point_id()].get("error_kind") in (ErrorKind.NAMESPACE_LOST, ErrorKind.HOST_LOST)
+               for s in group if s.point_id() in watch.done) or not _alive(topo)
+    for spec in reversed(missing):
+        pid = spec.point_id()
+        sweep.attempts[pid] = sweep.attempts.get(pid, 0) + 1
+        if sweep.attempts[pid] >= MAX_ATTEMPTS and not lost:
+            sweep.record_failure(spec, ErrorKind.NOTEBOOK, "its notebook ended without measuring it, twice")
+        else:
+            queue.insert(0, pid)
+    return not lost and outcome.kind != ErrorKind.KERNEL_DIED
+
+
+_FOLDER_LOST = "folder_lost"
+
+
+class _GroupWatch:
+    """Called by kernel.execute every 0.2 s: picks up each point's record as it lands, updates the
+    progress, and stops the execution when a point overruns its deadline or the folder vanishes."""
+
+    def __init__(self, sweep, group: list[PointSpec]):
+        self.sweep, self.group = sweep, group
+        self.before = {s.point_id(): _stat(record_path(sweep.runs, s.point_id())) for s in group}
+        self.done: set[str] = set()
+        self.last_progress = time.monotonic()
+
+    def __call__(self) -> Outcome | None:
+        if not folder.still_there(self.sweep.out, self.sweep.runs):
+            return Outcome(_FOLDER_LOST, "the output folder was removed")
+        for spec in self.group:
+            pid = spec.point_id()
+            path = record_path(self.sweep.runs, pid)
+            if pid in self.done or _stat(path) == self.before[pid]:
+                continue
+            row = read_row(path)
+            if row is None:
+                continue
+            self.done.add(pid)
+            self.last_progress = time.monotonic()
+            self.sweep.point_done(spec, row)
+        current = next((s for s in self.group if s.point_id() not in self.done), None)
+        if current is None:
+            return None
+        limit = _point_limit(current) + (KERNEL_START_GRACE_S if not self.done else 0.0)
+        if time.monotonic() - self.last_progress > limit:
+            return Outcome(ErrorKind.TIMEOUT, f"the point did not finish within {limit:.0f} s")
+        return None
+
+
+def _alive(topo: Topology) -> bool:
+    """Are the topology's namespaces, or its ssh connections, still there (lost between points)?"""
+    try:
+        topo.check_alive()
+    except MeasurementError:
+        return False
+    return True
+
+
+def _point_limit(spec: PointSpec) -> float:
+    return spec.warmup_s + spec.duration_s + POINT_GRACE_S + 0.02 * spec.threads
+
+
+def _stat(path: Path):
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_ino, st.st_mtime_ns, st.st_size)

@@ -1,0 +1,136 @@
+"""Before the first point: the queue (what earlier sessions finished is kept), the peers this host
+lacks, the native build, perf's plan and meta.json's session."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+from pathlib import Path
+
+from .. import buildinfo, hostmeta
+from .. import perf as perfmod
+from ..contract import PEERS
+from ..errors import CopylabError
+from ..experiment import probe_topology
+from ..fsutil import atomic_write_json
+from ..paths import NATIVE_DIR, NOTEBOOKS_DIR
+from ..point import remove_stale_workdirs
+from ..runners import runner_for
+from ..topology import clean_leftovers
+from . import budget as budgeting
+from . import folder
+from .kernel import execute
+from .meta import SweepMeta
+from .records import load_rows
+
+
+def plan_queue(sweep) -> list[str]:
+    """Clear an interrupted run's debris, load what earlier sessions measured, and return the
+    point ids still to measure (finished ones skipped unless --force)."""
+    for stale in (sweep.pending, sweep.work, sweep.runs / ".pending"):
+        shutil.rmtree(stale, ignore_errors=True)  # debris of an interrupted run
+    sweep.work.mkdir()
+    for ns in clean_leftovers()["removed_namespaces"]:
+        sweep.say(f"removed namespace {ns} left by an earlier crashed run")
+    remove_stale_workdirs()
+    drop_missing_peers(sweep)
+    for spec in budgeting.extra_specs_from(recorded_specs(sweep.runs), sweep.grid, sweep.topology):
+        sweep.specs.setdefault(spec.point_id(), spec)  # an earlier session's extra passes
+    sweep.rows = load_rows(sweep.runs, sweep.specs)
+    done = set() if sweep.force else {pid for pid, row in sweep.rows.items() if row.get("status") == "ok"}
+    check_builds(sweep.out, {pid: sweep.rows[pid] for pid in done}, sweep.mixed_builds, sweep.say)
+    sweep.skipped = len(done)
+    queue = [pid for pid in sweep.specs if pid not in done]
+    sweep.say(f"sweep {sweep.grid.name}: {len(sweep.specs)} points, {len(done)} already measured, "
+             f"{len(queue)} to measure -> {sweep.out}")
+    return queue
+
+def drop_missing_peers(sweep) -> None:
+    """A peer tool this host lacks: say so once and measure the rest (A1/A2/A3 need no peer)."""
+    sweep.missing_peers = {}
+    hosts = list(sweep.remote.hosts().values()) if sweep.remote else [None]
+    for impl in sorted({s.impl for s in sweep.specs.values()} & set(PEERS)):
+        try:
+            for host in hosts:
+                runner_for(impl).check_installed(host)
+        except CopylabError as exc:
+            sweep.missing_peers[impl] = str(exc)
+            sweep.say(f"WARNING: {exc}; its points are left out of this sweep")
+    if sweep.missing_peers:
+        sweep.specs = {pid: s for pid, s in sweep.specs.items() if s.impl not in sweep.missing_peers}
+
+def build_and_probe(sweep, to_measure: int) -> None:
+    """Build native/ through notebooks/build.ipynb (topology ssh: each host built it on connecting),
+    probe perf, and open meta.json's session."""
+    if sweep.remote is not None:
+        _probe_hosts(sweep, to_measure)
+        return
+    sweep.say("building native programs (notebooks/build.ipynb)")
+    tmp = sweep.out / ".build.tmp.ipynb"
+    outcome = execute(NOTEBOOKS_DIR / "build.ipynb", tmp,
+                      {"native_dir": str(NATIVE_DIR), "extra_cflags": "", "sanitize": False},
+                      sweep.kernel, timeout_s=600, cwd=NOTEBOOKS_DIR)
+    if tmp.exists():
+        os.replace(tmp, sweep.out / "build.ipynb")
+    if not outcome.ok:
+        raise CopylabError(f"building native/ failed ({outcome.error}); see {sweep.out / 'build.ipynb'}")
+    _start_meta(sweep, perfmod.probe(), to_measure)
+
+def _probe_hosts(sweep, to_measure: int) -> None:
+    """topology ssh: perf on each host, and what each host contributes to meta.json."""
+    topo = sweep.remote
+    plan = probe_topology(topo)
+    hosts = {}
+    for side, host in topo.hosts().items():
+        hosts[side] = {**topo.details[side], **hostmeta.remote_host_meta(host),
+                       **hostmeta.net_meta(topo.details[side]["interface"], host)}
+    _start_meta(sweep, plan, to_measure, hosts=hosts, **hostmeta.net_meta(topo.server_if, topo.server_host))
+
+def _start_meta(sweep, plan, to_measure: int, **extra) -> None:
+    sweep.plan = plan
+    if sweep.plan.note:
+        sweep.say(f"perf: {sweep.plan.note}")
+    atomic_write_json(sweep.out / "perf_plan.json", sweep.plan.to_dict())
+    previous = folder.previous_meta(sweep.out)
+    sweep.meta = SweepMeta(sweep.out / "meta.json", previous, {
+        **hostmeta.host_meta(), "perf_events": sweep.plan.supported, "cycles_source": sweep.plan.cycles_source,
+        "perf_note": sweep.plan.note, "params_file": sweep.grid.source, "params": sweep.grid.to_dict(),
+        "grid_fingerprint": folder.fingerprint(sweep.grid), "topology": sweep.topology,
+        "peers_missing": sweep.missing_peers, **extra})
+    sweep.meta.open_session(to_measure=to_measure)
+
+
+def recorded_specs(runs: Path) -> list[dict]:
+    """The spec of every record in runs/ (unreadable ones are skipped: the sweep re-measures them)."""
+    specs = []
+    for path in runs.glob("*.json"):
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError, UnicodeDecodeError):
+            spec = json.loads(path.read_text())["raw"]["spec"]
+            if isinstance(spec, dict):
+                specs.append(spec)
+    return specs
+
+
+def check_builds(out: Path, finished: dict[str, dict], mixed: bool, say) -> None:
+    """Finished points of another build of native/ (or of an unknown one: records from before
+    build ids) are not silently joined by this build's: refused in one line, or kept and said so
+    with --mixed-builds."""
+    current = buildinfo.build_id()
+    other = {}
+    for pid, row in finished.items():
+        build = str(row.get("build_id") or "")
+        if build != current:
+            other.setdefault(build or "unknown", []).append(pid)
+    if not other:
+        return
+    count = sum(len(pids) for pids in other.values())
+    builds = ", ".join(sorted(other))
+    if mixed:
+        say(f"WARNING: {count} finished point(s) in {out} were measured by another build of native/ "
+            f"({builds}; this one is {current}); kept (--mixed-builds): their rows say which build by build_id")
+        return
+    raise CopylabError(f"{out}: {count} finished point(s) were measured by another build of native/ ({builds}; "
+                       f"now {current}: the sources, the compiler or its flags changed); re-measure them with "
+                       "--force, keep them with --mixed-builds, or sweep into another --out")
