@@ -206,3 +206,21 @@ def test_the_build_id_follows_the_sources_the_compiler_and_the_flags(tmp_path, m
     assert edited != first
     monkeypatch.setenv("CFLAGS", "-march=native")
     assert buildinfo.fingerprint() not in (first, edited)
+
+
+def test_a_fresh_clone_keeps_the_peer_whose_shim_the_build_makes(tmp_path, native_build):
+    """On a fresh clone native/build/ is empty as the sweep starts: sockperf's points were left out
+    as "libnosleep.so is missing" before the sweep's own build made it. The build comes first now."""
+    shim = native_build / "libnosleep.so"
+    shim.unlink()
+    try:
+        grid = _grid(tmp_path, impls=["a1"], modes=["latency"], msg_sizes=[64], threads=[1],
+                     peers={"tools": ["sockperf"], "threads": [1], "repetitions": 1})
+        proc = run_copylab("sweep", str(grid), "--out", str(tmp_path / "out"), "--no-progress", timeout=300)
+    finally:
+        if not shim.exists():  # the next tests need it whatever happened here
+            subprocess.run(["make", "-C", str(ROOT / "native")], capture_output=True, check=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "left out" not in proc.stderr and shim.exists()
+    rows = pd.read_csv(tmp_path / "out" / "results.csv")
+    assert set(rows["impl"]) == {"a1", "sockperf"} and (rows["status"] == "ok").all()

@@ -43,7 +43,7 @@ from .accounting import Accounting, measured_seconds
 from .groups import run_group, take_group
 from .kernel import WarmKernel
 from .meta import SweepMeta
-from .prepare import build_and_probe, plan_queue
+from .prepare import build_here, plan_queue, probe
 from .records import failed_row, now, record_path, write_results
 
 
@@ -121,9 +121,10 @@ class Sweep:
             if self.topology == "ssh":
                 self.say(f"connecting to {self.grid.server_host} and {self.grid.client_host}, building native/ there")
                 self.remote = stack.enter_context(open_topology("ssh", self.grid.ssh))
+            build_here(self)  # first: a peer's check may need what the build makes (sockperf's shim)
             queue = plan_queue(self)
             userfiles.copy_declaration(self.grid.ai_declaration, self.out)  # the report never opens the path
-            build_and_probe(self, len(queue))
+            probe(self, len(queue))
             self.accounting.start(time.monotonic() - started)
             self._start_bar()
             self.measure([pid for pid in queue if not self.specs[pid].profile])

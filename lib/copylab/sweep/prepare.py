@@ -61,11 +61,10 @@ def drop_missing_peers(sweep) -> None:
     if sweep.missing_peers:
         sweep.specs = {pid: s for pid, s in sweep.specs.items() if s.impl not in sweep.missing_peers}
 
-def build_and_probe(sweep, to_measure: int) -> None:
-    """Build native/ through notebooks/build.ipynb (topology ssh: each host built it on connecting),
-    probe perf, and open meta.json's session."""
+def build_here(sweep) -> None:
+    """Build native/ through notebooks/build.ipynb before anything is checked against it (sockperf's
+    shim is built with the programs); topology ssh: each host built it on connecting."""
     if sweep.remote is not None:
-        _probe_hosts(sweep, to_measure)
         return
     sweep.say("building native programs (notebooks/build.ipynb)")
     tmp = sweep.out / ".build.tmp.ipynb"
@@ -76,7 +75,15 @@ def build_and_probe(sweep, to_measure: int) -> None:
         os.replace(tmp, sweep.out / "build.ipynb")
     if not outcome.ok:
         raise CopylabError(f"building native/ failed ({outcome.error}); see {sweep.out / 'build.ipynb'}")
-    _start_meta(sweep, perfmod.probe(), to_measure)
+
+
+def probe(sweep, to_measure: int) -> None:
+    """What perf can count on each side, and meta.json's session opened."""
+    if sweep.remote is not None:
+        _probe_hosts(sweep, to_measure)
+    else:
+        _start_meta(sweep, perfmod.probe(), to_measure)
+
 
 def _probe_hosts(sweep, to_measure: int) -> None:
     """topology ssh: perf on each host, and what each host contributes to meta.json."""
