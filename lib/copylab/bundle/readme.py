@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .. import escape
+from .. import escape, registry
 from ..fmt import system_summary
 from .plots import PLOTS
 
@@ -59,7 +59,7 @@ def readme_text(inputs, record: dict) -> str:
     roll, fields, programs = inputs.roll, inputs.fields, record["sources"]["programs"]
     table = "\n".join(f"| `{name}` | {what} |" for name, what in _file_rows(roll, programs))
     plots = "\n".join(f"python3 {roll}_Part_D_{spec.name}.py" for spec in PLOTS)
-    server = next((p for p in programs if p.endswith("_server")), "a1_server")
+    server = next((p for p in programs if p.endswith("_server")), f"{registry.baseline()}_server")
     md, code = escape.markdown, escape.markdown_code  # every value from the flags, the grid or the results folder
     decl = md(fields["ai_declaration"], block=True) if fields["ai_declaration"] else "_not given_"
     return f"""# {md(roll)}: PA02, the cost of data movement in Linux TCP I/O

@@ -121,7 +121,7 @@ class Sweep:
             if self.topology == "ssh":
                 self.say(f"connecting to {self.grid.server_host} and {self.grid.client_host}, building native/ there")
                 self.remote = stack.enter_context(open_topology("ssh", self.grid.ssh))
-            build_here(self)  # first: a peer's check may need what the build makes (sockperf's shim)
+            build_here(self)  # first: a peer's check may need what the build makes (a peer's preload shim)
             queue = plan_queue(self)
             userfiles.copy_declaration(self.grid.ai_declaration, self.out)  # the report never opens the path
             probe(self, len(queue))

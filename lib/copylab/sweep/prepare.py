@@ -62,7 +62,7 @@ def drop_missing_peers(sweep) -> None:
         sweep.specs = {pid: s for pid, s in sweep.specs.items() if s.impl not in sweep.missing_peers}
 
 def build_here(sweep) -> None:
-    """Build native/ through notebooks/build.ipynb before anything is checked against it (sockperf's
+    """Build native/ through notebooks/build.ipynb before anything is checked against it (a peer's
     shim is built with the programs); topology ssh: each host built it on connecting."""
     if sweep.remote is not None:
         return
