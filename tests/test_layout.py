@@ -51,3 +51,10 @@ def test_the_reference_tools_are_named_only_in_their_runners():
              for n, line in enumerate(path.read_text().splitlines(), 1)
              if re.search(r"\b(%s)\b" % "|".join(peers), line)]
     assert not found, found
+
+
+def test_the_analysis_package_says_what_each_of_its_modules_is():
+    doc = (LIB / "analysis" / "__init__.py").read_text().split('"""')[1]
+    missing = [p.stem for p in (LIB / "analysis").glob("*.py")
+               if p.stem != "__init__" and not re.search(rf"\b{p.stem}\b", doc)]
+    assert not missing, f"analysis/__init__.py's docstring omits {missing}"

@@ -2,12 +2,14 @@
 
 Everything the analysis notebook states is computed here from the data of one sweep, so the
 notebook stays narrative + calls and every number in the prose is generated, never typed.
-Modules by what they decide: load (the results contract, derived metrics), stats (means and
-intervals), decisions (win/loss/equivalent/undecided), crossover (the mean rule), findings (each
-answer's numbers), explain and explain_copies (explanations chosen by rules from the evidence),
-decided (Q4/Q5), scaling (Q3), patterns and surprise (Q6), summary (for engineers), harness (the
-reference programs), prose (words), answers (answers.json), tables (evidence next to the answers),
-configuration (the host and tools).
+Modules by what they decide: load (the results contract, derived metrics), validate (types,
+ranges, duplicates on load), roles (which implementation plays which part, from the registry),
+stats (means and intervals), significance (Welch and Fieller), decisions (win/loss/equivalent/
+undecided), crossover (the mean rule), findings (each answer's numbers), profiles and stacks (the
+profiled runs and their folded stacks), explain and explain_copies (explanations chosen by rules
+from the evidence), evidence_prose (their words), decided (Q4/Q5), scaling (Q3), patterns and
+surprise (Q6), summary (for engineers), harness and peers (the reference programs), prose (words),
+answers (answers.json), tables (evidence next to the answers), configuration (the host and tools).
 """
 
 from ..contract import GROUP_KEYS, REQUIRED_COLUMNS
