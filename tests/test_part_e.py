@@ -83,8 +83,11 @@ def test_q3_concludes_per_size_from_its_own_test(ratio, verdict):
     df["throughput_gbps"] *= [boost.get((i, s, t), 1.0) for i, s, t in zip(df["impl"], df["msg_size"], df["threads"])]
     answer = scaling.q3_answer(df, {"cores": 2}, 0.10)
     assert answer["per_size"]["65536"]["verdict"] == verdict
-    line = next(l for l in answer["text"].splitlines() if l.startswith("- **64 KiB"))
+    line = next(l for l in answer["text"].splitlines() if l.startswith("**64 KiB"))
     assert scaling.VERDICTS[verdict] in line
+    # each size its own paragraph, even escaped: a "- " list ran into one paragraph in the PDF
+    from copylab.analysis import md_escape
+    assert "\n\n**64 KiB" in md_escape(answer["text"]) and "\n\\- " not in md_escape(answer["text"])
     assert "with a PMU each line above would carry L1 and LLC misses per byte" in answer["text"]
 
 

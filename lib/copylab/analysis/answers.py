@@ -97,7 +97,10 @@ def crossover_answer(df: pd.DataFrame, impl: str, reps, margin: float, ev: dict)
     if impl == ZERO_COPY:
         zc = fnd.zero_copy_finding(df, decided.get("decided_crossover_bytes"))
         if zc.copied_share_pct == zc.copied_share_pct:  # not NaN: completions were recorded
-            text += " " + prose.zero_copy_evidence_text(zc)
+            bound = ev.get(f"bound_{impl}")
+            said = (bound is not None and bound.verdict == "sender" and largest != "win"
+                    and zc.size == max(found["by_size"]))  # gain_sentence gave the sender's CPU per byte there
+            text += " " + prose.zero_copy_evidence_text(zc, sender_cpu_said=said)
     keys = ("removed_copy",) if impl == ONE_COPY else ("zero_copy_cost", "deferred_copy_site")
     return _with_text({**public, "explanations": [ev[k].public() for k in keys if k in ev]}, text.strip())
 

@@ -50,8 +50,10 @@ def decision_text(impl: str, found: dict, margin: float) -> str:
            f"'equivalent' when it lies within {fmt_num(1 / (1 + margin))}–{fmt_num(1 + margin)}.")
     if start is not None:
         text = (f"**{x} outperforms {b} from {fmt_size(start)} upward**: a decided win at {fmt_size(start)} "
-                f"({ratio_text(by_size[start], True)}) and at every larger size")
-        text += "." if start == sizes[-1] else f" (at {fmt_size(sizes[-1])}: {ratio_text(largest, True)})."
+                f"({ratio_text(by_size[start], True)})")
+        # the largest size measured: "every larger size" would claim sizes the grid does not have
+        text += (" and at every larger size of this grid (at " f"{fmt_size(sizes[-1])}: {ratio_text(largest, True)})."
+                 if start != sizes[-1] else ", the largest size of this grid.")
     else:
         wins = [s for s in sizes if by_size[s].decision == "win"]
         text = f"**There is no size in this grid from which {x} is decided to outperform {b}.**"

@@ -50,9 +50,9 @@ def no_pair_reason(finding) -> str:
             f"(throughput rows exist for: {', '.join(finding.have_throughput) or 'none'})")
 
 
-def zero_copy_evidence_text(zc) -> str:
+def zero_copy_evidence_text(zc, sender_cpu_said: bool = False) -> str:
     """What the COPIED share (the program's own count of the kernel's flags) and per-side CPU say at the
-    crossover size (or the largest)."""
+    crossover size (or the largest); only the receiver's CPU when a sentence before gave the sender's."""
     share = zc.copied_share_pct
     text = (f"{fmt_pct(share)} of {name(ZERO_COPY)}'s completions were flagged SO_EE_CODE_ZEROCOPY_COPIED "
             "(counted by its server)")
@@ -64,9 +64,13 @@ def zero_copy_evidence_text(zc) -> str:
     at = zc.cpu_at_size
     if {BASE, ZERO_COPY} <= set(at.dropna().index):
         srv, cli = at["srv_cpu_ns_per_byte"], at["cli_cpu_ns_per_byte"]
-        text += (f". At {fmt_size(zc.size)} the sender spends {fmt_num(srv[ZERO_COPY])} ns of CPU per byte "
-                 f"with {name(ZERO_COPY)} against {fmt_num(srv[BASE])} with {name(BASE)}, the receiver "
-                 f"{fmt_num(cli[ZERO_COPY])} against {fmt_num(cli[BASE])} (perf task-clock)")
+        if sender_cpu_said:
+            text += (f". At {fmt_size(zc.size)} the receiver spends {fmt_num(cli[ZERO_COPY])} ns of CPU per byte "
+                     f"with {name(ZERO_COPY)} against {fmt_num(cli[BASE])} with {name(BASE)} (perf task-clock)")
+        else:
+            text += (f". At {fmt_size(zc.size)} the sender spends {fmt_num(srv[ZERO_COPY])} ns of CPU per byte "
+                     f"with {name(ZERO_COPY)} against {fmt_num(srv[BASE])} with {name(BASE)}, the receiver "
+                     f"{fmt_num(cli[ZERO_COPY])} against {fmt_num(cli[BASE])} (perf task-clock)")
     return text + "."
 
 

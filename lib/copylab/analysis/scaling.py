@@ -69,7 +69,7 @@ def q3_answer(df: pd.DataFrame, meta: dict, margin: float) -> dict:
                 for s, d in decided.items()}
     lines = [_size_line(s, d, cs.get(s), {lvl: m.get(s) for lvl, m in misses.items()}) for s, d in decided.items()]
     text = (f"Per message size, throughput with {hi} client threads against {lo} (ratio, 95% interval, decision "
-            f"per implementation):\n\n" + "\n".join(lines) + "\n\n" + _cores(meta, hi) + " " + _cache(misses, lo, hi))
+            f"per implementation):\n\n" + "\n\n".join(lines) + "\n\n" + _cores(meta, hi) + " " + _cache(misses, lo, hi))
     return {"threads": [lo, hi], "cores": meta.get("cores"), "per_size": per_size, "text": text}
 
 
@@ -83,7 +83,7 @@ def _size_line(size: int, decided: dict, cs, misses: dict) -> str:
         rising = [lvl for lvl, r in misses.items() if r is not None and r >= CONTENTION]
         conclusion += (f", with {' and '.join(rising)} misses per byte rising: consistent with cache contention"
                        if rising else ", with no rise in misses per byte: not cache contention")
-    return f"- **{fmt_size(size)}: {conclusion}.** {parts}" + (f"; {', '.join(extra)}." if extra else ".")
+    return f"**{fmt_size(size)}: {conclusion}.** {parts}" + (f"; {', '.join(extra)}." if extra else ".")
 
 
 def _cores(meta: dict, hi: int) -> str:
