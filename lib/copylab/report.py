@@ -101,7 +101,7 @@ def system_markdown(meta: dict, df) -> str:
     reps = df.groupby(["impl", "mode", "msg_size", "threads"])["rep"].nunique()
     grid = (f"\n\n**Grid measured:** implementations {', '.join(sorted(df['impl'].unique()))}; "
             f"modes {', '.join(sorted(df['mode'].unique()))}; message sizes {sizes}; "
-            f"thread counts {threads}; {plural(int(reps.max()) if len(reps) else 0, 'repetition')} per point; "
+            f"thread counts {threads}; {_span(reps)} per point; "
             f"{len(df)} measurements used.")
     failed = df.attrs.get("rows_failed", 0)
     if failed:
@@ -145,13 +145,17 @@ def measurement_markdown(meta: dict, df) -> str:
     durations = df["duration_s"].dropna()
     receive = sorted(set(df["receive"].dropna())) or ["message (not recorded)"]
     lines = [
-        f"- **Window:** {_joined(warmups, 's')} of warm-up discarded, then a measured window of "
+        f"- **Window:** warm-up discarded {_warmups(df, warmups)}; then a measured window of "
         f"{fmt_num(params.get('duration_s')) if params.get('duration_s') else fmt_num(durations.median())} s "
         f"(median measured {fmt_num(durations.median())} s); perf counts both sides over the same window, which "
         "copylab's client announces as it opens and closes it.",
         f"- **Repetitions:** {int(reps.min()) if len(reps) else 0}–{int(reps.max()) if len(reps) else 0} per point"
-        + (", each repetition a freshly shuffled pass over the grid (a slow drift of the host cannot line up "
-           "with one implementation)" if params.get("shuffle") else ", in grid order") + ".",
+        + (", each repetition a freshly shuffled pass over the grid in blocks (a cell's implementations back to "
+           "back, so a slow drift of the host cannot line up with one implementation and cancels from their "
+           "comparison)" if params.get("shuffle") else ", in grid order")
+        + (f"; passes beyond the first {params.get('repetitions')} measured only the comparisons still too wide "
+           f"to decide, within the {params.get('budget_min'):g}-minute budget" if params.get("budget_min") else "")
+        + ".",
         f"- **Receiver:** {escape.markdown(', '.join(map(str, receive)))} reads (`message`: each `recv` asks for the rest of one message, "
         "as an application reading whole messages does, and as the reference programs do; `bulk`: up to 256 KiB per `recv`).",
         f"- **Pinning:** sender on CPU {escape.markdown(params.get('pin_server') or 'any')}, receiver on CPU "
@@ -169,6 +173,25 @@ def measurement_markdown(meta: dict, df) -> str:
         lines.append(f"- **Profiles:** {len(prof)} points profiled ({escape.markdown(modes)}; "
                      f"{escape.markdown(prof['profile_event'].iloc[0])}), folded stacks in `profiles/`.")
     return "\n".join(lines)
+
+
+def _warmups(df, warmups) -> str:
+    """The warm-ups as used: fixed ones listed, steady-state ones (the client waited for steady
+    rates, up to a bound) as their range."""
+    steady = df["warmup_end"].astype(str).isin(["steady", "bound"]) if "warmup_end" in df else None
+    if steady is None or not steady.any():
+        return _joined(warmups, "s")
+    used = df.loc[steady, "warmup_s"].dropna()
+    fixed = sorted(set(df.loc[~steady, "warmup_s"].dropna()))
+    text = (f"{fmt_num(used.min())}–{fmt_num(used.max())} s (until the rates were steady: "
+            f"{int((df.loc[steady, 'warmup_end'] == 'steady').sum())} of {int(steady.sum())} runs; the rest at the bound)")
+    return text + (f", elsewhere {_joined(fixed, 's')}" if fixed else "")
+
+
+def _span(reps) -> str:
+    """Repetitions per point: one number, or the range when the budget added passes to some."""
+    low, high = (int(reps.min()), int(reps.max())) if len(reps) else (0, 0)
+    return plural(high, "repetition") if low == high else f"{low}–{high} repetitions"
 
 
 def _joined(values, unit: str) -> str:

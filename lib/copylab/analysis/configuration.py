@@ -79,7 +79,7 @@ def rows(meta: dict, df: pd.DataFrame) -> list[tuple[str, object]]:
         ("congestion control as run", f"sender {_column(df, 'srv_congestion')}; receiver {_column(df, 'cli_congestion')}"),
         ("host default congestion control", meta.get("tcp_congestion_control")),
         ("qdisc", _side(meta, "qdisc")),
-        ("receive steering (RPS)", _column(df, "rps")),
+        ("receive steering (RPS)", _column(df, "rps").replace("True", "on (each side's CPUs)").replace("False", "off")),
         ("working set per connection", ", ".join(fmt_size(int(s)) for s in sizes) or "not recorded"),
         ("net.core.optmem_max", meta.get("optmem_max")), ("tcp_wmem", meta.get("tcp_wmem")),
         ("tcp_rmem", meta.get("tcp_rmem")), ("veth MTU", meta.get("veth_mtu")),
