@@ -125,6 +125,13 @@ def test_harness_warns_when_the_like_for_like_pair_is_bounded_by_different_sides
     assert "Gbit/s, higher is better" in caption and "A2 / iperf3" in table.columns
     windows = harness.windows_table(df).set_index("tool")
     assert windows.loc["iperf3", "window opened and closed by"] == "timer"
+    # the table says where a window did not open on a steady state (issue 21)
+    note = harness.windows_note(df)
+    assert note.startswith("Not on a detected steady state: A1 (warm-up ended by not recorded);")  # rows of before
+    steady_rows = df.assign(warmup_end=["steady", "bound", "timer"])
+    assert harness.windows_note(steady_rows).startswith("Not on a detected steady state: iperf3 (warm-up ended by timer).")
+    steady = ev.frame([ev.measured_row("a1", 64, busy=(1.0, 0.5), gbps=0.2, warmup_end="steady")])
+    assert harness.windows_note(steady) == "Every tool's window opened on a steady state."
 
 
 def test_configuration_names_hypervisor_tools_congestion_and_warns_about_an_old_perf():

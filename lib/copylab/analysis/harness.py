@@ -84,6 +84,24 @@ def windows_table(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+STEADY = ("steady", "bound")  # warm-ups the client's steady-state detection ended (bound: at its limit)
+
+
+def windows_note(df: pd.DataFrame) -> str:
+    """Which tools' windows did not open on a detected steady state, and what opened them instead:
+    their rates in the tables above are after a fixed warm-up."""
+    fixed = []
+    for tool, g in one_receive(df).groupby("impl"):
+        ends = set(g["warmup_end"].dropna().astype(str)) if "warmup_end" in g else set()
+        if not ends & set(STEADY):
+            fixed.append(f"{name(tool)} (warm-up ended by {', '.join(sorted(ends)) or 'not recorded'})")
+    if not fixed:
+        return "Every tool's window opened on a steady state."
+    return ("Not on a detected steady state: " + "; ".join(fixed) + ". Their windows follow a fixed warm-up "
+            "(the tool's own, or a timer), so any ramp-up left after it is in what they measure; tools/harness.py "
+            "measures the peers with longer warm-ups and windows (README, \"How copylab compares\").")
+
+
 def _values(g: pd.DataFrame, column: str) -> str:
     found = sorted(set(g[column].dropna().astype(str))) if column in g else []
     return ", ".join(found) or "not recorded"
