@@ -20,14 +20,13 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
 from conftest import QUICK_AUTHOR, QUICK_DECLARATION, run_copylab
 from copylab import report
 from copylab.analysis import load_results
 from copylab.bundle import csource
 from copylab.errors import CopylabError
+from faults import UNPRIVILEGED, assert_one_line_error, folder_state
 from native_helpers import _LISTENING
-from test_reliability import UNPRIVILEGED, assert_one_line_error, folder_state
 
 ROLL = QUICK_AUTHOR["roll_no"]
 NAME = f"{ROLL}_PA02"
@@ -570,11 +569,9 @@ def test_the_run_all_script_checks_what_the_environment_gives_it(built, tmp_path
 
 
 def test_the_readme_shows_every_value_as_text(reported):
-    from nbconvert.filters.markdown import markdown2html_mistune
-
-    from copylab.bundle import readme
-    from copylab.bundle import Inputs
     from copylab.analysis import load_results
+    from copylab.bundle import Inputs, readme
+    from nbconvert.filters.markdown import markdown2html_mistune
 
     df, meta = load_results(reported)
     meta = {**meta, "hostname": "<script>alert(1)</script>", "perf_note": "[x](javascript:alert(2)) <not supported>"}

@@ -10,12 +10,10 @@ import sys
 
 import pytest
 import yaml
-
 from conftest import run_copylab
 from copylab import limits
 from copylab.errors import CopylabError
-from test_faults import TINY
-from test_reliability import assert_one_line_error
+from faults import TINY, assert_one_line_error
 
 RUN = ["run", "--impl", "a1", "--mode", "throughput", "--msg-size", "4096", "--duration", "0.2", "--warmup", "0.1"]
 

@@ -4,15 +4,16 @@ pattern check catches corrupted and shifted streams (against a fake server writt
 
 from __future__ import annotations
 
+import contextlib
 import select
 import socket
 import subprocess
 import threading
+import time
 
 import pytest
-
 from copylab.paths import client_binary, server_binary
-from native_helpers import PROTO_MAGIC, hello, pattern, recv_exactly, reply, run_client, start_server
+from native_helpers import PROTO_MAGIC, client_argv, hello, pattern, recv_exactly, reply, run_client, start_server
 
 SERVER_OK = ["--bind", "127.0.0.1", "--port", "0", "--msg-size", "64", "--mode", "throughput"]
 CLIENT_OK = ["--connect", "127.0.0.1", "--port", "9", "--msg-size", "64", "--mode", "throughput",
@@ -204,3 +205,45 @@ def test_check_catches_a_framing_slip(native_build, verify):
     run = run_against_fake(lambda msg: msg[1:], verify)
     assert run.returncode == 1 and run.result["verified"] is False, run.stderr
     assert run.result["verify"] == ("full" if verify else "sampled")
+
+
+# ------------------------------------------------------------------------------------------------
+# peers that are not copylab: the native client gives up in one line
+
+def _silent_server(reply: bytes | None):
+    """A TCP server that accepts and then says nothing (reply None) or something that is not copylab."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    conns = []
+
+    def serve():
+        with contextlib.suppress(OSError):
+            while True:
+                conn, _ = server.accept()
+                conns.append(conn)
+                if reply is not None:
+                    conn.recv(64)
+                    conn.sendall(reply)
+
+    threading.Thread(target=serve, daemon=True).start()
+    return server, conns
+
+
+@pytest.mark.parametrize("reply,needle", [
+    (None, "did not answer"),
+    (b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n", "not a copylab server"),
+], ids=["accepts and never answers", "an HTTP server"])
+def test_client_against_a_peer_that_is_not_copylab(native_build, reply, needle):
+    server, conns = _silent_server(reply)
+    try:
+        started = time.monotonic()
+        proc = subprocess.run(client_argv("127.0.0.1", server.getsockname()[1], "throughput", 4096, threads=1,
+                                          duration=1, warmup=0), capture_output=True, text=True, timeout=30)
+    finally:
+        server.close()
+        for conn in conns:
+            conn.close()
+    assert time.monotonic() - started < 15
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert len(proc.stderr.strip().splitlines()) == 1 and needle in proc.stderr, proc.stderr

@@ -1,14 +1,16 @@
 """Grids: the shipped ones are valid, bad ones are refused before anything runs, with one line naming the key."""
 
+import time
+
 import pytest
 import yaml
-
 from conftest import ROOT, run_copylab
 from copylab import registry
 from copylab.contract import RECEIVE_STRATEGIES
 from copylab.errors import CopylabError
 from copylab.params import load_grid, parse_grid
 from copylab.sweep.estimate import estimate
+from faults import TINY, assert_one_line_error, grid_file, sweep
 
 GOOD = {"name": "t", "impls": ["a1", "a2"], "modes": ["throughput"], "msg_sizes": [64, 4096], "threads": [1, 2]}
 
@@ -166,3 +168,67 @@ def test_cli_takes_a_duration_written_2e_minus_1(tmp_path):
     # accepted as numbers: what stops this grid is its size, not the notation
     assert "not a number" not in proc.stderr and "valid number" not in proc.stderr, proc.stderr
     assert "--allow-large" in proc.stderr or "open files" in proc.stderr, proc.stderr
+
+
+# ------------------------------------------------------------------------------------------------
+# hostile or absurd YAML: refused in one line, quickly, before anything exists
+
+def _laughs(depth: int = 9) -> str:
+    lines = ["name: x", "impls: [a1]", "modes: [throughput]", "msg_sizes: [64]", "threads: [1]",
+             "a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    lines += [f"a{k}: &a{k} [" + ", ".join([f"*a{k - 1}"] * 9) + "]" for k in range(1, depth)]
+    lines.append(f"description: *a{depth - 1}")
+    return "\n".join(lines) + "\n"
+
+
+HOSTILE = [
+    ("duplicate key", "name: x\nimpls: [a4]\nimpls: [a1]\nmodes: [throughput]\nmsg_sizes: [64]\nthreads: [1]\n",
+     "appears twice"),
+    ("20 000 nested brackets", "name: x\nimpls: " + "[" * 20000 + "]" * 20000 + "\n", "nested deeper"),
+    ("billion laughs in a text field", _laughs(), "aliases expand"),
+    ("a file of 2 MiB", "description: " + "x" * (2 << 20) + "\n", "too large for a grid"),
+    ("60 000 sizes then a bad key", yaml.safe_dump({**TINY, "msg_sizes": list(range(8, 60008)), "colour": 1}),
+     "colour"),
+    ("a key that is a list", "[a, b]: 1\nname: x\n", "not a plain value"),
+]
+
+
+@pytest.mark.parametrize("what,text,needle", HOSTILE, ids=[h[0] for h in HOSTILE])
+def test_hostile_yaml_is_refused_quickly_in_one_line(tmp_path, what, text, needle):
+    params = tmp_path / "grid.yaml"
+    params.write_text(text)
+    started = time.monotonic()
+    proc = sweep(params, tmp_path / "out", timeout=60)
+    assert time.monotonic() - started < 20, f"{what}: took too long to refuse"
+    assert proc.returncode == 2
+    assert_one_line_error(proc, needle)
+    assert not (tmp_path / "out").exists()
+
+
+# ------------------------------------------------------------------------------------------------
+# grids beyond reason: an estimate, and a refusal past a day or the host's memory
+
+@pytest.mark.parametrize("changes,needle", [
+    ({"msg_sizes": list(range(8, 60008)), "threads": [1, 2], "duration_s": 2.0}, "more than 24 h"),
+    ({"impls": ["a1", "a2", "a3"], "msg_sizes": list(range(64, 64 + 1000)), "threads": list(range(1, 1001)),
+      "duration_s": 0.1}, "more than 24 h"),
+    ({"impls": ["a1", "a3"], "msg_sizes": [64 << 20], "threads": [1024]}, "available"),
+], ids=["60 000 points x 2 s", "a million points", "64 MiB x 1024 threads"])
+def test_grids_beyond_reason_are_refused_unless_asked(tmp_path, changes, needle):
+    params = grid_file(tmp_path, **changes)
+    started = time.monotonic()
+    proc = sweep(params, tmp_path / "out", timeout=60)
+    assert time.monotonic() - started < 30
+    assert proc.returncode == 2
+    assert_one_line_error(proc, needle)
+    assert "--allow-large" in proc.stderr and not (tmp_path / "out").exists()
+
+
+# ------------------------------------------------------------------------------------------------
+# a file larger than a grid
+
+def test_params_module_refuses_a_file_larger_than_a_grid(tmp_path):
+    path = tmp_path / "big.yaml"
+    path.write_text("name: x\n" + "# pad\n" * 300000)
+    with pytest.raises(CopylabError, match="too large"):
+        load_grid(path)

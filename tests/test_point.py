@@ -2,22 +2,28 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, benchmark_processes, copylab_namespaces, run_copylab
+from copylab import measurement
+from copylab import paths as pathsmod
 from copylab import perf as perfmod
 from copylab.contract import COLUMNS, REQUIRED_COLUMNS
+from copylab.errors import CopylabError
 from copylab.point import PointSpec, run_point
-from copylab.topology import netns_pair
+from copylab.topology import loopback, netns_pair
+from faults import BUILD, our_namespaces, own_descendants
 
 HW_CACHE_EVENTS = ("L1-dcache-load-misses", "LLC-load-misses")
 
@@ -244,3 +250,111 @@ def test_a_perf_printing_impossible_counts_fails_the_point_naming_the_value(nati
     assert "msr/tsc/ = 2e32 is impossible" in row["error"]
     assert math.isnan(row["cycles"]) and math.isnan(row["context_switches"])
     assert row["bytes"] > 0  # the program's own numbers stay, the row just is not believed
+
+
+# ------------------------------------------------------------------------------------------------
+# faults during a point
+
+@pytest.mark.parametrize("side,topology", [("server", "netns"), ("client", "netns"), ("server", "loopback")])
+def test_perf_killed_mid_point_gives_failed_row_with_reason(native_build, plan, side, topology):
+    """SIGKILL to one side's `perf stat` (only ours: descendants of this process) half-way through."""
+    if plan.perf_path is None:
+        pytest.fail("this fault needs perf installed (make test installs it)")
+    program = "a2_server" if side == "server" else "client"
+    spec = PointSpec(impl="a2", mode="throughput", msg_size=4096, threads=1, duration_s=3.0, warmup_s=0.2,
+                     topology=topology)
+    killed: list[int] = []
+    started = time.monotonic()
+
+    def kill_perf():
+        while time.monotonic() < started + 10 and not killed:
+            time.sleep(0.1)
+            if time.monotonic() < started + 1.0:
+                continue  # into the measured window first
+            for pid in own_descendants("/perf"):
+                with contextlib.suppress(OSError):
+                    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+                    if any(arg.endswith(f"/{program}".encode()) for arg in cmdline):
+                        os.kill(pid, signal.SIGKILL)
+                        killed.append(pid)
+
+    killer = threading.Thread(target=kill_perf, daemon=True)
+    killer.start()
+    with (netns_pair() if topology == "netns" else loopback()) as topo:
+        row, raw = run_point(spec, plan, topo)
+    killer.join()
+    assert killed, f"the {side}'s perf was never seen"
+    assert row["status"] == "failed" and row["error"], "a point whose perf died must not pass as ok"
+    assert math.isnan(row[f"{'srv' if side == 'server' else 'cli'}_context_switches"])
+    assert f"perf stat of the {side} wrote no counters" in row["counters_note"]
+    assert math.isnan(row["cycles"]) and math.isnan(row["context_switches"]), "a sum over one side only"
+    assert our_namespaces() == []  # in netns, whatever ran inside went with the namespace
+    if topology == "loopback":
+        # the program perf was wrapping is orphaned, not our descendant any more: find it by its own
+        # command line, which the port (free_port) makes unique to this point
+        program_argv = " ".join(raw[side]["argv"][raw[side]["argv"].index(str(BUILD / program)):])
+        deadline = time.monotonic() + 10  # a SIGKILLed process can take a moment to go on a loaded host
+        while program_argv in [cmd.strip() for cmd in benchmark_processes()] and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert program_argv not in [cmd.strip() for cmd in benchmark_processes()], \
+            f"{program} left running after its perf was killed"
+
+
+def test_port_already_taken_fails_the_point_cleanly(native_build, plan, monkeypatch):
+    """Someone holds the port the server is handed: a failed row naming it, no process left."""
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen()
+        taken = squatter.getsockname()[1]
+        monkeypatch.setattr(measurement, "free_port", lambda: taken)
+        spec = PointSpec(impl="a1", mode="throughput", msg_size=4096, threads=1, duration_s=0.3, warmup_s=0.1,
+                         topology="loopback")
+        with loopback() as topo:
+            row, raw = run_point(spec, plan, topo)
+    assert row["status"] == "failed"
+    assert "server exited" in row["error"] and "Address already in use" in row["error"], row["error"]
+    assert raw["client"] is None, "no client may be started against a server that never listened"
+    assert own_descendants("/a1_server") == [] and own_descendants("/client") == []
+
+
+def test_a_port_held_for_a_moment_is_traded_for_another(native_build, plan, monkeypatch):
+    """The random port of the first attempt is held (as by a connection in TIME_WAIT, which
+    sockperf cannot bind past): the server is started again on another port and the point is ok."""
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen()
+        ports = iter([squatter.getsockname()[1], measurement.free_port()])
+        monkeypatch.setattr(measurement, "free_port", lambda: next(ports))
+        spec = PointSpec(impl="a1", mode="throughput", msg_size=4096, threads=1, duration_s=0.2, warmup_s=0.05,
+                         topology="loopback")
+        with loopback() as topo:
+            row, raw = run_point(spec, plan, topo)
+    assert row["status"] == "ok", row["error"]
+    assert row["bytes"] > 0 and next(ports, None) is None  # both ports were asked for
+
+
+def test_native_programs_not_built_is_one_line(plan, monkeypatch, tmp_path):
+    monkeypatch.setattr(pathsmod, "BUILD_DIR", tmp_path / "empty-build")
+    spec = PointSpec(impl="a2", mode="throughput", msg_size=4096, threads=1, topology="loopback")
+    with loopback() as topo, pytest.raises(CopylabError) as info:
+        run_point(spec, plan, topo)
+    message = str(info.value)
+    assert "make -C native" in message and "\n" not in message
+
+
+def test_sigterm_mid_run_unwinds_and_leaves_nothing(native_build):
+    proc = subprocess.Popen([sys.executable, "-m", "copylab", "run", "--impl", "a3", "--mode", "throughput",
+                             "--msg-size", "65536", "--duration", "10", "--topology", "netns"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 15
+    while not [ns for ns in copylab_namespaces() if ns.startswith(f"copylab-{proc.pid}-")] \
+            and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(1.0)  # into the measured window
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err, err
+    assert out == "", "an interrupted run must not print a row"
+    assert not [ns for ns in copylab_namespaces() if ns.startswith(f"copylab-{proc.pid}-")]
+    assert not [cmd for cmd in benchmark_processes() if "--msg-size 65536 --mode throughput --threads 1 --duration 10"
+                in cmd]

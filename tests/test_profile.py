@@ -8,7 +8,6 @@ import json
 import math
 
 import pytest
-
 from conftest import ROOT, run_copylab
 from copylab import contract
 from copylab.profile import classify, rules, script
@@ -180,7 +179,7 @@ def test_one_real_profiled_point_per_implementation(native_build, tmp_path, impl
 
 
 def test_no_perf_means_empty_profile_columns_with_the_reason(native_build, tmp_path):
-    from test_reliability import env_with, path_without
+    from faults import env_with, path_without
 
     proc = run_copylab("run", "--impl", "a2", "--mode", "throughput", "--msg-size", "4096", "--duration", "0.3",
                        "--warmup", "0.1", "--profile", "--topology", "loopback", "--json", timeout=120,

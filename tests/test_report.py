@@ -7,17 +7,20 @@ import hashlib
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import nbformat
 import papermill
 import pytest
-
+from conftest import run_copylab
 from copylab import analysis, report, tools
 from copylab.errors import CopylabError
 from data.analysis import synthetic
+from faults import cmdline, descendants, env_with, folder_state, path_without
 
 ROOT = Path(__file__).resolve().parents[1]
 HEADINGS = [f"{k.upper()}. {q}" for k, q in analysis.QUESTIONS.items()]
@@ -333,3 +336,75 @@ def test_a_full_tmpdir_is_one_line_naming_it_and_nothing_is_left(tmp_path):
         assert sorted(p.name for p in full.iterdir()) == ["filler"]
     finally:
         subprocess.run(["umount", str(full)], check=True)
+
+
+# ------------------------------------------------------------------------------------------------
+# report tools missing
+
+def test_report_without_chromium_and_xelatex_writes_html_and_says_how_to_install(tmp_path, quick_sweep_dir):
+    out = tmp_path / "report"
+    proc = run_copylab("report", str(quick_sweep_dir), "--output-dir", str(out), timeout=600,
+                       env=env_with(PATH=path_without(tmp_path, "chromium", "xelatex"), BROWSER_PATH=""))
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr
+    error = [line for line in proc.stderr.splitlines() if "error:" in line]
+    assert len(error) == 1, proc.stderr
+    assert "xelatex" in error[0] and "chromium" in error[0] and "apt-get install" in error[0]
+    assert (out / "report.html").stat().st_size > 0
+    assert not (out / "report.pdf").exists(), "no PDF may be claimed without xelatex"
+    assert not [p.name for p in out.iterdir() if p.name.endswith(".tmp")], "no half-written file left"
+
+
+def test_sigterm_during_report_leaves_no_temporary_notebook(tmp_path):
+    from data.analysis import synthetic
+
+    folder = synthetic.write_sweep(tmp_path / "sweep")
+    before = folder_state(folder)
+    proc = subprocess.Popen([sys.executable, "-m", "copylab", "report", str(folder)], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not [p for p in descendants(proc.pid) if "ipykernel" in cmdline(p)] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(1.0)  # inside the analysis notebook
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "Traceback" not in stderr, stderr
+    assert stderr.strip().splitlines()[-1].endswith("interrupted")
+    assert not [p for p in descendants(os.getpid()) if "ipykernel" in cmdline(p)], "the kernel was orphaned"
+    left = set(folder_state(folder)) - set(before)
+    assert not [name for name in left if "tmp" in name], left
+
+
+# ------------------------------------------------------------------------------------------------
+# reports over tables that answer little
+
+def test_report_over_a_table_without_any_throughput(tmp_path):
+    import pandas as pd
+    from data.analysis import synthetic
+
+    folder = synthetic.write_sweep(tmp_path / "sweep", reps=1)
+    table = pd.read_csv(folder / "results.csv")
+    table["throughput_gbps"] = float("nan")
+    table.to_csv(folder / "results.csv", index=False)
+    from copylab import analysis
+
+    df, meta = analysis.load_results(folder)
+    doc = analysis.answers(df, meta)
+    assert set(df["mode"]) == {"latency"} and df.attrs["rows_empty"] > 0
+    assert doc["q4_one_copy_vs_two_copy"]["reason"] and doc["q4_one_copy_vs_two_copy"]["crossover_bytes"] is None
+
+
+def test_answers_over_zero_successful_rows_say_so(tmp_path):
+    import pandas as pd
+    from copylab import analysis
+    from data.analysis import synthetic
+
+    folder = synthetic.write_sweep(tmp_path / "sweep", reps=1)
+    table = pd.read_csv(folder / "results.csv")
+    table["status"] = "failed"
+    table.to_csv(folder / "results.csv", index=False)
+    df, meta = analysis.load_results(folder)
+    doc = analysis.answers(df, meta)
+    for key in ("q1_zero_copy_not_always_best", "q4_one_copy_vs_two_copy", "q6_unexpected_result"):
+        assert "no successful measurement" in doc[key]["text"]
+    assert "contradicts" not in doc["q6_unexpected_result"]["text"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -14,10 +15,23 @@ import nbformat
 import pandas as pd
 import pytest
 import yaml
-
-from conftest import ROOT, benchmark_processes, copylab_namespaces, run_copylab
-from copylab.params import load_grid
+from conftest import ROOT, benchmark_processes, copylab_namespaces, run_copylab, start_sweep
 from copylab.contract import REQUIRED_COLUMNS
+from copylab.params import load_grid, parse_grid
+from faults import (
+    TINY_GRID,
+    UNPRIVILEGED,
+    assert_one_line_error,
+    cmdline,
+    dead_pid,
+    descendants,
+    env_with,
+    folder_state,
+    grid_file,
+    make_namespace,
+    path_without,
+    sweep,
+)
 
 QUICK = ROOT / "params" / "quick.yaml"
 
@@ -224,3 +238,220 @@ def test_a_fresh_clone_keeps_the_peer_whose_shim_the_build_makes(tmp_path, nativ
     assert "left out" not in proc.stderr and shim.exists()
     rows = pd.read_csv(tmp_path / "out" / "results.csv")
     assert set(rows["impl"]) == {"a1", "sockperf"} and (rows["status"] == "ok").all()
+
+
+# ------------------------------------------------------------------------------------------------
+# one sweep under three faults at once: perf missing from PATH, a dead run's namespace, and a
+# half-written record plus .pending debris from an earlier crash. Each test below checks one.
+
+@pytest.fixture(scope="module")
+def faulty_sweep(tmp_path_factory, native_build):
+    tmp = tmp_path_factory.mktemp("faulty-sweep")
+    params = tmp / "tiny.yaml"
+    params.write_text(yaml.safe_dump(TINY_GRID))
+    out = tmp / "out"
+    runs = out / "runs"
+    (runs / ".pending").mkdir(parents=True)
+    (runs / ".pending" / "a1_half.ipynb").write_text('{"cells": [')  # what a crash mid-point leaves
+    a1 = next(p for p in parse_grid(TINY_GRID).points("netns") if p.impl == "a1")
+    half_record = runs / f"{a1.point_id()}.json"
+    half_record.write_text('{"row": {"status": "ok", "impl": "a1"')  # truncated: must be re-measured
+    leftover = f"copylab-{dead_pid()}-abc123-srv"
+    make_namespace(leftover)
+    try:
+        proc = run_copylab("sweep", str(params), "--out", str(out), "--no-progress", timeout=300,
+                           env=env_with(PATH=path_without(tmp, "perf")))
+    finally:
+        subprocess.run(["ip", "netns", "del", leftover], capture_output=True)  # if the sweep did not
+    return {"proc": proc, "out": out, "leftover": leftover, "half_record": half_record}
+
+
+def test_sweep_without_perf_on_path_still_gives_rows_with_the_reason(faulty_sweep):
+    proc, out = faulty_sweep["proc"], faulty_sweep["out"]
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "perf is not installed" in proc.stderr, "the sweep must say up front that counters will be empty"
+    results = pd.read_csv(out / "results.csv")
+    assert len(results) == 2 and (results["status"] == "ok").all(), results["error"].tolist()
+    assert (results["bytes"] > 0).all()
+    assert results["cycles"].isna().all() and results["context_switches"].isna().all()
+    assert results["counters_note"].str.contains("perf is not installed").all()
+
+
+def test_sweep_removes_a_dead_runs_namespace(faulty_sweep):
+    assert f"removed namespace {faulty_sweep['leftover']}" in faulty_sweep["proc"].stderr
+    assert faulty_sweep["leftover"] not in copylab_namespaces()
+
+
+def test_sweep_remeasures_a_half_written_record(faulty_sweep):
+    record = json.loads(faulty_sweep["half_record"].read_text())  # whole JSON now
+    assert record["row"]["status"] == "ok" and record["row"]["bytes"] > 0
+    assert not (faulty_sweep["out"] / "runs" / ".pending").exists(), "crash debris must be cleared"
+
+
+# ------------------------------------------------------------------------------------------------
+# file-system faults: one line naming the path and the cause
+
+def test_output_folder_on_a_read_only_file_system(tmp_path):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(ro)], check=True)
+    try:
+        proc = sweep(grid_file(tmp_path), ro / "out", timeout=60)
+    finally:
+        subprocess.run(["umount", str(ro)], check=True)
+    assert_one_line_error(proc, "Read-only file system")
+
+
+def test_output_name_longer_than_the_file_system_allows(tmp_path):
+    proc = sweep(grid_file(tmp_path), tmp_path / ("x" * 300), timeout=60)
+    assert_one_line_error(proc, "File name too long")
+
+
+def test_a_file_where_runs_should_be_a_folder(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "runs").write_text("not a folder\n")
+    before = folder_state(out)
+    proc = sweep(grid_file(tmp_path), out, timeout=120)
+    assert_one_line_error(proc, "is not a folder")
+    assert folder_state(out)["runs"] == before["runs"]
+
+
+def test_unreadable_meta_json_of_another_user(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "meta.json").write_text("{}")
+    (out / "meta.json").chmod(0)
+    # congestion host: an unprivileged program may not pick every congestion control on every host
+    proc = subprocess.run([*UNPRIVILEGED, sys.executable, "-m", "copylab", "sweep", str(grid_file(tmp_path, congestion=["host"])),
+                           "--out", str(out), "--no-progress"], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert_one_line_error(proc, "meta.json")
+
+
+def test_corrupt_meta_json_on_resume_is_one_line(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "meta.json").write_text('{"started_at": "2026-')
+    proc = sweep(grid_file(tmp_path), out, timeout=60)
+    assert_one_line_error(proc, "meta.json")
+    assert "--restart" in proc.stderr
+
+
+@pytest.mark.root
+def test_disk_full_mid_sweep_keeps_what_was_finished(tmp_path, native_build):
+    small = tmp_path / "small"
+    small.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=160k", "tmpfs", str(small)], check=True)
+    try:
+        params = grid_file(tmp_path, msg_sizes=[64, 256, 1024, 4096, 16384, 65536], repetitions=3)
+        proc = sweep(params, small / "out", timeout=300)
+        records = [json.loads(p.read_text()) for p in (small / "out" / "runs").glob("*.json")]
+    finally:
+        subprocess.run(["umount", str(small)], check=True)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert "No space left on device" in last and str(small / "out") in last, last
+    assert all(r["row"]["status"] in ("ok", "failed") for r in records), "a record on disk is whole or absent"
+    assert not benchmark_processes()
+
+
+# ------------------------------------------------------------------------------------------------
+# the notebook kernel killed mid-point: that point fails within its deadline, the sweep goes on
+
+
+
+@pytest.mark.root
+def test_killed_kernel_fails_its_point_and_the_sweep_goes_on(tmp_path, native_build):
+    params = grid_file(tmp_path, impls=["a1", "a2", "a3"], msg_sizes=[4096, 65536], duration_s=1.0,
+                       topology="netns")
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "copylab", "sweep", str(params), "--out", str(out), "--no-progress"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not list((out / "runs").glob("*.json")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    kernels = [p for p in descendants(proc.pid) if "ipykernel" in cmdline(p)]
+    assert kernels, "no notebook kernel found"
+    os.kill(kernels[0], signal.SIGKILL)
+    killed_at = time.monotonic()
+    stdout, stderr = proc.communicate(timeout=240)
+    rows = [json.loads(p.read_text())["row"] for p in (out / "runs").glob("*.json")]
+    died = [r for r in rows if r["error_kind"] == "kernel_died"]
+    assert len(died) == 1, [(r["point_id"], r["status"], r["error"]) for r in rows]
+    assert sum(r["status"] == "ok" for r in rows) == 5, "the other points must still be measured"
+    assert "Traceback" not in stderr
+    assert time.monotonic() - killed_at < 200
+    assert not benchmark_processes() and not [n for n in copylab_namespaces() if n.startswith(f"copylab-{proc.pid}-")]
+
+
+# ------------------------------------------------------------------------------------------------
+# signals: the bookkeeping is finished exactly once, whatever follows
+
+@pytest.mark.root
+@pytest.mark.parametrize("signals", [1, 3], ids=["one SIGTERM", "three SIGTERMs"])
+def test_sigterm_mid_sweep_closes_the_books(tmp_path, native_build, signals):
+    params = grid_file(tmp_path, impls=["a1", "a2", "a3"], msg_sizes=[1024, 4096, 65536], duration_s=0.5,
+                       topology="netns")
+    out = tmp_path / "out"
+    proc = start_sweep(params, out, records=2)
+    for _ in range(signals):
+        proc.send_signal(signal.SIGTERM)
+        time.sleep(0.05)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "Traceback" not in stderr, stderr
+    assert stderr.strip().splitlines()[-1].endswith("interrupted")
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["status"] == "interrupted" and meta["finished_at"] and meta["sessions"][-1]["status"] == "interrupted"
+    assert not (out / ".pending").exists() and not (out / ".work").exists()
+    assert not [n for n in copylab_namespaces() if n.startswith(f"copylab-{proc.pid}-")]
+    assert not benchmark_processes()
+    assert not [p for p in descendants(os.getpid()) if "ipykernel" in cmdline(p)], "the kernel was orphaned"
+
+
+# ------------------------------------------------------------------------------------------------
+# data that silently changes
+
+def test_a_folder_belongs_to_its_grid(tmp_path, native_build):
+    out = tmp_path / "out"
+    first = sweep(grid_file(tmp_path, "a.yaml"), out)
+    assert first.returncode == 0, first.stderr
+    assert "points, about" in first.stderr, "the estimate is printed before the sweep starts"
+    finished = folder_state(out)
+    other = grid_file(tmp_path, "b.yaml", msg_sizes=[1024])
+    refused = sweep(other, out, timeout=60)
+    assert refused.returncode == 2
+    assert_one_line_error(refused, "different grid")
+    assert folder_state(out) == finished, "a refused grid must not touch the finished sweep"
+    restarted = sweep(other, out, "--restart")
+    assert restarted.returncode == 0, restarted.stderr
+    aside = [p for p in tmp_path.iterdir() if p.name.startswith("out.superseded-")]
+    assert len(aside) == 1 and (aside[0] / "results.csv").read_bytes() == finished["results.csv"]
+
+
+@pytest.mark.root
+def test_output_folder_deleted_mid_sweep_stops_without_recreating_it(tmp_path, native_build):
+    import shutil
+
+    params = grid_file(tmp_path, impls=["a1", "a2", "a3"], msg_sizes=[1024, 4096, 65536], duration_s=0.5,
+                       topology="netns")
+    out = tmp_path / "out"
+    proc = start_sweep(params, out, records=1)
+    assert proc.poll() is None, "the sweep ended before its first point"
+    shutil.rmtree(out)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode != 0 and "Traceback" not in stderr
+    assert "removed during the sweep" in stderr.strip().splitlines()[-1]
+    assert not out.exists(), "the sweep must not recreate a folder the user removed"
+    assert not benchmark_processes()
+
+
+def test_results_are_readable_by_others_and_relative_paths_work(tmp_path, native_build):
+    grid_file(tmp_path)
+    out = tmp_path / "out"
+    # paths relative to where the user stands (papermill changes the working folder while it runs)
+    proc = subprocess.run([sys.executable, "-m", "copylab", "sweep", "grid.yaml", "--out", "out", "--no-progress"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert len(list((out / "runs").glob("*.json"))) == 2
+    for path in [out / "results.csv", out / "meta.json", *(out / "runs").glob("*.json")]:
+        assert stat.S_IMODE(path.stat().st_mode) & 0o044 == 0o044, f"{path} is not readable by others"

@@ -11,15 +11,13 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import run_copylab
 from copylab import report, userfiles
 from copylab.analysis import load_results
 from copylab.errors import CopylabError
 from copylab.params import load_grid
 from data.analysis import synthetic
-from test_faults import TINY
-from test_reliability import assert_one_line_error, folder_state
+from faults import TINY, assert_one_line_error, folder_state
 
 SECRET = "COPYLAB-SECRET-7f3a: a file of this machine the report must never show"
 

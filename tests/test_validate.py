@@ -9,12 +9,11 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import run_copylab
 from copylab import analysis
 from copylab.errors import CopylabError
 from data.analysis import synthetic
-from test_reliability import assert_one_line_error, folder_state
+from faults import assert_one_line_error, folder_state
 
 
 def _rows(folder: Path) -> tuple[list[str], list[dict]]:

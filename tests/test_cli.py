@@ -1,0 +1,160 @@
+"""The command line (cli.py and commands/): bad arguments, bad params files and unusable results
+folders are refused in one line, before anything runs or is written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from conftest import copylab_namespaces, run_copylab
+from faults import TINY_GRID, assert_one_line_error, folder_state
+
+# ------------------------------------------------------------------------------------------------
+# bad inputs: the native programs' flags are tried by tests/test_native_cli.py (28 cases, one table);
+# `copylab run`
+
+RUN_BAD = [
+    (["--impl", "a4"], "--impl"),
+    (["--msg-size", "4"], "msg_size"),
+    (["--msg-size", "lots"], "--msg-size"),
+    (["--threads", "0"], "threads"),
+    (["--duration", "-1"], "duration_s"),
+    (["--pin-server", "zero"], "pin_server"),
+    (["--threads", "-3"], "threads"),
+    (["--threads", "99999"], "threads"),
+    (["--msg-size", str(2**40)], "msg_size"),
+    (["--msg-size", "1.5"], "--msg-size"),
+    (["--duration", "nan"], "duration_s"),
+    (["--duration", "1e9"], "duration_s"),
+    (["--warmup", "-0.5"], "warmup_s"),
+    (["--mode", "bulk"], "--mode"),
+    (["--topology", "bridge"], "--topology"),
+    (["--pin-client", "0-"], "pin_client"),
+    (["--impl", None], "--impl"),  # required flag left out
+]
+
+
+@pytest.mark.parametrize("change,needle", RUN_BAD,
+                         ids=[f"{flag} {value}" if value is not None else f"no {flag}" for (flag, value), _ in RUN_BAD])
+def test_cli_run_bad_argument_is_refused_before_running(change, needle):
+    flags = {"--impl": "a1", "--mode": "throughput", "--msg-size": "64", "--duration": "0.2"}
+    flag, value = change
+    flags.pop(flag, None)
+    if value is not None:
+        flags[flag] = value
+    proc = run_copylab("run", *[item for pair in flags.items() for item in pair], timeout=60)
+    assert proc.returncode == 2
+    assert proc.stdout == "", "no row may be printed for a refused point"
+    assert_one_line_error(proc, needle)
+
+
+# ------------------------------------------------------------------------------------------------
+# bad inputs: `copylab sweep` params files (test_params.py has 28 bad grids and 4 CLI cases)
+
+def _write(path: Path, content: str | bytes) -> Path:
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    return path
+
+
+SWEEP_BAD_FILES = [
+    ("empty file", "", "mapping"),
+    ("a plain string", "just some words\n", "mapping"),
+    ("tab indentation", "name: t\nimpls:\n\t- a1\n", "not valid YAML"),
+    ("not text", b"\xff\xfe\x00\x81binary", "not a text file"),
+    ("CPU the host lacks", yaml.safe_dump({**TINY_GRID, "pin_server": "99"}), "pin_server"),
+]
+
+
+@pytest.mark.parametrize("what,content,needle", SWEEP_BAD_FILES, ids=[w for w, _, _ in SWEEP_BAD_FILES])
+def test_cli_sweep_bad_params_file_writes_nothing(tmp_path, what, content, needle):
+    params = _write(tmp_path / "grid.yaml", content)
+    out = tmp_path / "out"
+    proc = run_copylab("sweep", str(params), "--out", str(out), "--no-progress", timeout=60)
+    assert proc.returncode == 2
+    assert_one_line_error(proc, needle)
+    assert not out.exists(), "a refused grid must not create its output folder"
+
+
+def test_cli_sweep_out_is_an_existing_file(tmp_path):
+    params = _write(tmp_path / "grid.yaml", yaml.safe_dump(TINY_GRID))
+    out = _write(tmp_path / "out", "someone's file\n")
+    proc = run_copylab("sweep", str(params), "--out", str(out), "--no-progress", timeout=60)
+    assert_one_line_error(proc, "--out")
+    assert out.read_text() == "someone's file\n"
+
+
+def test_cli_sweep_params_path_is_a_folder(tmp_path):
+    proc = run_copylab("sweep", str(tmp_path), "--out", str(tmp_path / "out"), timeout=60)
+    assert_one_line_error(proc, "is a folder, not a regular file")
+    assert not (tmp_path / "out").exists()
+
+
+# ------------------------------------------------------------------------------------------------
+# bad inputs: `copylab report` on unusable results folders (a missing folder and a missing
+# --ai-declaration file: tests/test_report.py::test_report_cli_bad_input_is_one_line_and_writes_nothing)
+
+def _results_frame() -> pd.DataFrame:
+    """A well-formed two-row results table (values only need to be valid, they are never plotted)."""
+    from copylab.contract import REQUIRED_COLUMNS
+
+    row = dict(impl="a1", mode="throughput", msg_size=4096, threads=1, rep=0, throughput_gbps=1.0,
+               latency_us=30.0, cycles=float("nan"), l1_misses=float("nan"), llc_misses=float("nan"),
+               context_switches=10, bytes=125_000_000, duration_s=1.0)
+    return pd.DataFrame([row, {**row, "impl": "a2"}], columns=list(REQUIRED_COLUMNS))
+
+
+REPORT_BAD = [
+    ("no results.csv", {}, "does not exist"),
+    ("empty results.csv", {"results.csv": b""}, "not a readable CSV"),
+    ("broken CSV", {"results.csv": b'impl,mode,msg_size\n"a1,throughput\n\x00\xff"",,\n"x'}, "not a readable CSV"),
+    ("rows longer than the header", {"results.csv": "impl,mode\na1,throughput,4096,1,0\n"}, "lacks required columns"),
+    ("missing columns", {"results.csv": _results_frame().drop(columns=["cycles", "bytes"]).to_csv(index=False)},
+     "cycles"),
+    ("msg_size not a number", {"results.csv": _results_frame().assign(msg_size="big").to_csv(index=False)},
+     "msg_size"),
+    ("unknown implementation", {"results.csv": _results_frame().assign(impl="a9").to_csv(index=False)}, "a9"),
+]
+
+
+@pytest.mark.parametrize("what,files,needle", REPORT_BAD, ids=[w for w, _, _ in REPORT_BAD])
+def test_cli_report_unusable_results_folder(tmp_path, what, files, needle):
+    folder = tmp_path / "results"
+    folder.mkdir()
+    for name, content in files.items():
+        _write(folder / name, content)
+    before = folder_state(folder)
+    proc = run_copylab("report", str(folder), timeout=120)
+    assert_one_line_error(proc, needle)
+    assert folder_state(folder) == before, "a refused report must not write into the results folder"
+
+
+# ------------------------------------------------------------------------------------------------
+# bad inputs: the command line itself
+
+BAD_COMMAND_LINES = [
+    (["frobnicate"], "frobnicate"),
+    ([], "COMMAND"),
+    (["clean", "--bogus"], "--bogus"),
+    (["clean", "everything"], "everything"),
+    (["sweep"], "params"),
+]
+
+
+@pytest.mark.parametrize("argv,needle", BAD_COMMAND_LINES,
+                         ids=["copylab " + " ".join(argv) for argv, _ in BAD_COMMAND_LINES])
+def test_cli_bad_command_line(argv, needle):
+    assert_one_line_error(run_copylab(*argv, timeout=60), needle)
+
+
+# ------------------------------------------------------------------------------------------------
+# smaller
+
+def test_run_with_a_cpu_the_host_lacks_is_refused_before_anything_starts(native_build):
+    before = copylab_namespaces()
+    proc = run_copylab("run", "--impl", "a1", "--mode", "throughput", "--msg-size", "4096", "--pin-server", "7",
+                       timeout=60)
+    assert proc.returncode == 2
+    assert_one_line_error(proc, "--pin-server")
+    assert copylab_namespaces() == before
