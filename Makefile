@@ -1,6 +1,7 @@
 # copylab: thin entry points. The logic lives in native/ (C) and lib/copylab (Python).
 #   make report   sweep the default grid, then write the PDF/HTML report (prints the PDF path last)
 #   make test     the test suite (what CI runs)
+#   make check    the fast subset: no root, no namespaces, nothing slow (under a minute)
 #   make bundle   ROLL=<roll no.>: the course submission <ROLL>_PA02/ + .zip from RESULTS (output/default)
 #   make lab      JupyterLab on RESULTS (output/default): prints the one URL to open
 PYTHON  ?= python3
@@ -10,13 +11,17 @@ VENV    := .venv
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed-from-pyproject
 
-.PHONY: report test sweep lab native deps clean clean-output doctor bundle
+.PHONY: report test check sweep lab native deps clean clean-output doctor bundle
 
 report: deps $(STAMP)
 	$(PY) -m copylab sweep $(PARAMS) --report
 
 test: deps $(STAMP)
 	$(PY) -m pytest
+
+# the tests marked neither root, network nor slow (tests/conftest.py holds the markers true)
+check: deps $(STAMP)
+	$(PY) -m pytest -q -m "not root and not network and not slow"
 
 sweep: deps $(STAMP)
 	$(PY) -m copylab sweep $(PARAMS)

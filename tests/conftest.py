@@ -142,6 +142,18 @@ def _netns_stamp():
     return (st.st_ino, st.st_mtime_ns)
 
 
+# session fixtures that run a real sweep (as root: in namespaces): whichever test asks first pays
+# for it, so every test that uses one carries the markers of the sweep
+SWEEP_FIXTURES = {"quick_sweep_dir", "quick_report"}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if SWEEP_FIXTURES & set(getattr(item, "fixturenames", ())):
+            for name in ("root", "network", "slow"):
+                item.add_marker(name)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
     item.stash[_STARTED] = (_netns_stamp(), time.monotonic())

@@ -88,6 +88,9 @@ def script(bundle: dict, name: str) -> Path:
 # ------------------------------------------------------------------------------------------------
 # the folder and the archive
 
+@pytest.mark.root
+@pytest.mark.network
+@pytest.mark.slow
 def test_bundle_holds_the_course_files_under_the_course_names(bundle):
     names = sorted(p.name for p in bundle["dir"].iterdir())
     expected = sorted([*(f"{ROLL}_Part_{p}_{side}.c" for p in ("A1", "A2", "A3") for side in ("Server", "Client")),
@@ -130,6 +133,7 @@ def test_copies_and_provenance_name_the_results_folder(bundle):
 # ------------------------------------------------------------------------------------------------
 # the C sources, built and run in the bundle's own folder
 
+@pytest.mark.slow
 def test_make_builds_every_program_without_warnings(built):
     proc = built["make"]
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -186,6 +190,8 @@ def run_all(folder: Path, **grid: str) -> subprocess.CompletedProcess:
                           timeout=300, env=env)
 
 
+@pytest.mark.network
+@pytest.mark.slow
 @pytest.mark.root
 def test_run_all_script_sweeps_a_tiny_grid_and_reruns_cleanly(built):
     assert built["make"].returncode == 0
@@ -268,6 +274,7 @@ def test_plot_scripts_import_only_matplotlib_and_read_no_file(bundle):
         assert imported <= PLOT_IMPORTS, (name, imported - PLOT_IMPORTS)
 
 
+@pytest.mark.slow
 def test_plot_scripts_write_their_pngs_without_pandas(bundle, tmp_path):
     # isolated mode, pandas and csv made unimportable, run from an empty folder
     runner = ("import runpy, sys\n"
@@ -328,6 +335,7 @@ def test_plot_literals_equal_the_results_table(bundle):
 # ------------------------------------------------------------------------------------------------
 # a second bundle, and the C generator's collision handling
 
+@pytest.mark.slow
 def test_bundling_again_replaces_the_bundle(bundle):
     out = bundle["out"]
     before = json.loads((out / NAME / "bundle.json").read_text())["created_at"]
@@ -401,6 +409,7 @@ BAD_INPUTS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", BAD_INPUTS)
 def test_bad_input_is_one_line_and_writes_nothing(sources, tmp_path, case):
     variant, args, needle = BAD_INPUTS[case]
@@ -415,6 +424,7 @@ def test_bad_input_is_one_line_and_writes_nothing(sources, tmp_path, case):
     assert sorted(p.name for p in source.iterdir()) == sorted(before[0])  # no hidden staging folder
 
 
+@pytest.mark.slow
 def test_unwritable_out_is_one_line_and_writes_nothing(sources, tmp_path):
     out = tmp_path / "read-only"
     out.mkdir()
@@ -435,6 +445,7 @@ def test_generated_c_that_warns_is_refused(tmp_path):
         csource.check_build(tmp_path)
 
 
+@pytest.mark.slow
 def test_a_roll_the_report_does_not_show_rebuilds_the_report_first(sources, tmp_path, monkeypatch):
     """`make report` with roll_no: null, then `make bundle ROLL=X`: the report is rebuilt with X
     (here a stand-in for build_report records the call and what the real one would write)."""
@@ -476,6 +487,7 @@ def _copy(source: Path, into: Path) -> Path:
     ("report.pdf changed after the report", "is not the PDF its report built"),
     ("no manifest", "has no manifest (report.json)"),
 ])
+@pytest.mark.slow
 def test_the_bundle_takes_only_this_folders_complete_report(sources, tmp_path, case, needle):
     folder = _copy(sources["valid"], tmp_path)
     if case == "report.pdf a link to a text file":
@@ -507,6 +519,7 @@ def test_the_bundle_takes_only_this_folders_complete_report(sources, tmp_path, c
 HOSTILE = '"""; import os; os.system("touch {marker}") #\n\'\'\'; os.system("touch {marker}")'
 
 
+@pytest.mark.slow
 def test_part_d_scripts_carry_values_as_data_never_as_code(reported, tmp_path):
     from copylab.analysis import load_results
     from copylab.bundle import plots

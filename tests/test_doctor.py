@@ -36,6 +36,8 @@ def namespaces() -> set[str]:
     return {line.split()[0] for line in out.splitlines() if line.strip()}
 
 
+@pytest.mark.root
+@pytest.mark.network
 def test_doctor_json_has_every_check(capsys):
     before = namespaces() if shutil.which("ip") else set()
     status, out = run_doctor(["doctor", "--json"], capsys)
@@ -56,6 +58,8 @@ def test_doctor_json_has_every_check(capsys):
         assert namespaces() == before
 
 
+@pytest.mark.root
+@pytest.mark.network
 def test_doctor_checks_agree_with_this_host(capsys):
     report = json.loads(run_doctor(["doctor", "--json"], capsys)[1])
     checks = report["checks"]
@@ -89,6 +93,8 @@ def test_doctor_lists_what_a_missing_perf_costs(capsys, monkeypatch, tmp_path):
     assert any("loopback" in lack for lack in report["lacks"])
 
 
+@pytest.mark.root
+@pytest.mark.network
 def test_doctor_table_is_readable(capsys):
     status, out = run_doctor(["doctor"], capsys)
     assert status == 0
@@ -116,6 +122,8 @@ def test_capabilities_are_read_from_proc_status(tmp_path):
     assert effective_capabilities(tmp_path / "missing") is None
 
 
+@pytest.mark.root
+@pytest.mark.network
 def test_doctor_says_why_io_uring_paths_are_out_when_the_sysctl_disables_io_uring(capsys):
     """kernel.io_uring_disabled=2 (set for this test, restored after): the io_uring paths are out,
     and the reason names the sysctl; the other paths are unaffected."""

@@ -73,6 +73,7 @@ def test_net_meta_in_the_current_namespace():
     assert len(meta["tcp_rmem"]) == 3
 
 
+@pytest.mark.network
 @pytest.mark.root
 def test_net_meta_reads_the_namespace_it_is_given():
     """Set tcp_wmem inside a namespace of our own to a value the host does not have; net_meta must see it."""

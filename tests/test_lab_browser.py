@@ -146,6 +146,7 @@ def browser():
         b.close()
 
 
+@pytest.mark.slow
 def test_make_lab_says_in_one_line_what_to_open(lab_server, sweep):
     url, line = lab_server
     assert len(line.splitlines()) == 1 and line.startswith("copylab lab: open http://localhost:")

@@ -12,7 +12,6 @@ import pytest
 import yaml
 from conftest import run_copylab
 from copylab import limits
-from copylab.errors import CopylabError
 from faults import TINY, assert_one_line_error
 
 RUN = ["run", "--impl", "a1", "--mode", "throughput", "--msg-size", "4096", "--duration", "0.2", "--warmup", "0.1"]
@@ -30,6 +29,7 @@ def test_too_few_open_files_for_the_threads_is_one_line_before_anything_starts(n
     assert proc.stdout == ""  # no row: nothing was measured
 
 
+@pytest.mark.slow
 def test_a_low_soft_limit_is_raised_to_what_the_threads_need(native_build):
     proc = run_copylab(*RUN, "--threads", "128", "--topology", "loopback", "--json", timeout=120,
                        preexec_fn=_limited(resource.RLIMIT_NOFILE, 64, 4096))

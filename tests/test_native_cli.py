@@ -234,6 +234,7 @@ def _silent_server(reply: bytes | None):
     (None, "did not answer"),
     (b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n", "not a copylab server"),
 ], ids=["accepts and never answers", "an HTTP server"])
+@pytest.mark.slow
 def test_client_against_a_peer_that_is_not_copylab(native_build, reply, needle):
     server, conns = _silent_server(reply)
     try:

@@ -91,6 +91,7 @@ def run_point(impl: str, mode: str, size: int, addr: str, sanitize: bool, server
     return s
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("impl,mode,size", MATRIX, ids=IDS)
 def test_loopback_sanitized(native_build, impl, mode, size):
     s = run_point(impl, mode, size, "127.0.0.1", sanitize=True)
@@ -100,6 +101,8 @@ def test_loopback_sanitized(native_build, impl, mode, size):
         assert s["zc_copied"] == s["zc_completions"]
 
 
+@pytest.mark.network
+@pytest.mark.slow
 @pytest.mark.root
 @pytest.mark.parametrize("impl,mode,size", MATRIX, ids=IDS)
 def test_veth(native_build, veth, impl, mode, size):

@@ -21,6 +21,8 @@ ZERO_COPY_SENDERS = [i.name for i in registry.all_impls() if i.native and "zc_co
 COPYING_SENDER = registry.by_role("one_copy")
 
 
+@pytest.mark.network
+@pytest.mark.slow
 @pytest.mark.root
 @pytest.mark.parametrize("mode", ["throughput", "latency"])
 def test_zerocopy_receive_maps_what_a_zero_copy_sender_delivers(native_build, mode):
@@ -33,6 +35,7 @@ def test_zerocopy_receive_maps_what_a_zero_copy_sender_delivers(native_build, mo
         assert "mapped" in row["receive_note"]
 
 
+@pytest.mark.network
 @pytest.mark.root
 def test_zerocopy_receive_says_why_nothing_was_mapped(native_build):
     row = run_row(COPYING_SENDER, "throughput", 65536, "--receive", "zerocopy", "--verify")
@@ -40,6 +43,7 @@ def test_zerocopy_receive_says_why_nothing_was_mapped(native_build):
     assert row["receive_note"].startswith("nothing mapped") and "compound" in row["receive_note"]
 
 
+@pytest.mark.network
 @pytest.mark.root
 @pytest.mark.parametrize("mode", ["throughput", "latency"])
 def test_discard_measures_without_copying_and_says_nothing_was_verified(native_build, mode):

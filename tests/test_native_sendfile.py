@@ -10,6 +10,8 @@ from copylab import registry
 from native_helpers import check_sender_counters, run_client, start_server, run_row
 
 
+@pytest.mark.network
+@pytest.mark.slow
 @pytest.mark.root
 @pytest.mark.parametrize("mode", ["throughput", "latency"])
 def test_sendfile_measures_verified_bytes_in_the_namespaces(native_build, mode):

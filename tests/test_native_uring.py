@@ -15,6 +15,8 @@ IO_URING_DISABLED = Path("/proc/sys/kernel/io_uring_disabled")
 URING_PATHS = [i.name for i in registry.all_impls() if "io_uring" in i.needs]
 
 
+@pytest.mark.network
+@pytest.mark.slow
 @pytest.mark.root
 @pytest.mark.parametrize("mode", ["throughput", "latency"])
 def test_uring_measures_verified_bytes_in_the_namespaces(native_build, mode):

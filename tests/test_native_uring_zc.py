@@ -22,6 +22,8 @@ from native_helpers import check_sender_counters, client_argv, run_client, run_r
 NEW_PATHS = registry.names(kind="native", roles=("extra",))
 
 
+@pytest.mark.network
+@pytest.mark.slow
 @pytest.mark.root
 @pytest.mark.parametrize("mode", ["throughput", "latency"])
 def test_uring_zc_measures_verified_bytes_with_every_notification(native_build, mode):
@@ -54,6 +56,7 @@ def test_a_ring_without_locked_memory_refuses_the_connection(native_build):
     assert "Cannot allocate memory" in why and ("RLIMIT_MEMLOCK" in why), why
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("impl", NEW_PATHS)
 def test_a_receiver_that_stops_reading_only_slows_the_sender(native_build, impl):
     """SIGSTOP the client for a second mid-stream: the socket fills, sends wait (io_uring arms a poll,

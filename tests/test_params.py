@@ -193,6 +193,7 @@ HOSTILE = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("what,text,needle", HOSTILE, ids=[h[0] for h in HOSTILE])
 def test_hostile_yaml_is_refused_quickly_in_one_line(tmp_path, what, text, needle):
     params = tmp_path / "grid.yaml"
@@ -214,6 +215,7 @@ def test_hostile_yaml_is_refused_quickly_in_one_line(tmp_path, what, text, needl
       "duration_s": 0.1}, "more than 24 h"),
     ({"impls": ["a1", "a3"], "msg_sizes": [64 << 20], "threads": [1024]}, "available"),
 ], ids=["60 000 points x 2 s", "a million points", "64 MiB x 1024 threads"])
+@pytest.mark.slow
 def test_grids_beyond_reason_are_refused_unless_asked(tmp_path, changes, needle):
     params = grid_file(tmp_path, **changes)
     started = time.monotonic()

@@ -44,6 +44,8 @@ def _our_ns() -> list[str]:
     return [ns for ns in copylab_namespaces() if ns.startswith(f"copylab-{os.getpid()}-")]
 
 
+@pytest.mark.root
+@pytest.mark.network
 def test_point_in_namespaces_gives_a_consistent_row(native_build, plan):
     spec = PointSpec(impl="a2", mode="throughput", msg_size=65536, threads=2, duration_s=0.6, warmup_s=0.2)
     with netns_pair() as topo:
@@ -69,6 +71,8 @@ def test_point_in_namespaces_gives_a_consistent_row(native_build, plan):
     assert _our_ns() == []
 
 
+@pytest.mark.root
+@pytest.mark.network
 def test_latency_row_has_percentiles(native_build, plan):
     spec = PointSpec(impl="a1", mode="latency", msg_size=256, threads=1, duration_s=0.4, warmup_s=0.1)
     with netns_pair() as topo:
@@ -113,6 +117,8 @@ def _pids_matching(fragment: str) -> list[int]:
     (f"{ROOT}/native/build/a2_server --bind", "server exited"),
     (f"{ROOT}/native/build/client --connect", "client exited"),
 ])
+@pytest.mark.root
+@pytest.mark.network
 def test_killed_process_gives_failed_row_and_no_leftovers(native_build, plan, victim, expect):
     spec = PointSpec(impl="a2", mode="throughput", msg_size=4096, threads=2, duration_s=3.0, warmup_s=0.2)
     killer = _kill_later(victim, delay=1.0)
@@ -125,6 +131,8 @@ def test_killed_process_gives_failed_row_and_no_leftovers(native_build, plan, vi
     assert _our_ns() == [] and benchmark_processes() == []
 
 
+@pytest.mark.root
+@pytest.mark.network
 def test_namespace_deleted_mid_point_gives_failed_row(native_build, plan):
     spec = PointSpec(impl="a1", mode="throughput", msg_size=4096, threads=1, duration_s=3.0, warmup_s=0.2)
     with netns_pair() as topo:
@@ -138,6 +146,9 @@ def test_namespace_deleted_mid_point_gives_failed_row(native_build, plan):
     assert _our_ns() == [] and benchmark_processes() == []
 
 
+@pytest.mark.root
+@pytest.mark.network
+@pytest.mark.slow
 def test_cli_run_prints_the_row_as_json(native_build):
     proc = run_copylab("run", "--impl", "a3", "--mode", "throughput", "--msg-size", "65536", "--threads", "1",
                        "--duration", "0.4", "--warmup", "0.1", "--topology", "netns", "--json", timeout=60)
@@ -148,6 +159,8 @@ def test_cli_run_prints_the_row_as_json(native_build):
     assert row["zc_copied"] == row["zc_completions"] == row["zc_sends"]  # local delivery always copies
 
 
+@pytest.mark.root
+@pytest.mark.network
 def test_cli_run_interrupted_leaves_nothing(native_build):
     proc = subprocess.Popen([sys.executable, "-m", "copylab", "run", "--impl", "a2", "--mode", "throughput",
                              "--msg-size", "4096", "--duration", "10", "--topology", "netns"],
@@ -183,6 +196,9 @@ def _signal_later(pattern: str, *steps: tuple[float, int]) -> threading.Thread:
     return thread
 
 
+@pytest.mark.root
+@pytest.mark.network
+@pytest.mark.slow
 @pytest.mark.parametrize("side, pattern", [("server", f"{ROOT}/native/build/a2_server --bind"),
                                            ("client", f"{ROOT}/native/build/client --connect")])
 def test_a_stopped_side_is_named_not_blamed_on_its_exit_status(native_build, plan, side, pattern):
@@ -200,6 +216,9 @@ def test_a_stopped_side_is_named_not_blamed_on_its_exit_status(native_build, pla
     assert _our_ns() == [] and benchmark_processes() == []
 
 
+@pytest.mark.root
+@pytest.mark.network
+@pytest.mark.slow
 def test_a_window_stretched_on_the_wall_clock_fails_the_point(native_build, plan, monkeypatch):
     """With the stop detector blinded, the wall-clock check still catches a client stopped for 3 s
     inside a 1 s window."""
@@ -255,6 +274,9 @@ def test_a_perf_printing_impossible_counts_fails_the_point_naming_the_value(nati
 # ------------------------------------------------------------------------------------------------
 # faults during a point
 
+@pytest.mark.root
+@pytest.mark.network
+@pytest.mark.slow
 @pytest.mark.parametrize("side,topology", [("server", "netns"), ("client", "netns"), ("server", "loopback")])
 def test_perf_killed_mid_point_gives_failed_row_with_reason(native_build, plan, side, topology):
     """SIGKILL to one side's `perf stat` (only ours: descendants of this process) half-way through."""
@@ -342,6 +364,9 @@ def test_native_programs_not_built_is_one_line(plan, monkeypatch, tmp_path):
     assert "make -C native" in message and "\n" not in message
 
 
+@pytest.mark.root
+@pytest.mark.network
+@pytest.mark.slow
 def test_sigterm_mid_run_unwinds_and_leaves_nothing(native_build):
     proc = subprocess.Popen([sys.executable, "-m", "copylab", "run", "--impl", "a3", "--mode", "throughput",
                              "--msg-size", "65536", "--duration", "10", "--topology", "netns"],

@@ -150,6 +150,8 @@ def test_recorded_vm_profiles_show_where_the_copies_happen(impl):
         assert sender["deferred_copy"] >= 0.01 and receiver["deferred_copy"] >= 0.01
 
 
+@pytest.mark.network
+@pytest.mark.slow
 @pytest.mark.root
 @pytest.mark.parametrize("impl", ["a1", "a2", "a3"])
 def test_one_real_profiled_point_per_implementation(native_build, tmp_path, impl):
@@ -178,6 +180,7 @@ def test_one_real_profiled_point_per_implementation(native_build, tmp_path, impl
         assert max(row["srv_prof_deferred_copy"], row["cli_prof_deferred_copy"]) >= 0.01
 
 
+@pytest.mark.slow
 def test_no_perf_means_empty_profile_columns_with_the_reason(native_build, tmp_path):
     from faults import env_with, path_without
 

@@ -64,6 +64,7 @@ def test_notebook_parameters_are_declared():
     assert set(params) == {"results_dir", "output_dir", "author", "roll_no", "repo_url", "ai_declaration"}
 
 
+@pytest.mark.slow
 def test_notebook_without_counters_and_one_rep_says_what_it_cannot_answer(tmp_path):
     results = synthetic.write_sweep(tmp_path / "sweep", reps=1, counters=False)
     text, doc = execute(results, tmp_path / "out")
@@ -80,6 +81,7 @@ def test_notebook_without_counters_and_one_rep_says_what_it_cannot_answer(tmp_pa
         assert heading in text
 
 
+@pytest.mark.slow
 def test_report_pdf_and_html_from_synthetic_sweep(tmp_path):
     # profiles and both receive strategies, so that every figure has its data
     results = synthetic.write_sweep(tmp_path / "sweep", profiles=True, receives=("message", "bulk"))
@@ -109,6 +111,7 @@ def test_report_pdf_and_html_from_synthetic_sweep(tmp_path):
     assert "@jupyter-widgets/html-manager" not in html  # no widget state pulling a CDN script
 
 
+@pytest.mark.slow
 def test_required_columns_only_no_meta_and_no_xelatex(tmp_path, monkeypatch):
     """The barest results.csv still gives a full notebook; without xelatex the HTML is still
     written and the error says how to install it."""
@@ -230,6 +233,7 @@ def hostile_report(tmp_path_factory) -> dict:
     return {"dir": results, "tmpdir": tmpdir, "author": author}
 
 
+@pytest.mark.slow
 def test_no_field_shows_a_file_or_runs_tex_in_the_pdf(hostile_report):
     pdf = hostile_report["dir"] / "report.pdf"
     text = pdf_text(pdf)
@@ -318,6 +322,7 @@ def test_an_html_only_report_takes_the_old_pdf_and_manifest_away(tmp_path, monke
     assert not [n for n in names if n.startswith(".report-staging")]
 
 
+@pytest.mark.slow
 def test_a_full_tmpdir_is_one_line_naming_it_and_nothing_is_left(tmp_path):
     folder = synthetic.write_sweep(tmp_path / "sweep", reps=1)
     full = tmp_path / "full"
@@ -341,6 +346,7 @@ def test_a_full_tmpdir_is_one_line_naming_it_and_nothing_is_left(tmp_path):
 # ------------------------------------------------------------------------------------------------
 # report tools missing
 
+@pytest.mark.slow
 def test_report_without_chromium_and_xelatex_writes_html_and_says_how_to_install(tmp_path, quick_sweep_dir):
     out = tmp_path / "report"
     proc = run_copylab("report", str(quick_sweep_dir), "--output-dir", str(out), timeout=600,
@@ -355,6 +361,7 @@ def test_report_without_chromium_and_xelatex_writes_html_and_says_how_to_install
     assert not [p.name for p in out.iterdir() if p.name.endswith(".tmp")], "no half-written file left"
 
 
+@pytest.mark.slow
 def test_sigterm_during_report_leaves_no_temporary_notebook(tmp_path):
     from data.analysis import synthetic
 

@@ -149,6 +149,8 @@ def test_receive_strategy_reaches_the_client(native_build, receive):
     assert per_message >= 0.99 if receive == "message" else per_message < 0.9
 
 
+@pytest.mark.network
+@pytest.mark.slow
 @pytest.mark.root
 @pytest.mark.parametrize("impl,mode", [("iperf3", "throughput"), ("sockperf", "latency")])
 def test_one_real_run_of_each_peer(native_build, impl, mode):

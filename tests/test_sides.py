@@ -4,6 +4,8 @@ survives."""
 
 from __future__ import annotations
 
+import pytest
+
 import tracemalloc
 
 from copylab import sides
@@ -12,6 +14,7 @@ from copylab.sides import Side
 MB = 1 << 20
 
 
+@pytest.mark.slow
 def test_300_mb_of_lines_are_held_as_head_and_tail():
     side = Side("client", ["sh", "-c", "head -c 300000000 /dev/zero | tr '\\0' x | fold -w 99 >&2; echo >&2; "
                                        "echo 'accept: Too many open files' >&2; echo '{\"bytes\": 1}'"])

@@ -19,6 +19,9 @@ from copylab.errors import ErrorKind
 from copylab.hosts import REMOTE_WORKDIR_PREFIX
 from sshrig import DATA, ssh_rig
 
+# every test here talks to sshd in the rig's namespaces
+pytestmark = [pytest.mark.root, pytest.mark.network]
+
 
 @pytest.fixture(scope="module")
 def rig(tmp_path_factory, native_build):
@@ -56,6 +59,9 @@ def records(out: Path) -> dict[str, dict]:
     return {p.stem: json.loads(p.read_text())["row"] for p in (out / "runs").glob("*.json")}
 
 
+@pytest.mark.root
+@pytest.mark.network
+@pytest.mark.slow
 def test_quick_sweep_over_ssh_measures_records_describes_both_hosts_and_reports(rig, tmp_path):
     grid = rig.grid("ssh-quick", impls=["a1", "a3"], modes=["throughput", "latency"], msg_sizes=[65536],
                     profile={"impls": ["a3"], "modes": ["throughput"]})
@@ -121,6 +127,7 @@ def test_a_wrong_host_name_is_one_line_before_anything_is_measured(rig, tmp_path
     assert_nothing_left(rig)
 
 
+@pytest.mark.slow
 def test_a_host_without_perf_is_named_and_its_counters_stay_empty(rig):
     proc = run_copylab("run", "--topology", "ssh", "--server-host", "h1", "--client-host", "h2-noperf",
                        "--server-addr", DATA["h1"], "--client-addr", DATA["h2"], "--ssh-config", rig.ssh_config,
@@ -145,6 +152,7 @@ def _sweep_in_background(rig, tmp_path: Path, name: str) -> tuple[subprocess.Pop
     return proc, out
 
 
+@pytest.mark.slow
 def test_sshd_killed_during_the_sweep_fails_that_point_and_stops_cleanly(rig, tmp_path):
     proc, out = _sweep_in_background(rig, tmp_path, "ssh-lost")
     # while a point's client runs there: between points no point is in progress to fail (the sweep
@@ -171,6 +179,7 @@ def test_sshd_killed_during_the_sweep_fails_that_point_and_stops_cleanly(rig, tm
     assert_nothing_left(rig)
 
 
+@pytest.mark.slow
 def test_sigterm_during_an_ssh_sweep_cleans_both_hosts(rig, tmp_path):
     proc, out = _sweep_in_background(rig, tmp_path, "ssh-term")
     proc.send_signal(signal.SIGTERM)
@@ -180,6 +189,9 @@ def test_sigterm_during_an_ssh_sweep_cleans_both_hosts(rig, tmp_path):
     assert_nothing_left(rig)
 
 
+@pytest.mark.root
+@pytest.mark.network
+@pytest.mark.slow
 def test_hosts_whose_login_shell_prints_a_banner_are_read_past_it(rig, tmp_path):
     """A host whose shell greets every command on both streams was diagnosed "not root" (issue 23):
     every ssh command's output now starts after a mark of copylab's."""

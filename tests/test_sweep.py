@@ -79,6 +79,7 @@ def test_quick_sweep_has_one_row_per_point_and_a_notebook_per_group(quick_sweep_
     assert any("%%bash" in c.source for c in build.cells if c.cell_type == "code")
 
 
+@pytest.mark.slow
 def test_second_run_skips_finished_points_and_keeps_results(quick_sweep_dir: Path):
     before = (quick_sweep_dir / "results.csv").read_bytes()
     records = sorted((quick_sweep_dir / "runs").glob("*.json"))
@@ -98,6 +99,9 @@ def _small_grid(tmp_path: Path, name: str) -> Path:
     return path
 
 
+@pytest.mark.root
+@pytest.mark.network
+@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGINT])
 def test_sweep_stopped_half_way_then_resumed_ends_complete(tmp_path, native_build, signum):
     params = _small_grid(tmp_path, "resume")
@@ -124,6 +128,7 @@ def test_sweep_stopped_half_way_then_resumed_ends_complete(tmp_path, native_buil
     assert not copylab_namespaces() and not benchmark_processes()
 
 
+@pytest.mark.slow
 def test_two_sweeps_cannot_write_one_folder(tmp_path, native_build):
     params = _small_grid(tmp_path, "locked")
     out = tmp_path / "out"
@@ -151,6 +156,7 @@ def _grid(tmp_path: Path, **changes) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_out_into_a_users_folder_that_is_not_a_sweep_is_refused(tmp_path):
     out = tmp_path / "thesis"
     out.mkdir()
@@ -169,6 +175,7 @@ def test_out_into_a_users_folder_that_is_not_a_sweep_is_refused(tmp_path):
     assert {p.name: p.read_bytes() for p in out.iterdir() if p.name != ".lock"} == before
 
 
+@pytest.mark.slow
 def test_a_resume_refuses_points_of_another_build_unless_asked(tmp_path, native_build):
     from copylab import buildinfo
 
@@ -222,6 +229,7 @@ def test_the_build_id_follows_the_sources_the_compiler_and_the_flags(tmp_path, m
     assert buildinfo.fingerprint() not in (first, edited)
 
 
+@pytest.mark.slow
 def test_a_fresh_clone_keeps_the_peer_whose_shim_the_build_makes(tmp_path, native_build):
     """On a fresh clone native/build/ is empty as the sweep starts: sockperf's points were left out
     as "libnosleep.so is missing" before the sweep's own build made it. The build comes first now."""
@@ -266,6 +274,9 @@ def faulty_sweep(tmp_path_factory, native_build):
     return {"proc": proc, "out": out, "leftover": leftover, "half_record": half_record}
 
 
+@pytest.mark.root
+@pytest.mark.network
+@pytest.mark.slow
 def test_sweep_without_perf_on_path_still_gives_rows_with_the_reason(faulty_sweep):
     proc, out = faulty_sweep["proc"], faulty_sweep["out"]
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -337,6 +348,7 @@ def test_corrupt_meta_json_on_resume_is_one_line(tmp_path):
     assert "--restart" in proc.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.root
 def test_disk_full_mid_sweep_keeps_what_was_finished(tmp_path, native_build):
     small = tmp_path / "small"
@@ -360,6 +372,8 @@ def test_disk_full_mid_sweep_keeps_what_was_finished(tmp_path, native_build):
 
 
 
+@pytest.mark.network
+@pytest.mark.slow
 @pytest.mark.root
 def test_killed_kernel_fails_its_point_and_the_sweep_goes_on(tmp_path, native_build):
     params = grid_file(tmp_path, impls=["a1", "a2", "a3"], msg_sizes=[4096, 65536], duration_s=1.0,
@@ -387,6 +401,8 @@ def test_killed_kernel_fails_its_point_and_the_sweep_goes_on(tmp_path, native_bu
 # ------------------------------------------------------------------------------------------------
 # signals: the bookkeeping is finished exactly once, whatever follows
 
+@pytest.mark.network
+@pytest.mark.slow
 @pytest.mark.root
 @pytest.mark.parametrize("signals", [1, 3], ids=["one SIGTERM", "three SIGTERMs"])
 def test_sigterm_mid_sweep_closes_the_books(tmp_path, native_build, signals):
@@ -411,6 +427,7 @@ def test_sigterm_mid_sweep_closes_the_books(tmp_path, native_build, signals):
 # ------------------------------------------------------------------------------------------------
 # data that silently changes
 
+@pytest.mark.slow
 def test_a_folder_belongs_to_its_grid(tmp_path, native_build):
     out = tmp_path / "out"
     first = sweep(grid_file(tmp_path, "a.yaml"), out)
@@ -428,6 +445,8 @@ def test_a_folder_belongs_to_its_grid(tmp_path, native_build):
     assert len(aside) == 1 and (aside[0] / "results.csv").read_bytes() == finished["results.csv"]
 
 
+@pytest.mark.network
+@pytest.mark.slow
 @pytest.mark.root
 def test_output_folder_deleted_mid_sweep_stops_without_recreating_it(tmp_path, native_build):
     import shutil
@@ -445,6 +464,7 @@ def test_output_folder_deleted_mid_sweep_stops_without_recreating_it(tmp_path, n
     assert not benchmark_processes()
 
 
+@pytest.mark.slow
 def test_results_are_readable_by_others_and_relative_paths_work(tmp_path, native_build):
     grid_file(tmp_path)
     out = tmp_path / "out"

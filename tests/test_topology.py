@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import json
 import os
 import signal
@@ -20,6 +22,8 @@ from faults import UNPRIVILEGED, assert_one_line_error, dead_pid, env_with, make
 
 
 
+@pytest.mark.root
+@pytest.mark.network
 def test_clean_removes_a_dead_runs_namespace_and_keeps_a_live_one():
     dead = f"copylab-{dead_pid()}-abc123-srv"
     holder = subprocess.Popen(["sleep", "60"])  # stands for a copylab run that is still alive
@@ -55,6 +59,7 @@ def test_without_root_netns_is_refused_in_one_line():
     assert "root" in proc.stderr
 
 
+@pytest.mark.slow
 def test_without_root_auto_falls_back_to_loopback_loudly(native_build):
     proc = _unprivileged("run", "--impl", "a2", "--mode", "throughput", "--msg-size", "4096", "--duration", "0.3",
                       "--warmup", "0.1", "--congestion", "host", "--json")
@@ -82,6 +87,8 @@ def test_without_root_a_congestion_control_the_host_withholds_is_one_line(native
 # ------------------------------------------------------------------------------------------------
 # clean
 
+@pytest.mark.root
+@pytest.mark.network
 def test_clean_without_privileges_does_not_claim_a_removal(tmp_path):
     name = "copylab-999999-feed01-srv"
     subprocess.run(["ip", "netns", "add", name], check=True)
@@ -95,6 +102,7 @@ def test_clean_without_privileges_does_not_claim_a_removal(tmp_path):
         subprocess.run(["ip", "netns", "del", name], capture_output=True)
 
 
+@pytest.mark.slow
 def test_killed_run_leaves_a_folder_that_clean_removes(native_build, tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "copylab", "run", "--impl", "a1", "--mode", "throughput",
                              "--msg-size", "4096", "--duration", "5", "--topology", "loopback"], cwd=ROOT,
