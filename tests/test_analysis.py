@@ -37,6 +37,7 @@ def test_crossovers_follow_the_design_rule(full):
     assert analysis.crossover(df, "a3") == synthetic.EXPECTED_Q5
 
 
+@pytest.mark.slow
 def test_answers_json_holds_the_known_crossovers(full, tmp_path):
     df, meta = full
     path = analysis.write_answers(analysis.answers(df, meta), tmp_path)
@@ -97,6 +98,7 @@ def test_t_critical_is_monotone_and_tends_to_z():
     assert analysis.t_critical_95(1000) == pytest.approx(1.962, abs=1e-3)
 
 
+@pytest.mark.slow
 def test_empty_counters_say_why_q2_cannot_be_answered(tmp_path):
     folder = synthetic.write_sweep(tmp_path, reps=1, counters=False)
     df, meta = analysis.load_results(folder)
@@ -112,6 +114,7 @@ def test_empty_counters_say_why_q2_cannot_be_answered(tmp_path):
     json.dumps(doc, allow_nan=False)  # strict JSON: NaN became null
 
 
+@pytest.mark.slow
 def test_required_columns_only_and_no_meta(tmp_path):
     folder = synthetic.write_sweep(tmp_path, reps=1, meta=False, required_only=True)
     df, meta = analysis.load_results(folder)
@@ -171,6 +174,7 @@ def test_derived_metrics(full):
     assert a3["zc_copied_share"].to_numpy() == pytest.approx(100.0)
 
 
+@pytest.mark.slow
 def test_q6_states_the_correction_over_the_tests_made(full):
     df, meta = full
     q6 = analysis.answers(df, meta)["q6_unexpected_result"]
@@ -205,6 +209,7 @@ def test_plural():
     assert analysis.plural(None, "thread") == "None threads"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("copied_fraction,copied", [(1.0, True), (0.0, False)])
 def test_q5_says_the_kernel_copied_only_when_it_flagged_it(full, copied_fraction, copied):
     df, meta = full

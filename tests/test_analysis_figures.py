@@ -70,6 +70,7 @@ def test_every_hover_names_what_it_shows(full, name, make):
         assert list(fig.data[0].customdata[0]) == [analysis.IMPL_LABELS["a1"], "64 B", "1 thread", 3]
 
 
+@pytest.mark.slow
 def test_few_repetitions_are_drawn_as_points_and_intervals_never_cross_zero(full, bare, tmp_path):
     fig = figures.throughput_vs_size(*full)  # 3 repetitions: the repetitions as dots, no interval
     means = [t for t in fig.data if t.mode == "lines+markers"]

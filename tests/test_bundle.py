@@ -548,6 +548,7 @@ def test_part_d_scripts_carry_values_as_data_never_as_code(reported, tmp_path):
         assert constants(path)["PROVENANCE"]["git_revision"] == value
 
 
+@pytest.mark.root
 def test_the_run_all_script_reads_its_grid_as_data(tmp_path):
     """A grid name with a newline put a command into the script before its root check."""
     from copylab.bundle import runall

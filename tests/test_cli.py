@@ -67,6 +67,7 @@ SWEEP_BAD_FILES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("what,content,needle", SWEEP_BAD_FILES, ids=[w for w, _, _ in SWEEP_BAD_FILES])
 def test_cli_sweep_bad_params_file_writes_nothing(tmp_path, what, content, needle):
     params = _write(tmp_path / "grid.yaml", content)
@@ -77,6 +78,7 @@ def test_cli_sweep_bad_params_file_writes_nothing(tmp_path, what, content, needl
     assert not out.exists(), "a refused grid must not create its output folder"
 
 
+@pytest.mark.root
 def test_cli_sweep_out_is_an_existing_file(tmp_path):
     params = _write(tmp_path / "grid.yaml", yaml.safe_dump(TINY_GRID))
     out = _write(tmp_path / "out", "someone's file\n")
@@ -118,6 +120,7 @@ REPORT_BAD = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("what,files,needle", REPORT_BAD, ids=[w for w, _, _ in REPORT_BAD])
 def test_cli_report_unusable_results_folder(tmp_path, what, files, needle):
     folder = tmp_path / "results"

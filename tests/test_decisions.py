@@ -57,6 +57,7 @@ def answers_of(frame: pd.DataFrame, folder, meta: dict | None = None) -> dict:
     return answers(df, loaded)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [11, 12, 13])
 def test_answers_decide_every_size_exactly(seed, tmp_path):
     doc = answers_of(synthetic(seed=seed), tmp_path, {"params": {"equivalence_margin": 0.10}})
@@ -84,6 +85,7 @@ def test_undecided_says_how_many_more_passes_would_decide():
     assert all(d.passes_needed is None for d in by_size.values() if d.decision != "undecided")
 
 
+@pytest.mark.slow
 def test_a_pass_that_ran_faster_does_not_blur_the_comparison(tmp_path):
     # every pass shifted by up to +-40%: blocked by pass, the ties within 1% stay equivalent
     doc = answers_of(synthetic(pass_spread=0.4, seed=5), tmp_path)
@@ -93,6 +95,7 @@ def test_a_pass_that_ran_faster_does_not_blur_the_comparison(tmp_path):
     assert blocked["var"].median() < unblocked["var"].median() / 10
 
 
+@pytest.mark.slow
 def test_one_pass_decides_nothing(tmp_path):
     doc = answers_of(synthetic(passes=1), tmp_path)
     assert set(doc["q4_one_copy_vs_two_copy"]["decision_by_size"].values()) == {"undecided"}

@@ -45,6 +45,7 @@ def test_markdown_gives_pandoc_latex_without_a_command_of_the_value(text):
                         "textasciicircum", "ldots", "textquotesingle", "textquotedbl", "textasciigrave"}, latex
 
 
+@pytest.mark.slow
 def test_every_target_renders_the_ordinary_names_literally_in_a_pdf(tmp_path):
     """One document through xelatex: each name via escape.latex (the title/author path) and via
     escape.markdown + pandoc (the report's cells); pdftotext must read every one back as typed."""

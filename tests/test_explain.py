@@ -143,6 +143,7 @@ def test_a_per_message_gap_is_put_on_the_copy_only_when_the_profile_says_so(a2_c
     assert found.evidence["gap_us_per_message"] > 0
 
 
+@pytest.mark.slow
 def test_answers_change_their_sentence_with_the_evidence(tmp_path):
     """Through answers(): the same throughput with the profile pointing the other way flips Q5's why."""
     measured = ev.throughput_grid({"a2": {}, "a3": {}}, passes=3, sizes=(64, 65536), threads=(1, 2))

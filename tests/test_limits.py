@@ -21,6 +21,7 @@ def _limited(kind: int, soft: int, hard: int):
     return lambda: resource.setrlimit(kind, (soft, hard))
 
 
+@pytest.mark.slow
 def test_too_few_open_files_for_the_threads_is_one_line_before_anything_starts(native_build):
     proc = run_copylab(*RUN, "--threads", "128", timeout=60,
                        preexec_fn=_limited(resource.RLIMIT_NOFILE, 64, 64))
@@ -37,6 +38,7 @@ def test_a_low_soft_limit_is_raised_to_what_the_threads_need(native_build):
     assert '"status": "ok"' in proc.stdout
 
 
+@pytest.mark.slow
 def test_an_address_space_too_small_for_the_threads_is_one_line(native_build):
     proc = run_copylab(*RUN, "--threads", "256", timeout=60,
                        preexec_fn=_limited(resource.RLIMIT_AS, 1 << 30, 1 << 30))
@@ -44,6 +46,7 @@ def test_an_address_space_too_small_for_the_threads_is_one_line(native_build):
     assert "ulimit -v" in proc.stderr
 
 
+@pytest.mark.slow
 def test_more_memory_than_the_host_has_is_refused_unless_asked(native_build):
     proc = run_copylab("run", "--impl", "a1", "--mode", "throughput", "--msg-size", str(64 << 20),
                        "--threads", "1024", timeout=60)
@@ -51,6 +54,7 @@ def test_more_memory_than_the_host_has_is_refused_unless_asked(native_build):
     assert "more than the" in proc.stderr and "--allow-large" in proc.stderr
 
 
+@pytest.mark.root
 def test_a_grid_needing_more_open_files_than_allowed_is_refused_before_its_folder_exists(tmp_path):
     grid = tmp_path / "grid.yaml"
     grid.write_text(yaml.safe_dump({**TINY, "threads": [1, 512]}))

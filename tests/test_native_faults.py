@@ -34,6 +34,7 @@ def wait_for_streams(server, connections: int) -> None:
     time.sleep(0.3)
 
 
+@pytest.mark.root
 @pytest.mark.parametrize("impl", IMPLS)
 def test_client_killed_mid_stream_does_not_take_the_server_down(native_build, impl):
     server = start_server(impl, "throughput", MSG_SIZE)
@@ -57,6 +58,7 @@ def test_client_killed_mid_stream_does_not_take_the_server_down(native_build, im
     assert server.stderr().count("connection from") == 4
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("impl", IMPLS)
 def test_connect_disconnect_cycles_leave_no_fd_or_thread(native_build, impl):
     server = start_server(impl, "throughput", MSG_SIZE)

@@ -7,6 +7,8 @@ stays under the budget plus the minimum ring that every connection is still gran
 
 from __future__ import annotations
 
+import pytest
+
 from pathlib import Path
 
 from native_helpers import run_client, start_server
@@ -29,6 +31,7 @@ def peak_rss(pid: int) -> int:
     raise AssertionError(f"no VmHWM in /proc/{pid}/status")
 
 
+@pytest.mark.slow
 def test_a3_ring_memory_stays_within_the_process_budget(native_build):
     limit = BUDGET + CONNECTIONS * MIN_RING + PROCESS  # 296 MiB; without the budget the peak is ~390 MiB
     server = start_server("a3", "throughput", MSG_SIZE)

@@ -54,6 +54,7 @@ def test_discard_measures_without_copying_and_says_nothing_was_verified(native_b
     assert row["messages"] > 0 and row["server_bytes"] == row["total_bytes"]
 
 
+@pytest.mark.root
 @pytest.mark.parametrize("receive,mode,size", list(itertools.product(("zerocopy", "discard"), ("throughput", "latency"),
                                                                      (8, 4097, 65536, 1048576))))
 def test_every_sender_and_strategy_stays_framed_and_sanitizer_clean(native_build, receive, mode, size):

@@ -56,6 +56,7 @@ def test_io_uring_disabled_by_sysctl_refuses_each_connection_with_the_reason(nat
     assert all("io_uring_queue_init: Operation not permitted (kernel.io_uring_disabled=2" in line for line in lines)
 
 
+@pytest.mark.slow
 def test_a_server_whose_library_is_missing_is_skipped_not_fatal(tmp_path):
     """The native build on a host without a server's library (as without liburing-dev): make says
     which server it skips and builds the rest."""

@@ -160,6 +160,7 @@ def test_numbers_that_are_not_whole_or_not_numbers_are_still_refused(tmp_path, t
         load_grid(path)
 
 
+@pytest.mark.root
 def test_cli_takes_a_duration_written_2e_minus_1(tmp_path):
     path = tmp_path / "grid.yaml"
     grid = {k: v for k, v in GOOD.items() if k not in ("msg_sizes", "threads")}

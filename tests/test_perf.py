@@ -146,6 +146,7 @@ def counts_alone(event: str) -> bool:
     return proc.returncode == 0 and any(ln.split(",")[0].replace(".", "").isdigit() for ln in lines)
 
 
+@pytest.mark.root
 def test_probe_cycles_source_matches_an_independent_check():
     plan = probe()
     if shutil.which("perf") is None:
@@ -186,6 +187,7 @@ def test_probe_with_a_perf_that_does_not_run(tmp_path):
     assert "WARNING: perf not found for kernel 9.9" in plan.note
 
 
+@pytest.mark.root
 def test_prefix_counts_a_real_command(tmp_path):
     plan = probe()
     out = tmp_path / "stat.csv"
@@ -202,6 +204,7 @@ def test_prefix_counts_a_real_command(tmp_path):
         assert counters["cycles"] > 0
 
 
+@pytest.mark.root
 def test_sigint_to_the_process_group_keeps_workload_output_and_counters(tmp_path):
     """How the engine stops a server: os.killpg(pgid, SIGINT) on `perf stat ... -- server`."""
     plan = probe()

@@ -83,6 +83,7 @@ def test_latency_row_has_percentiles(native_build, plan):
     assert row["user_copy_bytes"] == row["server_bytes"]  # A1 serialises every byte it sends
 
 
+@pytest.mark.root
 def test_no_perf_still_gives_a_row_with_the_reason(native_build, tmp_path):
     spec = PointSpec(impl="a3", mode="throughput", msg_size=16384, threads=1, duration_s=0.3, warmup_s=0.1,
                      topology="loopback")
@@ -253,6 +254,7 @@ sys.exit(code if code >= 0 else 128 - code)
 """
 
 
+@pytest.mark.root
 def test_a_perf_printing_impossible_counts_fails_the_point_naming_the_value(native_build, tmp_path):
     from copylab.topology import loopback
 
@@ -322,6 +324,7 @@ def test_perf_killed_mid_point_gives_failed_row_with_reason(native_build, plan, 
             f"{program} left running after its perf was killed"
 
 
+@pytest.mark.root
 def test_port_already_taken_fails_the_point_cleanly(native_build, plan, monkeypatch):
     """Someone holds the port the server is handed: a failed row naming it, no process left."""
     with socket.socket() as squatter:
@@ -339,6 +342,7 @@ def test_port_already_taken_fails_the_point_cleanly(native_build, plan, monkeypa
     assert own_descendants("/a1_server") == [] and own_descendants("/client") == []
 
 
+@pytest.mark.root
 def test_a_port_held_for_a_moment_is_traded_for_another(native_build, plan, monkeypatch):
     """The random port of the first attempt is held (as by a connection in TIME_WAIT, which
     sockperf cannot bind past): the server is started again on another port and the point is ok."""

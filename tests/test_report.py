@@ -134,6 +134,7 @@ def test_required_columns_only_no_meta_and_no_xelatex(tmp_path, monkeypatch):
     (["/nonexistent/sweep"], "does not exist"),
     (["{sweep}", "--ai-declaration", "/nonexistent/decl.txt"], "--ai-declaration /nonexistent/decl.txt: no such file"),
 ])
+@pytest.mark.slow
 def test_report_cli_bad_input_is_one_line_and_writes_nothing(tmp_path, args, message):
     sweep = synthetic.write_sweep(tmp_path / "sweep", reps=1)
     before = sorted(p.name for p in sweep.iterdir())
@@ -247,6 +248,7 @@ def test_no_field_shows_a_file_or_runs_tex_in_the_pdf(hostile_report):
     assert "[x](javascript:alert(3))" in flat  # a failed row's error, as text
 
 
+@pytest.mark.slow  # builds the hostile report when the PDF test is deselected
 def test_no_field_is_live_html_in_the_report(hostile_report):
     page = (hostile_report["dir"] / "report.html").read_text()
     assert SECRET not in page

@@ -134,6 +134,7 @@ def test_peers_are_refused_where_they_do_not_fit():
             bad.validate()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("receive", ["message", "bulk"])
 def test_receive_strategy_reaches_the_client(native_build, receive):
     argv = Native("a1").client_argv(spec(impl="a1", receive=receive), "127.0.0.1", 1, Path("/tmp"))

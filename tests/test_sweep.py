@@ -288,11 +288,17 @@ def test_sweep_without_perf_on_path_still_gives_rows_with_the_reason(faulty_swee
     assert results["counters_note"].str.contains("perf is not installed").all()
 
 
+@pytest.mark.slow
+@pytest.mark.network
+@pytest.mark.root
 def test_sweep_removes_a_dead_runs_namespace(faulty_sweep):
     assert f"removed namespace {faulty_sweep['leftover']}" in faulty_sweep["proc"].stderr
     assert faulty_sweep["leftover"] not in copylab_namespaces()
 
 
+@pytest.mark.slow
+@pytest.mark.network
+@pytest.mark.root
 def test_sweep_remeasures_a_half_written_record(faulty_sweep):
     record = json.loads(faulty_sweep["half_record"].read_text())  # whole JSON now
     assert record["row"]["status"] == "ok" and record["row"]["bytes"] > 0
@@ -302,6 +308,7 @@ def test_sweep_remeasures_a_half_written_record(faulty_sweep):
 # ------------------------------------------------------------------------------------------------
 # file-system faults: one line naming the path and the cause
 
+@pytest.mark.root
 def test_output_folder_on_a_read_only_file_system(tmp_path):
     ro = tmp_path / "ro"
     ro.mkdir()
@@ -313,11 +320,13 @@ def test_output_folder_on_a_read_only_file_system(tmp_path):
     assert_one_line_error(proc, "Read-only file system")
 
 
+@pytest.mark.root
 def test_output_name_longer_than_the_file_system_allows(tmp_path):
     proc = sweep(grid_file(tmp_path), tmp_path / ("x" * 300), timeout=60)
     assert_one_line_error(proc, "File name too long")
 
 
+@pytest.mark.root
 def test_a_file_where_runs_should_be_a_folder(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
@@ -328,6 +337,7 @@ def test_a_file_where_runs_should_be_a_folder(tmp_path):
     assert folder_state(out)["runs"] == before["runs"]
 
 
+@pytest.mark.slow
 def test_unreadable_meta_json_of_another_user(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
@@ -339,6 +349,7 @@ def test_unreadable_meta_json_of_another_user(tmp_path):
     assert_one_line_error(proc, "meta.json")
 
 
+@pytest.mark.root
 def test_corrupt_meta_json_on_resume_is_one_line(tmp_path):
     out = tmp_path / "out"
     out.mkdir()

@@ -70,6 +70,7 @@ def test_without_root_auto_falls_back_to_loopback_loudly(native_build):
     assert warning and "two namespaces" in warning[0] and "root" in warning[0], proc.stderr
 
 
+@pytest.mark.slow
 def test_without_root_a_congestion_control_the_host_withholds_is_one_line(native_build):
     """cubic is the default; a host whose unprivileged programs may not pick it (this VM allows
     reno and bbr) says so before anything runs, with the way out; where it is allowed it runs."""

@@ -59,6 +59,7 @@ def test_a_utf8_declaration_with_a_bom_and_any_script_is_read(tmp_path):
     assert userfiles.read_declaration(path) == "AI-usage declaration: अदिति 李 דוד 😀"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["latin-1", "binary", "1 GiB", "FIFO"])
 def test_copylab_report_with_such_a_declaration_writes_nothing(tmp_path, odd_files, case):
     path, needle = odd_files[case]
@@ -120,6 +121,7 @@ def test_the_declaration_copied_at_sweep_time_is_read_from_the_folder(tmp_path):
     assert report.resolve_author(meta, folder, ai_declaration="given")["ai_declaration"] == "given"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["results.csv", "meta.json", userfiles.DECLARATION_FILE])
 def test_a_link_out_of_the_results_folder_is_not_followed(tmp_path, name):
     secret = tmp_path / "elsewhere.txt"

@@ -131,6 +131,7 @@ def test_a_bad_meta_json_value_is_one_line_naming_the_key(tmp_path, case):
     assert "\n" not in message and f"meta.json: key {key}: " in message and needle in message, message
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["negative throughput", "text in cycles"])
 def test_copylab_report_refuses_in_one_line_and_writes_nothing(tmp_path, case):
     column, value, needle = BAD_CELLS[case]
@@ -144,6 +145,7 @@ def test_copylab_report_refuses_in_one_line_and_writes_nothing(tmp_path, case):
     assert folder_state(folder) == before
 
 
+@pytest.mark.slow
 def test_meta_json_params_a_string_is_one_line_not_a_traceback(tmp_path):
     folder = synthetic.write_sweep(tmp_path / "sweep", reps=1)
     meta = json.loads((folder / "meta.json").read_text())
