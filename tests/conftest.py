@@ -142,15 +142,16 @@ def _netns_stamp():
     return (st.st_ino, st.st_mtime_ns)
 
 
-# session fixtures that run a real sweep (as root: in namespaces): whichever test asks first pays
-# for it, so every test that uses one carries the markers of the sweep
-SWEEP_FIXTURES = {"quick_sweep_dir", "quick_report"}
+# shared fixtures that run a real sweep (as root: in namespaces) or build a report: whichever test
+# asks first pays for it, so every test that uses one carries the fixture's markers
+FIXTURE_MARKERS = {"quick_sweep_dir": ("root", "network", "slow"), "quick_report": ("root", "network", "slow"),
+                   "hostile_report": ("slow",)}
 
 
 def pytest_collection_modifyitems(items):
     for item in items:
-        if SWEEP_FIXTURES & set(getattr(item, "fixturenames", ())):
-            for name in ("root", "network", "slow"):
+        for fixture in set(getattr(item, "fixturenames", ())) & set(FIXTURE_MARKERS):
+            for name in FIXTURE_MARKERS[fixture]:
                 item.add_marker(name)
 
 

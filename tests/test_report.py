@@ -248,7 +248,6 @@ def test_no_field_shows_a_file_or_runs_tex_in_the_pdf(hostile_report):
     assert "[x](javascript:alert(3))" in flat  # a failed row's error, as text
 
 
-@pytest.mark.slow  # builds the hostile report when the PDF test is deselected
 def test_no_field_is_live_html_in_the_report(hostile_report):
     page = (hostile_report["dir"] / "report.html").read_text()
     assert SECRET not in page
