@@ -258,6 +258,7 @@ int main(int argc, char **argv)
 
 	parse_client_options(argc, argv, PROG, &this_run.opts);
 	signal(SIGPIPE, SIG_IGN);
+	resolve_client_port(PROG, &this_run.opts); /* before any clock: waiting for the server is not the run */
 	pthread_condattr_t cattr;
 	pthread_condattr_init(&cattr);
 	pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC); /* now_ns() is CLOCK_MONOTONIC */

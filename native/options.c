@@ -1,18 +1,20 @@
 #include "options.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "limits.h"
 #include "protocol.h"
 #include "registry.h"
 
 enum opt_kind { OPT_ADDR, OPT_PORT, OPT_PORT_OR_ZERO, OPT_MSG_SIZE, OPT_MODE, OPT_RECEIVE, OPT_THREADS, OPT_DURATION,
-		OPT_SECONDS_OR_ZERO, OPT_INTERVAL, OPT_BYTES, OPT_CONGESTION, OPT_SWITCH };
+		OPT_SECONDS_OR_ZERO, OPT_INTERVAL, OPT_BYTES, OPT_CONGESTION, OPT_PATH, OPT_SWITCH };
 
 struct opt_spec {
 	const char *name;
@@ -158,6 +160,11 @@ static void take_value(const char *prog, struct opt_spec *s, const char *value)
 			     "at most %d), got '%s'", s->name, CONGESTION_NAME_MAX - 1, value);
 		*(const char **)s->dst = value;
 		break;
+	case OPT_PATH:
+		if (value[0] == '\0')
+			fail(prog, "%s: must be a file name, got ''", s->name);
+		*(const char **)s->dst = value;
+		break;
 	case OPT_SWITCH:
 		break;
 	}
@@ -178,6 +185,7 @@ static void usage_line(FILE *f, const char *prog, const struct opt_spec *specs, 
 		case OPT_DURATION: case OPT_SECONDS_OR_ZERO: case OPT_INTERVAL: meta = " SECONDS"; break;
 		case OPT_BYTES: meta = " BYTES"; break;
 		case OPT_CONGESTION: meta = " NAME"; break;
+		case OPT_PATH: meta = " FILE"; break;
 		case OPT_SWITCH: break;
 		}
 		fprintf(f, specs[k].required ? " %s%s%s" : " [%s%s%s]", specs[k].name,
@@ -252,7 +260,8 @@ void parse_client_options(int argc, char **argv, const char *prog, struct client
 	o->interval_s = INTERVAL_DEFAULT_S;
 	struct opt_spec specs[] = {
 		{"--connect", OPT_ADDR, &o->connect, 1, 0},
-		{"--port", OPT_PORT, &o->port, 1, 0},
+		{"--port", OPT_PORT, &o->port, 0, 0},
+		{"--port-from", OPT_PATH, &o->port_from, 0, 0},
 		{"--msg-size", OPT_MSG_SIZE, &o->msg_size, 1, 0},
 		{"--mode", OPT_MODE, &o->mode, 1, 0},
 		{"--threads", OPT_THREADS, &o->threads, 1, 0},
@@ -267,6 +276,57 @@ void parse_client_options(int argc, char **argv, const char *prog, struct client
 		{"--json", OPT_SWITCH, &o->json, 0, 0},
 	};
 	parse(argc, argv, prog, specs, (int)(sizeof(specs) / sizeof(specs[0])));
-	endpoint_parse(&o->ep, o->connect, o->port);
+	if (o->port_from && o->port)
+		fail(prog, "--port, --port-from: give one of them, not both");
+	if (!o->port_from && !o->port)
+		fail(prog, "--port: required, or --port-from (see --help)");
+	if (!o->port_from)
+		endpoint_parse(&o->ep, o->connect, o->port);
 	check_congestion(prog, o->congestion);
+}
+
+/* The whole content of path, up to cap - 1 bytes, NUL-terminated; -1 with errno on failure. */
+static ssize_t read_small_file(const char *path, char *buf, size_t cap)
+{
+	int fd;
+	size_t got = 0;
+
+	do
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+	while (fd < 0 && errno == EINTR);
+	if (fd < 0)
+		return -1;
+	while (got < cap - 1) {
+		ssize_t n = read(fd, buf + got, cap - 1 - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int saved = errno;
+			close(fd);
+			errno = saved;
+			return -1;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	close(fd);
+	buf[got] = '\0';
+	return (ssize_t)got;
+}
+
+void resolve_client_port(const char *prog, struct client_options *o)
+{
+	char text[16];
+	unsigned long long port;
+
+	if (!o->port_from)
+		return;
+	if (read_small_file(o->port_from, text, sizeof(text)) < 0)
+		fail(prog, "--port-from: %s: %s", o->port_from, strerror(errno));
+	text[strcspn(text, "\n")] = '\0'; /* one line; a writer may end it with a newline */
+	if (parse_uint(text, 1, 65535, &port) < 0)
+		fail(prog, "--port-from: %s: must hold a port number from 1 to 65535, got '%s'", o->port_from, text);
+	o->port = (unsigned)port;
+	endpoint_parse(&o->ep, o->connect, o->port);
 }

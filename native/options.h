@@ -28,6 +28,7 @@ struct server_options {
 struct client_options {
 	const char *connect;
 	unsigned port;
+	const char *port_from; /* read the port from this file (a FIFO a harness writes) instead of --port */
 	size_t msg_size;
 	int mode;
 	unsigned threads;
@@ -45,5 +46,9 @@ struct client_options {
 
 void parse_server_options(int argc, char **argv, const char *prog, struct server_options *o);
 void parse_client_options(int argc, char **argv, const char *prog, struct client_options *o);
+/* --port-from: wait for the port on that file (blocks until a writer opens a FIFO), then set o->ep;
+ * a harness starts the client while the server starts and hands over the port once it listens.
+ * Nothing to do with --port. A bad or missing number is one line on stderr and exit status 2. */
+void resolve_client_port(const char *prog, struct client_options *o);
 
 #endif

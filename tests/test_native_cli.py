@@ -5,6 +5,8 @@ pattern check catches corrupted and shifted streams (against a fake server writt
 from __future__ import annotations
 
 import contextlib
+import json
+import os
 import select
 import socket
 import subprocess
@@ -61,6 +63,10 @@ BAD = [
     ("client", CLIENT_OK[:-1], "--warmup"),  # flag without its value
     ("client", CLIENT_OK + ["--threads", "2"], "--threads"),
     ("client", CLIENT_OK + ["--bind", "127.0.0.1"], "--bind"),
+    ("client", with_flag(CLIENT_OK, "--port", None), "--port"),  # neither --port nor --port-from
+    ("client", CLIENT_OK + ["--port-from", "/tmp/p"], "--port-from"),  # both
+    ("client", with_flag(CLIENT_OK, "--port", None) + ["--port-from", ""], "--port-from"),
+    ("client", with_flag(CLIENT_OK, "--port", None) + ["--port-from", "/nonexistent/copylab-port"], "--port-from"),
 ]
 
 
@@ -97,6 +103,41 @@ def test_server_cannot_listen_is_one_line(native_build):
         proc = subprocess.run([str(server_binary("a2")), *argv], capture_output=True, text=True, timeout=10)
     assert proc.returncode != 0
     assert proc.stderr.splitlines() == [f"a2_server: cannot listen on 127.0.0.1:{port}: Address already in use"]
+
+
+@pytest.mark.parametrize("content", ["", "abc", "0", "65536", "80 81", "-1"])
+def test_port_from_a_file_without_a_port_is_one_line(native_build, tmp_path, content):
+    source = tmp_path / "port"
+    source.write_text(content + "\n")
+    argv = with_flag(CLIENT_OK, "--port", None) + ["--port-from", str(source)]
+    proc = subprocess.run([str(client_binary()), *argv], capture_output=True, text=True, timeout=10)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.splitlines() == [f"client: --port-from: {source}: must hold a port number from 1 to 65535, "
+                                        f"got '{content}'"]
+
+
+def test_client_waits_for_its_port_on_a_fifo(native_build, tmp_path):
+    """--port-from: the client starts before the server exists, waits without connecting, and runs
+    once the port arrives (what the engine does to overlap the two start-ups)."""
+    fifo = tmp_path / "port"
+    os.mkfifo(fifo)
+    argv = client_argv("127.0.0.1", 1, "throughput", 4096, threads=2)
+    argv[argv.index("--port"):argv.index("--port") + 2] = ["--port-from", str(fifo)]
+    client = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(0.3)
+        assert client.poll() is None, "the client must wait for its port, not fail or run"
+        server = start_server("a1", "throughput", 4096)
+        try:
+            fifo.write_text(f"{server.port}\n")
+            out, err = client.communicate(timeout=30)
+        finally:
+            server.kill()
+    finally:
+        client.kill()
+    assert client.returncode == 0, err
+    result = json.loads(out.strip().splitlines()[-1])
+    assert result["bytes"] > 0 and result["verified"] is True
 
 
 def test_client_without_server_is_one_line(native_build):

@@ -68,6 +68,8 @@ def test_point_in_namespaces_gives_a_consistent_row(native_build, plan):
     assert row["srv_task_clock_ms"] <= (row["duration_s"] + 0.5) * 1000 * os.cpu_count()
     assert row["user_copy_bytes"] == 0 and row["send_calls"] > 0
     assert json.loads(raw["client"]["stdout"].strip().splitlines()[-1])["role"] == "client"
+    # started with the server, the client got the port from the FIFO once the server listened
+    assert "--port-from" in raw["client"]["argv"] and "--port" not in raw["client"]["argv"]
     assert _our_ns() == []
 
 
@@ -322,6 +324,24 @@ def test_perf_killed_mid_point_gives_failed_row_with_reason(native_build, plan, 
             time.sleep(0.1)
         assert program_argv not in [cmd.strip() for cmd in benchmark_processes()], \
             f"{program} left running after its perf was killed"
+
+
+@pytest.mark.root
+def test_a_client_that_dies_waiting_for_its_port_fails_the_point_cleanly(native_build, plan, monkeypatch):
+    """The client starts with the server and waits for the port: if it exits first (here a flag it
+    refuses), the row names the client's own line and nothing is left running or waiting."""
+    from copylab.runners.native import NativeRunner
+
+    good = NativeRunner.client_argv
+    monkeypatch.setattr(NativeRunner, "client_argv", lambda self, *a, **k: good(self, *a, **k) + ["--threads", "2"])
+    spec = PointSpec(impl="a1", mode="throughput", msg_size=4096, threads=1, duration_s=0.3, warmup_s=0.1,
+                     topology="loopback")
+    with loopback() as topo:
+        row, raw = run_point(spec, plan, topo)
+    assert row["status"] == "failed" and row["error_kind"] == "client_failed"
+    assert row["error"].startswith("client exited with status 2 before it connected: ") and \
+        "--threads: given more than once" in row["error"], row["error"]
+    assert own_descendants("/a1_server") == [] and own_descendants("/client") == []
 
 
 @pytest.mark.root

@@ -4,7 +4,9 @@
                  FIFOs, the shared window, the profiler
   start_server   the server under its wrappers, started again on another port when the one drawn
                  is taken
-  start_client   the client, its output lines passed to the runner for the window's events
+  start_client   the client, its output lines passed to the runner for the window's events; a
+                 client that can wait for its port (runner.port_later) starts with the server, and
+                 hand_port gives it the port once the server listens
   Supervisor     waits for the client while watching the server, the hosts and the namespaces
   stop_server    SIGINT, then the exit status judged
   collect        what the programs, perf and /proc/stat said, once everything has stopped
@@ -15,7 +17,9 @@ Each stage returns a Failure (kind, one line) or None; the first failure is the 
 
 from __future__ import annotations
 
+import errno
 import math
+import os
 import shutil
 import signal
 import threading
@@ -36,6 +40,7 @@ LISTEN_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 10.0
 POLL_S = 0.01
 SUPERVISE_S = 0.2  # how often the supervisor looks at the topology and the deadline between exits
+PORT_FIFO = "port"  # in the client's folder: where a client started early waits for the server's port
 # a server that cannot bind its random port is started again on another (a program may set no
 # SO_REUSEADDR); on another host its folder goes with the failed attempt, so that fails the point
 BIND_ATTEMPTS = 3
@@ -155,6 +160,45 @@ def start_client(ctx: Context, port: int) -> Side:
         window.open_in(timer[0], runner.window_source)
         window.close_in(timer[1])
     return client
+
+
+def starts_early(ctx: Context) -> bool:
+    """Does the client start while the server starts? When its runner can wait for the port and it
+    runs on this host (the FIFO is here): each program's start-up (perf, the exec, the threads)
+    then overlaps the other's instead of adding to it, and nothing measured changes, since the
+    client's clocks start once it has the port."""
+    return ctx.runner.port_later and not ctx.hosts["client"].remote
+
+
+def start_early_client(ctx: Context) -> Side:
+    fifo = Path(ctx.dirs["client"]) / PORT_FIFO
+    os.mkfifo(fifo, 0o600)
+    return start_client(ctx, str(fifo))
+
+
+def hand_port(ctx: Context, client: Side, port: int) -> Failure | None:
+    """Write the listening server's port to the FIFO the early client reads it from."""
+    fifo = Path(ctx.dirs["client"]) / PORT_FIFO
+    deadline = time.monotonic() + LISTEN_TIMEOUT_S
+    while True:
+        try:  # non-blocking: a client that died before opening its end must not hang the engine
+            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            break
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:  # ENXIO: no reader yet
+                return ErrorKind.CLIENT, f"cannot hand the server's port to the client: {exc}"
+        if client.poll() is not None:
+            client.finish(timeout=2.0)
+            return ErrorKind.CLIENT, (f"client exited with status {client.returncode} before it connected: "
+                                      f"{ctx.runner.error_of(client) or 'no message'}")
+        if time.monotonic() > deadline:
+            return ErrorKind.CLIENT, f"client did not wait for the server's port within {LISTEN_TIMEOUT_S:g} s"
+        time.sleep(POLL_S / 10)
+    try:
+        os.write(fd, f"{port}\n".encode())
+    finally:
+        os.close(fd)
+    return None
 
 
 class Supervisor:

@@ -21,8 +21,8 @@ from pathlib import Path
 from . import buildinfo, contract
 from . import perf as perfmod
 from .errors import CopylabError
-from .measurement import (PROCESS_GROUPS, Context, Supervisor, build_row, collect, empty_row, perf_texts,
-                          start_client, start_server, stop_server)
+from .measurement import (PROCESS_GROUPS, Context, Supervisor, build_row, collect, empty_row, hand_port, perf_texts,
+                          start_client, start_early_client, start_server, starts_early, stop_server)
 from .runners import runner_for
 from .topology import Topology, pid_alive
 
@@ -120,14 +120,22 @@ def run_point(spec: PointSpec, plan: "perfmod.PerfPlan", topo: Topology, workdir
     try:
         if ctx.profiler is not None:
             ctx.profiler.start_system()
+        early = starts_early(ctx)
+        client = start_early_client(ctx) if early else None
         server, port, failure = start_server(ctx)
         if failure is None:
             if ctx.profiler is not None:
                 ctx.profiler.attach("srv", server.program_pid())
-            client = start_client(ctx, port)
-            failure = Supervisor(ctx, server, client).run()
+            if early:
+                failure = hand_port(ctx, client, port)
+            else:
+                client = start_client(ctx, port)
+            failure = failure or Supervisor(ctx, server, client).run()
             ctx.window.cancel()
             failure = failure or stop_server(ctx, server)
+        elif client is not None:
+            client.kill()  # it waited for a port it never got: no client ran against that server
+            client = None
         if ctx.profiler is not None:
             ctx.profiler.stop()
         texts = perf_texts(ctx)

@@ -50,6 +50,9 @@ class Runner:
     server_stops_with_status = ()    # exit statuses that are a normal stop besides 0 and -SIGINT
     port_taken = ("Address already in use",)  # its server's words for a port that is already bound
     method = ""  # how the program is run, in one Markdown phrase for the report's method section
+    # its client can start before the server listens and wait for the port on a FIFO (client_argv
+    # then gets the FIFO's path as port): the two programs' start-up costs overlap
+    port_later = False
 
     def check_installed(self, host=None) -> None:
         raise NotImplementedError

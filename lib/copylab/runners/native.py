@@ -17,6 +17,7 @@ NOT_ERRORS = ("listening on", "window open", "window closed")
 
 class NativeRunner(Runner):
     window_source = "client"
+    port_later = True  # --port-from
 
     def __init__(self, impl: str, sanitize: bool = False):
         self.impl, self.sanitize = impl, sanitize
@@ -37,8 +38,10 @@ class NativeRunner(Runner):
                 "--msg-size", str(spec.msg_size), "--mode", spec.mode, "--working-set", str(spec.working_set),
                 *self._congestion(spec), "--json"]
 
-    def client_argv(self, spec, addr, port, workdir, build_dir=str(BUILD_DIR)) -> list[str]:
-        argv = [f"{build_dir}/{client_binary(self.sanitize).name}", "--connect", addr, "--port", str(port),
+    def client_argv(self, spec, addr, port: int | str, workdir, build_dir=str(BUILD_DIR)) -> list[str]:
+        """port: the server's port, or the path of the FIFO the engine writes it to (port_later)."""
+        where = ["--port-from", port] if isinstance(port, str) else ["--port", str(port)]
+        argv = [f"{build_dir}/{client_binary(self.sanitize).name}", "--connect", addr, *where,
                 "--msg-size", str(spec.msg_size), "--mode", spec.mode, "--threads", str(spec.threads),
                 "--duration", f"{spec.duration_s:g}", "--warmup", f"{spec.warmup_s:g}",
                 "--steady-max", f"{spec.steady_max_s:g}", "--receive", spec.receive,
