@@ -79,6 +79,17 @@ def test_quick_sweep_has_one_row_per_point_and_a_notebook_per_group(quick_sweep_
     assert any("%%bash" in c.source for c in build.cells if c.cell_type == "code")
 
 
+def test_quick_sweep_records_other_programs_cpu_share(quick_sweep_dir: Path):
+    """Each group's share of the CPUs other programs used is in sweep.log, the session's summary in
+    meta.json (the report's configuration states it)."""
+    meta = json.loads((quick_sweep_dir / "meta.json").read_text())
+    load = meta["sessions"][0]["host_load"]
+    assert load["groups"] >= 2 and 0 <= load["other_cpu_share"] <= load["other_cpu_share_max"] <= 1
+    lines = [line for line in (quick_sweep_dir / "sweep.log").read_text().splitlines()
+             if "other programs used" in line and "% of the CPU time" in line]
+    assert len(lines) >= load["groups"]
+
+
 @pytest.mark.slow
 def test_second_run_skips_finished_points_and_keeps_results(quick_sweep_dir: Path):
     before = (quick_sweep_dir / "results.csv").read_bytes()

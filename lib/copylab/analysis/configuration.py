@@ -64,6 +64,26 @@ def _side(meta: dict, key: str) -> str:
     return f"sender {meta.get(key) or 'not recorded'}, receiver {client.get(key) or 'not recorded'}"
 
 
+def _host_load(meta: dict) -> str:
+    """Other programs' share of the CPUs while the sweep measured (sweep/hostload.py), per session."""
+    sessions = meta.get("sessions") if isinstance(meta.get("sessions"), list) else []
+    texts = []
+    for session in sessions:
+        load = session.get("host_load") if isinstance(session, dict) else None
+        if not isinstance(load, dict) or load.get("other_cpu_share") is None:
+            continue
+        share, quiet = load["other_cpu_share"], load.get("quiet_below", 0.05)
+        text = (f"{100 * share:.1f}% of all CPUs' time (mean over {load.get('groups')} groups of points, largest "
+                f"{100 * load.get('other_cpu_share_max', share):.1f}%)")
+        if share > quiet:
+            text += (f": **a busy host** (quiet is under {100 * quiet:.0f}%), so the spread between repetitions "
+                     "is wider than this host gives when nothing else runs")
+        texts.append(text)
+    if not texts:
+        return NOT_RECORDED
+    return texts[0] if len(texts) == 1 else "; ".join(f"session {k}: {t}" for k, t in enumerate(texts, 1))
+
+
 def rows(meta: dict, df: pd.DataFrame) -> list[tuple[str, object]]:
     """(setting, value) rows for the configuration table, beside system_fields' kernel/CPU/cores/memory."""
     tools = meta.get("tool_versions") if isinstance(meta.get("tool_versions"), dict) else {}
@@ -83,6 +103,7 @@ def rows(meta: dict, df: pd.DataFrame) -> list[tuple[str, object]]:
         ("working set per connection", ", ".join(fmt_size(int(s)) for s in sizes) or "not recorded"),
         ("net.core.optmem_max", meta.get("optmem_max")), ("tcp_wmem", meta.get("tcp_wmem")),
         ("tcp_rmem", meta.get("tcp_rmem")), ("veth MTU", meta.get("veth_mtu")),
+        ("other programs' CPU use while measuring", _host_load(meta)),
         ("git revision", meta.get("git_revision")), ("started", meta.get("started_at")),
         ("finished", meta.get("finished_at")),
     ]

@@ -41,6 +41,7 @@ from . import estimate as est
 from . import folder
 from .accounting import Accounting, measured_seconds
 from .groups import run_group, take_group
+from .hostload import HostLoad
 from .kernel import WarmKernel
 from .meta import SweepMeta
 from .prepare import build_here, plan_queue, probe
@@ -101,6 +102,7 @@ class Sweep:
         self.measured = self.failed = self.groups = 0
         self.point_seconds = 0.0
         self.accounting = Accounting()
+        self.host_load = HostLoad()  # other programs' CPU share while groups measure
         self.attempts: dict[str, int] = {}
         self.meta: SweepMeta | None = None
         self.bar = None
@@ -214,11 +216,14 @@ class Sweep:
         if self.measured and self.out.is_dir():
             with open(self.out / "sweep.log", "a") as log:
                 log.writelines(f"{now()} {line}\n" for line in self.accounting.lines())
+            busy = self.host_load.warning()
+            if busy:
+                self.log(f"WARNING: {busy}")
         if self.meta is not None and self.out.is_dir():
             overhead = self.summary.overhead
             self.meta.close(status, measured=self.measured, failed=self.failed, wall_s=round(wall, 2),
                             point_seconds=self.point_seconds, overhead=round(overhead, 3) if overhead else None,
-                            time=self.accounting.summary())
+                            time=self.accounting.summary(), host_load=self.host_load.summary())
 
 
 def describe(summary: SweepSummary) -> str:

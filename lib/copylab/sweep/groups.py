@@ -15,7 +15,7 @@ from ..point import PointSpec, kill_registered
 from ..topology import Topology
 from . import folder
 from .kernel import Outcome, execute
-from .records import read_row, record_path, write_results
+from .records import now, read_row, record_path, write_results
 
 GROUP_POINTS = 48          # points per notebook execution (papermill's start costs ~0.5 s each time)
 GROUP_SECONDS = 60.0       # and at most this much measuring per execution (so a failure costs little)
@@ -52,13 +52,21 @@ def run_group(sweep, group: list[PointSpec], topo: Topology, queue: list[str]) -
               "record_dir": str(sweep.runs), "work_dir": str(sweep.work), "profile_dir": str(sweep.out / "profiles"),
               "notebook": f"runs/{name}.ipynb"}
     budget = sum(_point_limit(s) for s in group) + KERNEL_START_GRACE_S
+    metered = topo.kind != "ssh"  # other programs' CPU share is this host's: where the programs run
+    if metered:
+        sweep.host_load.begin()
     outcome = execute(NOTEBOOKS_DIR / "experiment.ipynb", notebook_tmp, params, sweep.kernel,
                       timeout_s=budget, cwd=NOTEBOOKS_DIR, watch=watch)
+    share = sweep.host_load.end() if metered else None
     if notebook_tmp.exists() and sweep.runs.is_dir():
         os.replace(notebook_tmp, sweep.runs / f"{name}.ipynb")
     if folder.still_there(sweep.out, sweep.runs):
         # between groups, while nothing is measured: rebuilding it takes CPU the programs would miss
         write_results(sweep.out, sweep.runs, sweep.rows)
+        if share is not None:
+            with open(sweep.out / "sweep.log", "a") as log:
+                log.write(f"{now()} {name}: {len(watch.done)} points, other programs used {100 * share:.1f}% "
+                          "of the CPU time\n")
     if outcome.kind == _FOLDER_LOST:
         raise CopylabError(f"{sweep.out}: the output folder (or its runs/) was removed during the sweep; "
                            "stopped without measuring further")
