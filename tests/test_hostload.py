@@ -11,24 +11,29 @@ import time
 import pytest
 
 from copylab.analysis.configuration import NOT_RECORDED, _host_load
-from copylab.sweep.hostload import QUIET_SHARE, HostLoad, system_ticks, tree_ticks
+from copylab.sweep.hostload import (PF_KTHREAD, QUIET_SHARE, HostLoad, _processes, descendants, foreign_ticks,
+                                    total_ticks)
 
 # burns CPU until its own CPU time reaches the given seconds (not wall time: a loaded host only slows it)
 BURN = "import sys, time\nwhile time.process_time() < float(sys.argv[1]):\n    pass\n"
 
 
-def test_system_ticks_counts_irq_and_softirq_as_busy_and_leaves_steal_and_guest_out():
+def test_total_ticks_sums_user_to_steal_and_leaves_guest_out():
     # user nice system idle iowait irq softirq steal guest guest_nice
     text = "cpu  100 2 30 500 7 3 11 40 60 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n"
-    busy, total = system_ticks(text)
-    assert busy == 100 + 2 + 30 + 3 + 11
-    assert total == 100 + 2 + 30 + 500 + 7 + 3 + 11 + 40  # guest is inside user already
+    assert total_ticks(text) == 100 + 2 + 30 + 500 + 7 + 3 + 11 + 40  # guest is inside user already
 
 
-def test_tree_ticks_includes_a_reaped_child():
-    before = tree_ticks(os.getpid())
-    subprocess.run([sys.executable, "-c", BURN, "0.3"], check=True)
-    assert tree_ticks(os.getpid()) - before >= 0.2 * os.sysconf("SC_CLK_TCK")
+def test_our_reaped_child_and_kernel_threads_are_not_foreign():
+    processes = _processes()
+    assert os.getpid() in descendants(os.getppid(), processes)
+    kthreadd = processes.get(2)
+    assert kthreadd is not None and kthreadd[1] & PF_KTHREAD, "pid 2 (kthreadd) is a kernel thread"
+    before = foreign_ticks(os.getpid())
+    subprocess.run([sys.executable, "-c", BURN, "0.3"], check=True)  # ours: reaped by this process
+    # others may have run meanwhile, but not a whole CPU's worth: counted as foreign, the 0.3 s
+    # burnt here (30 ticks at 100 Hz) would reach it
+    assert foreign_ticks(os.getpid()) - before < 0.3 * os.sysconf("SC_CLK_TCK")
 
 
 @pytest.mark.slow

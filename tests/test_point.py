@@ -327,6 +327,30 @@ def test_perf_killed_mid_point_gives_failed_row_with_reason(native_build, plan, 
 
 
 @pytest.mark.root
+def test_the_server_is_stopped_through_its_perf_which_reaps_it(native_build, plan, monkeypatch):
+    """SIGINT goes to the server program, not its group: perf stat sees it exit, writes the counters
+    and reaps it. (To the group, perf exited first and left the server to init, which then booked its
+    CPU time as another program's.)"""
+    assert plan.perf_path, "perf is one of copylab's Debian packages (make deps installs it)"
+    seen = {}
+    stop = measurement.stop_server
+
+    def watched_stop(ctx, server):
+        seen["program"], seen["leader"] = server.program_pid(), server.proc.pid
+        return stop(ctx, server)
+
+    monkeypatch.setattr("copylab.point.stop_server", watched_stop)
+    spec = PointSpec(impl="a2", mode="throughput", msg_size=4096, threads=1, duration_s=0.3, warmup_s=0.1,
+                     topology="loopback")
+    with loopback() as topo:
+        row, raw = run_point(spec, plan, topo)
+        assert row["status"] == "ok", row["error"]
+        assert seen["program"] != seen["leader"], "the server runs under perf stat"
+        assert not Path(f"/proc/{seen['program']}").exists(), "the server outlived its perf (orphaned)"
+    assert row["srv_task_clock_ms"] > 0 and json.loads(raw["server"]["stdout"].strip().splitlines()[-1])["bytes"] > 0
+
+
+@pytest.mark.root
 def test_a_client_that_dies_waiting_for_its_port_fails_the_point_cleanly(native_build, plan, monkeypatch):
     """The client starts with the server and waits for the port: if it exits first (here a flag it
     refuses), the row names the client's own line and nothing is left running or waiting."""

@@ -127,7 +127,13 @@ def small(args) -> dict:
 def agreement(args) -> dict:
     """How many of the Part E answers two sweeps of one grid share, and which of their decisions
     (Q4, Q5: per size and per thread count) contradict each other."""
-    docs = [json.loads((Path(d) / "answers.json").read_text()) for d in (args.first, args.second)]
+    docs = []
+    for folder in (args.first, args.second):
+        path = Path(folder) / "answers.json"
+        if not path.is_file():
+            raise SystemExit(f"evidence.py agreement: {path} is missing: make the report first "
+                             f"(python -m copylab report {folder})")
+        docs.append(json.loads(path.read_text()))
     # the part of each answer that is a conclusion (sizes, levels, kinds), not a measured magnitude
     keys = {"q1_zero_copy_not_always_best": ("zero_copy_not_best_sizes", "break_even_bytes"),
             "q2_cache_level": None,

@@ -17,6 +17,7 @@ Each stage returns a Failure (kind, one line) or None; the first failure is the 
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import math
 import os
@@ -284,13 +285,21 @@ class Supervisor:
 
 
 def stop_server(ctx: Context, server: Side) -> Failure | None:
-    """SIGINT to the server's group (it prints its result, perf stat writes its counters), and its
-    exit judged."""
+    """SIGINT to the server program (it prints its result; perf stat, seeing it exit, writes its
+    counters), or to its group when the program's pid is not known here; its exit judged."""
     runner = ctx.runner
     if runner.server_exits_by_itself:
         server.finish(timeout=2.0)
     if server.poll() is None:
-        server.signal_group(signal.SIGINT)
+        program = server.program_pid()
+        if program is not None and program != server.proc.pid:
+            # the program alone: its perf wrappers see it exit, write their counters and reap it.
+            # SIGINT to the whole group makes perf stat exit first and leaves the program to init,
+            # its CPU time then booked to init rather than to the sweep (sweep/hostload.py)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(program, signal.SIGINT)
+        else:
+            server.signal_group(signal.SIGINT)
     if server.finish(timeout=STOP_TIMEOUT_S) is None:
         state = process_state(server.program_pid())
         server.kill()
