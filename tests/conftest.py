@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -13,6 +14,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/ helpers importable as modules
+
+# A shell without job control starts `cmd &` with SIGINT ignored, and the children inherit it: the
+# tests' copylab processes would then ignore the Ctrl-C the fault tests send them (seen: `make test`
+# started in the background failed 2 interrupt tests). Python's own handler here, so every child
+# starts with SIGINT at its default, as under a terminal.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def run_copylab(*args: str, timeout: float = 600, check: bool = False, env: dict | None = None,

@@ -140,6 +140,7 @@ def test_sweep_stopped_half_way_then_resumed_ends_complete(tmp_path, native_buil
 
 
 @pytest.mark.slow
+@pytest.mark.network  # the first sweep may open its namespaces before the SIGINT reaches it
 def test_two_sweeps_cannot_write_one_folder(tmp_path, native_build):
     params = _small_grid(tmp_path, "locked")
     out = tmp_path / "out"
