@@ -70,5 +70,6 @@ def test_the_warning_and_the_report_name_a_busy_host_only():
     text = _host_load({"sessions": [{"host_load": busy.summary()}]})
     assert text.startswith("15.2% of all CPUs' time (mean over 2 groups of points, largest 20.0%)")
     assert "a busy host" in text and f"under {100 * QUIET_SHARE:.0f}%" in text
+    assert "*" not in text, "the configuration table escapes its values: Markdown would show as asterisks"
     assert "busy" not in _host_load({"sessions": [{"host_load": quiet.summary()}]})
     assert _host_load({"sessions": [{"started_at": "x"}]}) == NOT_RECORDED

@@ -32,6 +32,7 @@ from . import contract, intervals
 from . import perf as perfmod
 from .contract import COLUMNS, COUNTER_KEYS, SUMMED_COUNTERS
 from .errors import CopylabError, ErrorKind, MeasurementError
+from .procfs import stat_fields
 from .profile.record import Profiler, empty_columns
 from .runners import Failure, Result
 from .sides import PerfControl, Side, Window, start_side
@@ -171,15 +172,18 @@ def starts_early(ctx: Context) -> bool:
     return ctx.runner.port_later and not ctx.hosts["client"].remote
 
 
+def _port_fifo(ctx: Context) -> Path:
+    return Path(ctx.dirs["client"]) / PORT_FIFO
+
+
 def start_early_client(ctx: Context) -> Side:
-    fifo = Path(ctx.dirs["client"]) / PORT_FIFO
-    os.mkfifo(fifo, 0o600)
-    return start_client(ctx, str(fifo))
+    os.mkfifo(_port_fifo(ctx), 0o600)
+    return start_client(ctx, str(_port_fifo(ctx)))
 
 
 def hand_port(ctx: Context, client: Side, port: int) -> Failure | None:
     """Write the listening server's port to the FIFO the early client reads it from."""
-    fifo = Path(ctx.dirs["client"]) / PORT_FIFO
+    fifo = _port_fifo(ctx)
     deadline = time.monotonic() + LISTEN_TIMEOUT_S
     while True:
         try:  # non-blocking: a client that died before opening its end must not hang the engine
@@ -317,12 +321,8 @@ def stop_server(ctx: Context, server: Side) -> Failure | None:
 
 def process_state(pid: int | None) -> str:
     """The state letter of a process (R, S, T, Z...), "" when unknown."""
-    if pid is None:
-        return ""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return ""
+    fields = stat_fields(pid) if pid is not None else None
+    return fields[0] if fields else ""
 
 
 # ------------------------------------------------------------------------------------------------

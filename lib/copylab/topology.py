@@ -28,6 +28,7 @@ from .errors import CopylabError, MeasurementError
 from .hosts import LocalHost, SshHost, SshSettings, build_native, check_host, host_from_params
 from .paths import BUILD_DIR
 from .privilege import can_admin_network
+from .procfs import stat_fields
 
 PREFIX = "copylab"
 SERVER_ADDR = "198.18.0.1"  # 198.18.0.0/15: set aside for network benchmarks (RFC 2544)
@@ -382,10 +383,10 @@ def _orphaned_native_processes() -> list[int]:
             continue
         try:
             exe = os.readlink(entry / "exe")
-            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
+        except OSError:
             continue
-        if exe.startswith(build + "/") and ppid == 1:
+        fields = stat_fields(entry.name)
+        if fields and exe.startswith(build + "/") and fields[1] == "1":
             pids.append(int(entry.name))
     return pids
 

@@ -76,7 +76,7 @@ def _host_load(meta: dict) -> str:
         text = (f"{100 * share:.1f}% of all CPUs' time (mean over {load.get('groups')} groups of points, largest "
                 f"{100 * load.get('other_cpu_share_max', share):.1f}%)")
         if share > quiet:
-            text += (f": **a busy host** (quiet is under {100 * quiet:.0f}%), so the spread between repetitions "
+            text += (f": a busy host (quiet is under {100 * quiet:.0f}%), so the spread between repetitions "
                      "is wider than this host gives when nothing else runs")
         texts.append(text)
     if not texts:

@@ -1,16 +1,18 @@
 """Other programs' share of this host's CPUs while the sweep measures.
 
 A busy host widens the spread between repetitions, and no row shows it: the pinned CPUs' busy
-share counts the measured programs too. (What the guest cannot see stays unseen: the hypervisor's
-other tenants. On the idle development VM, with no steal recorded, the median coefficient of
-variation of the default sweep's throughput points ranged from 5.4% to 12.9% within one morning.) So, per group of points, the sweep adds up the CPU time of every process that is
-neither its own (itself, its Jupyter kernel, the programs they start) nor a kernel thread, with what
-their reaped children used (cutime, cstime: a build's short compiler runs land in make's, an
-orphan's in init's), over all CPUs' ticks in that time. Kernel threads are left out: they serve
-everyone, the measured traffic included (ksoftirqd, kworkers, DAMON: about 0.1% of the CPUs in a
-quick sweep on the idle development VM). The measured servers must end as their perf's children
-(measurement.stop_server): orphaned, init reaped them and booked their CPU time as another
-program's, 33-49% of the CPUs in the default sweep.
+share counts the measured programs too. So, per group of points, the sweep adds up the CPU time of
+every process that is neither its own (itself, its Jupyter kernel, the programs they start) nor a
+kernel thread, with what their reaped children used (cutime, cstime: a build's short compiler runs
+land in make's, an orphan's in init's), over all CPUs' ticks in that time. Kernel threads are left
+out: they serve everyone, the measured traffic included (ksoftirqd, kworkers, DAMON: about 0.1% of
+the CPUs in a quick sweep on the idle development VM). The measured servers must end as their
+perf's children (measurement.stop_server): orphaned, init reaped them and booked their CPU time as
+another program's, 33-49% of the CPUs in the default sweep.
+
+What the guest cannot see stays unseen: the hypervisor's other tenants. On the idle development VM
+(this meter at 0.2-0.3%, no steal) the median coefficient of variation of the default sweep's
+throughput points ranged from 5.4% to 16.4% within one day (docs/methodology.md, "Noise").
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+
+from ..procfs import stat_fields
 
 PROC = Path("/proc")
 # above this share of all CPUs' time, the host was busy: its spread is not a quiet host's
@@ -35,15 +39,9 @@ def _processes() -> dict[int, tuple[int, int, int]]:
     """pid -> (ppid, flags, utime + stime + cutime + cstime) of every process readable now."""
     out = {}
     for entry in PROC.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            text = (entry / "stat").read_text()
-        except OSError:
-            continue  # gone since the listing
-        fields = text.rsplit(")", 1)[1].split()  # after the command name, which may hold spaces
-        # fields[0] is the state; then ppid, pgrp, session, tty, tpgid, flags ...; utime..cstime at 11-14
-        out[int(entry.name)] = (int(fields[1]), int(fields[6]), sum(int(v) for v in fields[11:15]))
+        fields = stat_fields(entry.name) if entry.name.isdigit() else None  # None: gone since the listing
+        if fields:
+            out[int(entry.name)] = (int(fields[1]), int(fields[6]), sum(int(v) for v in fields[11:15]))
     return out
 
 
