@@ -28,6 +28,7 @@ otherwise idle machine: numbers taken while other work runs measure that work.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import random
@@ -42,6 +43,7 @@ from scipy import stats as sps
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
 
 from copylab import perf as perfmod  # noqa: E402
+from copylab.placement import APART_FACTOR, CpuDistance, placed  # noqa: E402
 from copylab.point import PointSpec, run_point  # noqa: E402
 from copylab.runners.native import NativeRunner  # noqa: E402
 from copylab.topology import open_topology  # noqa: E402
@@ -56,6 +58,19 @@ LEVELS = {
     "pinning": {"pinned 0/1": {}, "not pinned": {"pin_server": None, "pin_client": None}},
     "threads": {"as point": {}, "2": {"threads": 2}, "8": {"threads": 8}},
 }
+# Settings of the namespaces' TCP (net.ipv4 sysctls are per namespace) and of the guest's idle
+# loop, applied to both sides for the run and put back after it.
+STACK_LEVELS = {
+    "rmem": {"autotuned to 32 MiB": {}, "max 4 MiB": {"sysctl": {"net.ipv4.tcp_rmem": "4096 131072 4194304"}},
+             "max 1 MiB": {"sysctl": {"net.ipv4.tcp_rmem": "4096 131072 1048576"}},
+             "max 256 KiB": {"sysctl": {"net.ipv4.tcp_rmem": "4096 131072 262144"}}},
+    "wmem": {"autotuned to 4 MiB": {}, "max 256 KiB": {"sysctl": {"net.ipv4.tcp_wmem": "4096 16384 262144"}}},
+    "autocork": {"on": {}, "off": {"sysctl": {"net.ipv4.tcp_autocorking": "0"}}},
+    "notsent": {"unlimited": {}, "128 KiB": {"sysctl": {"net.ipv4.tcp_notsent_lowat": "131072"}}},
+    "idle": {"haltpoll": {}, "poll only": {"idle_poll": True}},
+}
+# the sweep's rule (placement.py): runs taken once the two CPUs are near, again when they were apart
+PLACEMENT_LEVELS = {"placement": {"as it comes": {}, "placed": {"gated": True}}}
 DIRECT_LEVELS = {
     "reuse": {"fresh server": {}, "one server": {"reuse": True}},
     "aslr": {"randomised": {}, "setarch -R": {"aslr": False}},
@@ -68,13 +83,23 @@ def spec_for(impl: str, size: int, threads: int, rep: int, **changes) -> PointSp
                      **fields).validate()
 
 
-def engine_run(spec: PointSpec, plan, topo) -> dict | None:
-    row, raw = run_point(spec, plan, topo)
+def engine_run(spec: PointSpec, plan, topo, distance: CpuDistance | None = None, gated: bool = False) -> dict | None:
+    """One run through the engine. With distance, the CPUs' round trip is probed before and after
+    it (placement.py); gated, the run is also taken as a sweep takes it: once the CPUs are near,
+    again when they were apart."""
+    cpus = (int(spec.pin_server), int(spec.pin_client)) if distance and spec.pin_server and spec.pin_client else None
+    if cpus and gated:
+        (row, raw), columns = placed(distance, cpus, "", lambda: run_point(spec, plan, topo))[-1]
+        rt = columns["cpu_round_trip_ns"]
+    else:
+        before = distance.probe(cpus) if cpus else math.nan
+        row, raw = run_point(spec, plan, topo)
+        rt = max(before, distance.probe(cpus)) if cpus else math.nan
     if row["status"] != "ok":
         print(f"  failed: {spec.point_id()}: {row['error']}", file=sys.stderr)
         return None
     return {"gbps": row["throughput_gbps"], "interval_cv": row["interval_cv"], "bimodal": row["bimodal"] is True,
-            "series": (raw.get("series") or {}).get("values"), "window": raw.get("series")}
+            "series": (raw.get("series") or {}).get("values"), "window": raw.get("series"), "round_trip_ns": rt}
 
 
 class Direct:
@@ -122,6 +147,31 @@ class Direct:
             server.wait(timeout=10)
 
 
+@contextlib.contextmanager
+def stack_settings(topo, change: dict):
+    """Both namespaces' sysctls and the guest's idle states as change asks, put back afterwards."""
+    namespaces = (topo.server_ns, topo.client_ns)
+    saved = {}
+    for key, value in change.get("sysctl", {}).items():
+        saved[key] = subprocess.run(["ip", "netns", "exec", namespaces[0], "sysctl", "-n", key], check=True,
+                                    capture_output=True, text=True).stdout.strip()
+        for ns in namespaces:
+            subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-qw", f"{key}={value}"], check=True)
+    halt_states = sorted(Path("/sys/devices/system/cpu").glob("cpu[0-9]*/cpuidle/state[1-9]/disable"))
+    if change.get("idle_poll"):
+        for state in halt_states:
+            state.write_text("1")
+    try:
+        yield
+    finally:
+        if change.get("idle_poll"):
+            for state in halt_states:
+                state.write_text("0")
+        for key, value in saved.items():
+            for ns in namespaces:
+                subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-qw", f"{key}={value}"], check=True)
+
+
 # ------------------------------------------------------------------------------------------------
 # statistics
 
@@ -153,24 +203,29 @@ def variance_ratio_ci(x, base) -> tuple[float, float, float]:
 
 
 def factors(args) -> dict:
-    chosen = args.only.split(",") if args.only else list(LEVELS) + list(DIRECT_LEVELS)
+    chosen = args.only.split(",") if args.only else [*LEVELS, *STACK_LEVELS, *PLACEMENT_LEVELS, *DIRECT_LEVELS]
     rng = random.Random(args.seed)
     plan = perfmod.probe()
     results: dict = {}
     started = time.monotonic()
-    with open_topology("netns") as topo:
+    with open_topology("netns") as topo, CpuDistance() as distance:
         direct = Direct(topo)
         try:
             for rep in range(args.reps):
-                cases = [(f, lvl, p) for f in chosen for lvl in {**LEVELS, **DIRECT_LEVELS}[f] for p in POINTS]
+                cases = [(f, lvl, p) for f in chosen for lvl in {**LEVELS, **STACK_LEVELS, **PLACEMENT_LEVELS, **DIRECT_LEVELS}[f] for p in POINTS]
                 rng.shuffle(cases)
                 for factor, level, (impl, size, threads) in cases:
-                    change = {**LEVELS, **DIRECT_LEVELS}[factor][level]
+                    change = {**LEVELS, **STACK_LEVELS, **PLACEMENT_LEVELS, **DIRECT_LEVELS}[factor][level]
                     if factor in DIRECT_LEVELS:
                         spec = spec_for(impl, size, threads, rep)
                         out = direct.run(spec, reuse=change.get("reuse", False), aslr=change.get("aslr", True))
+                    elif factor in STACK_LEVELS:
+                        with stack_settings(topo, change):
+                            out = engine_run(spec_for(impl, size, threads, rep), plan, topo, distance)
+                    elif factor in PLACEMENT_LEVELS:
+                        out = engine_run(spec_for(impl, size, threads, rep), plan, topo, distance, **change)
                     else:
-                        out = engine_run(spec_for(impl, size, threads, rep, **change), plan, topo)
+                        out = engine_run(spec_for(impl, size, threads, rep, **change), plan, topo, distance)
                     if out:
                         results.setdefault(f"{factor}|{level}|{impl} {size} B {threads} thr", []).append(out)
                 print(f"repetition {rep + 1}/{args.reps} done ({time.monotonic() - started:.0f} s)", file=sys.stderr)
@@ -181,8 +236,10 @@ def factors(args) -> dict:
 
 def summarise_factors(results: dict, chosen: list[str]) -> dict:
     table = []
+    trips = [r.get("round_trip_ns", math.nan) for runs in results.values() for r in runs]
+    nearest = np.nanmin(trips) if not all(math.isnan(t) for t in trips) else math.nan
     for factor in chosen:
-        levels = list({**LEVELS, **DIRECT_LEVELS}[factor])
+        levels = list({**LEVELS, **STACK_LEVELS, **PLACEMENT_LEVELS, **DIRECT_LEVELS}[factor])
         for impl, size, threads in POINTS:
             point = f"{impl} {size} B {threads} thr"
             base = [r["gbps"] for r in results.get(f"{factor}|{levels[0]}|{point}", [])]
@@ -192,6 +249,8 @@ def summarise_factors(results: dict, chosen: list[str]) -> dict:
                 entry = {"factor": factor, "level": level, "point": point, "n": len(values),
                          "mean_gbps": float(np.mean(values)) if values else math.nan, "cv": cv(values),
                          "interval_cv": float(np.nanmean([r["interval_cv"] for r in runs])) if runs else math.nan,
+                         "apart_share": float(np.mean([r.get("round_trip_ns", math.nan) > APART_FACTOR * nearest
+                                                       for r in runs])) if runs else math.nan,
                          "bimodal_share": float(np.mean([r["bimodal"] for r in runs])) if runs else math.nan}
                 if level != levels[0] and len(values) >= 2 and len(base) >= 2:
                     entry["mean_ratio"] = ratio_ci(values, base)
@@ -205,12 +264,12 @@ def components(args) -> dict:
     plan = perfmod.probe()
     runs = []
     started = time.monotonic()
-    with open_topology("netns") as topo:
+    with open_topology("netns") as topo, CpuDistance() as distance:
         for p in range(args.passes):
             order = [pt for pt in POINTS for _ in range(args.runs)]
             rng.shuffle(order)
             for impl, size, threads in order:
-                out = engine_run(spec_for(impl, size, threads, p), plan, topo)
+                out = engine_run(spec_for(impl, size, threads, p), plan, topo, distance, gated=args.placed)
                 if out:
                     runs.append({"pass": p, "point": f"{impl} {size} B {threads} thr", "t": time.monotonic(), **out})
             print(f"pass {p + 1}/{args.passes} done ({time.monotonic() - started:.0f} s)", file=sys.stderr)
@@ -262,6 +321,7 @@ def main() -> int:
     c = sub.add_parser("components")
     c.add_argument("--passes", type=int, default=4)
     c.add_argument("--runs", type=int, default=5)
+    c.add_argument("--placed", action="store_true", help="take the runs as a sweep does (placement.py)")
     for p in (f, c):
         p.add_argument("--seed", type=int, default=2026)
         p.add_argument("--out", default="")

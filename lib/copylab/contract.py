@@ -169,6 +169,13 @@ EXTRA = (
     _numeric("cli_cpu_busy", "share of the receiver's CPU busy in the window (/proc/stat; pinned local runs)"),
     _numeric("srv_cpu_steal", "share of the sender's CPU time stolen by the hypervisor in the window"),
     _numeric("cli_cpu_steal", "share of the receiver's CPU time stolen by the hypervisor in the window"),
+    _numeric("cpu_round_trip_ns", "round trip of a cache line between the sender's and the receiver's CPUs "
+                                  "(native/cpuprobe), the larger of the probes just before and just after the run"),
+    _text("cpus_apart", "True when that round trip exceeded 1.5x the nearest seen: the hypervisor had put the "
+                        "two vCPUs apart (placement.py); such a run is measured again"),
+    _numeric("placement_retries", "runs of this point set aside (runs/apart/) because the CPUs were apart"),
+    _numeric("placement_wait_s", "seconds waited before the run for the CPUs to come together"),
+    _text("placement_note", "why the placement columns are empty"),
     _text("profile_mode", "per_cpu (perf record -a on the pinned CPUs) or per_process; empty if not profiled"),
     _text("profile_event", "the sampled event (cpu-clock without a PMU, cycles with one) and its rate"),
     _text("profile_note", "why the profile columns are empty, or what limits them"),

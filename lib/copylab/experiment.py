@@ -17,6 +17,7 @@ from . import perf as perfmod
 from .errors import ErrorKind, MeasurementError
 from .fsutil import atomic_write_json, jsonable
 from .paths import OUTPUT_DIR
+from .placement import CpuDistance, placed, probe_cpus
 from .point import PointSpec, run_point
 from .hosts import SshSettings
 from .topology import attach_params, choose_topology, open_topology
@@ -47,13 +48,16 @@ def spec_params(spec: PointSpec) -> dict:
 def measure_points(points: list[dict], *, topology: str = "auto", topology_params: dict | None = None,
                    ssh: dict | None = None,
                    perf_plan: dict | None = None, record_dir: str | None = None, work_dir: str | None = None,
-                   profile_dir: str | None = None, notebook: str | None = None, say=print) -> list[dict]:
+                   profile_dir: str | None = None, notebook: str | None = None, cpu_nearest_ns: float | None = None,
+                   say=print) -> list[dict]:
     """Measure each point in turn; write each record to record_dir/<point_id>.json when it is done.
 
     With topology_params the sweep driver's topology is used: its
     namespaces, or its ssh connections. Without them (the notebook opened by hand) the points open
     and close their own; topology ssh then needs ssh = {server_host, client_host, server_addr,
-    client_addr[, ssh_config]}.
+    client_addr[, ssh_config]}. Each run is placed (placement.py): taken while the two CPUs are near,
+    measured again when they were apart, the runs set aside kept under record_dir/apart/;
+    cpu_nearest_ns is the nearest round trip the sweep has seen so far.
     """
     if topology_params:
         topology = topology_params["kind"]
@@ -64,7 +68,7 @@ def measure_points(points: list[dict], *, topology: str = "auto", topology_param
     else:
         scope = open_topology(topology, SshSettings(**ssh) if ssh else None)
     records = []
-    with scope as topo:
+    with scope as topo, CpuDistance(cpu_nearest_ns) as distance:
         try:
             plan = perfmod.PerfPlan.from_dict(perf_plan) if perf_plan else probe_topology(topo)
             for k, spec in enumerate(specs, start=1):
@@ -74,11 +78,22 @@ def measure_points(points: list[dict], *, topology: str = "auto", topology_param
                     say(f"stopping before {spec.point_id()}: {exc}")
                     break
                 workdir = Path(work_dir) / spec.point_id() if work_dir else None
-                row, raw = run_point(spec, plan, topo, workdir=workdir,
-                                     profile_dir=Path(profile_dir) if profile_dir else OUTPUT_DIR / "profiles")
-                record = jsonable({"row": row, "raw": raw, "notebook": notebook})
-                if record_dir:
-                    atomic_write_json(Path(record_dir) / f"{spec.point_id()}.json", record)
+                cpus, reason = probe_cpus(spec.pin_server, spec.pin_client, topo.kind)
+                attempts = placed(distance, cpus, reason, lambda: run_point(
+                    spec, plan, topo, workdir=workdir,
+                    profile_dir=Path(profile_dir) if profile_dir else OUTPUT_DIR / "profiles"))
+                for retries, ((row, raw), columns) in enumerate(attempts):
+                    row.update(columns)
+                    record = jsonable({"row": row, "raw": raw, "notebook": notebook})
+                    kept = retries == len(attempts) - 1
+                    if record_dir:
+                        folder = Path(record_dir) / ("" if kept else "apart")
+                        folder.mkdir(exist_ok=True)
+                        atomic_write_json(folder / f"{spec.point_id()}{'' if kept else f'.{retries}'}.json", record)
+                    if not kept:
+                        say(f"[{k}/{len(specs)}] {spec.point_id()}: set aside, CPUs apart "
+                            f"({columns['cpu_round_trip_ns']:.0f} ns, nearest {distance.nearest_ns:.0f} ns); "
+                            "measuring again")
                 say(f"[{k}/{len(specs)}] {summary_line(row)}")
                 records.append(record)
                 if row.get("error_kind") in (ErrorKind.NAMESPACE_LOST, ErrorKind.HOST_LOST):

@@ -448,5 +448,5 @@ def empty_row(spec, topology: str) -> dict:
                cli_congestion="", steady_max_s=spec.steady_max_s, rps=bool(spec.rps),
                working_set_bytes=spec.working_set if spec.impl in contract.IMPLS else math.nan, warmup_end="",
                bimodal="", receive_note="", cycles_source="", counters_note="", window_source="", profile_mode="", profile_event="",
-               profile_note="", status="failed", error="", error_kind="")
+               profile_note="", cpus_apart="", placement_note="", status="failed", error="", error_kind="")
     return row

@@ -8,6 +8,7 @@ import re
 import pandas as pd
 
 from ..fmt import fmt_size
+from ..placement import APART_FACTOR, RETRIES
 from .load import METRICS
 from .roles import BASE, ONE_COPY, ZERO_COPY, name, peers
 from .stats import measured, unmeasured_reason
@@ -84,6 +85,23 @@ def _host_load(meta: dict) -> str:
     return texts[0] if len(texts) == 1 else "; ".join(f"session {k}: {t}" for k, t in enumerate(texts, 1))
 
 
+def _placement(df: pd.DataFrame) -> str:
+    """Where the hypervisor had the two CPUs (placement.py): their cache-line round trip, and the
+    runs set aside because the CPUs were apart."""
+    trips = pd.to_numeric(df.get("cpu_round_trip_ns", pd.Series(dtype=float)), errors="coerce").dropna()
+    if trips.empty:
+        notes = sorted(set(df.get("placement_note", pd.Series(dtype=str)).dropna().astype(str)) - {""})
+        return notes[0] if len(notes) == 1 else NOT_RECORDED
+    retries = int(pd.to_numeric(df.get("placement_retries"), errors="coerce").fillna(0).sum())
+    apart = int((df.get("cpus_apart", pd.Series(dtype=str)).astype(str) == "True").sum())
+    text = (f"round trip of a cache line between the sender's and the receiver's CPUs {trips.min():.0f} ns at the "
+            f"nearest, {trips.median():.0f} ns median; {retries} runs taken while they were apart (over "
+            f"{APART_FACTOR:g}x the nearest) set aside and measured again")
+    if apart:
+        text += f"; {apart} runs still apart after {RETRIES} retries kept (flagged cpus_apart)"
+    return text
+
+
 def rows(meta: dict, df: pd.DataFrame) -> list[tuple[str, object]]:
     """(setting, value) rows for the configuration table, beside system_fields' kernel/CPU/cores/memory."""
     tools = meta.get("tool_versions") if isinstance(meta.get("tool_versions"), dict) else {}
@@ -104,6 +122,7 @@ def rows(meta: dict, df: pd.DataFrame) -> list[tuple[str, object]]:
         ("net.core.optmem_max", meta.get("optmem_max")), ("tcp_wmem", meta.get("tcp_wmem")),
         ("tcp_rmem", meta.get("tcp_rmem")), ("veth MTU", meta.get("veth_mtu")),
         ("other programs' CPU use while measuring", _host_load(meta)),
+        ("CPU placement", _placement(df)),
         ("git revision", meta.get("git_revision")), ("started", meta.get("started_at")),
         ("finished", meta.get("finished_at")),
     ]

@@ -52,7 +52,7 @@ def run_group(sweep, group: list[PointSpec], topo: Topology, queue: list[str]) -
     params = {"points": [spec_params(s) for s in group], "topology": topo.kind,
               "topology_params": topo.to_params(), "perf_plan": sweep.plan.to_dict(),
               "record_dir": str(sweep.runs), "work_dir": str(sweep.work), "profile_dir": str(sweep.out / "profiles"),
-              "notebook": f"runs/{name}.ipynb"}
+              "notebook": f"runs/{name}.ipynb", "cpu_nearest_ns": _nearest_round_trip(sweep.rows)}
     budget = sum(_point_limit(s) for s in group) + KERNEL_START_GRACE_S
     metered = topo.kind != "ssh"  # other programs' CPU share is this host's: where the programs run
     if metered:
@@ -67,8 +67,10 @@ def run_group(sweep, group: list[PointSpec], topo: Topology, queue: list[str]) -
         write_results(sweep.out, sweep.runs, sweep.rows)
         if share is not None:
             with open(sweep.out / "sweep.log", "a") as log:
+                set_aside = sum(int(sweep.rows[p].get("placement_retries") or 0) for p in watch.done
+                                if p in sweep.rows)
                 log.write(f"{now()} {name}: {len(watch.done)} points, other programs used {100 * share:.1f}% "
-                          "of the CPU time\n")
+                          f"of the CPU time, {set_aside} runs set aside (CPUs apart)\n")
     if outcome.kind == _FOLDER_LOST:
         raise CopylabError(f"{sweep.out}: the output folder (or its runs/) was removed during the sweep; "
                            "stopped without measuring further")
@@ -124,6 +126,13 @@ class _GroupWatch:
         if time.monotonic() - self.last_progress > limit:
             return Outcome(ErrorKind.TIMEOUT, f"the point did not finish within {limit:.0f} s")
         return None
+
+
+def _nearest_round_trip(rows: dict[str, dict]) -> float | None:
+    """The nearest the sweep's CPUs have been so far (placement.py), for the next group's probes."""
+    values = [float(r["cpu_round_trip_ns"]) for r in rows.values()
+              if isinstance(r.get("cpu_round_trip_ns"), (int, float)) and r["cpu_round_trip_ns"] > 0]
+    return min(values) if values else None
 
 
 def _alive(topo: Topology) -> bool:
