@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from faults import assert_one_line_error
 
 from copylab import experiment, placement
 from copylab.analysis.configuration import NOT_RECORDED, _placement
@@ -61,8 +62,8 @@ def test_cpuprobe_answers_each_request_with_one_round_trip(native_build):
 def test_cpuprobe_bad_invocation_is_one_line(native_build, argv, needle, code):
     proc = subprocess.run([str(native_build / "cpuprobe"), *argv], input="probe\n", capture_output=True,
                           text=True, timeout=30)
+    assert_one_line_error(proc, needle)
     assert proc.returncode == code and proc.stdout == ""
-    assert len(proc.stderr.strip().splitlines()) == 1 and needle in proc.stderr, proc.stderr
 
 
 def test_cpu_distance_probes_and_keeps_the_nearest(native_build):
@@ -214,3 +215,42 @@ def test_the_report_states_the_placement_and_the_runs_set_aside():
 def test_columns_of_an_unprobed_run_are_empty_with_a_reason():
     columns = placement_columns(None, 0, "not probed: x")
     assert math.isnan(columns["cpu_round_trip_ns"]) and columns["cpus_apart"] == "" and columns["placement_note"]
+
+
+def test_the_kept_run_carries_the_time_spent_on_placement(monkeypatch):
+    monkeypatch.setattr(placement, "WAIT_STEP_S", 0.05)
+    runs = []
+    attempts = placed(ScriptedDistance([300.0, 50.0, 300.0, 50.0, 50.0], nearest_ns=50.0), (0, 1), "", ok_run(runs))
+    # waited once (0.05 s), set one run aside, then kept the second: all but the kept run is placement
+    assert len(runs) == 2 and attempts[-1][1]["placement_s"] >= 0.05
+    assert math.isnan(attempts[0][1]["placement_s"]), "a set-aside run's time is counted in the kept run's"
+
+
+def test_the_sweep_counts_placement_apart_from_the_harness(monkeypatch):
+    from copylab.point import PointSpec
+    from copylab.sweep import accounting
+
+    clock = iter([0.0, 2.0, 3.0])
+    monkeypatch.setattr(accounting.time, "monotonic", lambda: next(clock))
+    book = accounting.Accounting()
+    book.start(0.0)
+    spec = PointSpec(impl="a1", mode="throughput", msg_size=1024, threads=1, duration_s=0.5, warmup_s=0.1)
+    book.point(spec, {"warmup_s": 0.1, "duration_s": 0.5, "placement_s": 1.1})   # 2 s wall, 1.1 s of it placement
+    book.point(spec, {"warmup_s": 0.1, "duration_s": 0.5, "placement_s": float("nan")})  # 1 s wall, not probed
+    study = book.summary()["by_kind"]["study"]
+    assert study["overhead"] == round(3.0 / 1.2, 3) and study["placement_s"] == 1.1
+    assert study["overhead_without_placement"] == round(1.9 / 1.2, 3) and book.placement == 1.1
+    assert "without the 1 s spent on the CPUs' placement" in book.lines()[0]
+
+
+@pytest.mark.network
+@pytest.mark.root
+def test_a_pinned_point_records_where_its_cpus_were(native_build):
+    from conftest import run_copylab
+
+    proc = run_copylab("run", "--impl", "a2", "--mode", "throughput", "--msg-size", "4096", "--duration", "0.3",
+                       "--warmup", "0.1", "--pin-server", "0", "--pin-client", "1", "--json", timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    row = json.loads(proc.stdout)
+    assert 0 < row["cpu_round_trip_ns"] < 1e5 and row["cpus_apart"] in ("True", "False")
+    assert row["placement_note"] == "" and row["placement_s"] >= 0 and row["placement_retries"] in range(RETRIES + 1)

@@ -88,6 +88,14 @@ def test_quick_sweep_records_other_programs_cpu_share(quick_sweep_dir: Path):
     lines = [line for line in (quick_sweep_dir / "sweep.log").read_text().splitlines()
              if "other programs used" in line and "% of the CPU time" in line]
     assert len(lines) >= load["groups"]
+    assert all("runs set aside (CPUs apart)" in line for line in lines)
+
+
+def test_quick_sweep_says_why_its_unpinned_points_were_not_placed(quick_sweep_dir: Path):
+    """The quick grid pins nothing, so no run is probed for the vCPUs' placement, and each row says why."""
+    results = pd.read_csv(quick_sweep_dir / "results.csv", keep_default_na=False)
+    assert set(results["placement_note"]) == {"not probed: the sides are not both pinned"}
+    assert set(results["cpu_round_trip_ns"]) == {""} and not (quick_sweep_dir / "runs" / "apart").exists()
 
 
 @pytest.mark.slow

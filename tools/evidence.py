@@ -5,6 +5,7 @@
     sudo .venv/bin/python tools/evidence.py peers [--reps 3]      # copylab against iperf3 and sockperf
     sudo .venv/bin/python tools/evidence.py small [--reps 3]      # why the receive strategy matters at 64 B
     sudo .venv/bin/python tools/evidence.py agreement OUT1 OUT2   # do two sweeps give the same answers?
+    .venv/bin/python tools/evidence.py precision OUT [OUT ...]    # how much a point's passes vary
 
 Each measurement goes through the engine a sweep uses (two namespaces joined by veth, sender on
 CPU 0, receiver on CPU 1, perf stat on both sides), the variants of one comparison alternating in
@@ -169,6 +170,45 @@ def agreement(args) -> dict:
     return {"answers": out, "agreed": agreed, "of": len(out), "decisions": decided, "contradictions": found}
 
 
+def precision(args) -> dict:
+    """Per sweep: the median coefficient of variation of the study's throughput points over their
+    passes, as kept and as it would have been had the runs set aside because the CPUs were apart
+    (runs/apart/, placement.py) been kept instead of measured again."""
+    import numpy as np
+    import pandas as pd
+
+    out = {}
+    for folder in args.sweeps:
+        path = Path(folder) / "results.csv"
+        if not path.is_file():
+            raise SystemExit(f"evidence.py precision: {path} is missing")
+        df = pd.read_csv(path)
+        df = df[(df["mode"] == "throughput") & df["impl"].isin(["a1", "a2", "a3"]) & (df["status"] == "ok")]
+        first = df.copy()
+        for pos, point_id in first["point_id"].items():
+            aside = Path(folder) / "runs" / "apart" / f"{point_id}.0.json"
+            if aside.is_file():
+                first.loc[pos, "throughput_gbps"] = json.loads(aside.read_text())["row"]["throughput_gbps"]
+
+        def median_cv(frame):
+            g = frame.groupby(["impl", "msg_size", "threads"])["throughput_gbps"]
+            cv = (g.std(ddof=1) / g.mean())[g.count() >= 2]
+            return float(cv.median()), int(len(cv)), float((cv <= 0.08).mean())
+
+        kept, points, share = median_cv(df)
+        came, _, _ = median_cv(first)
+        retries = pd.to_numeric(df.get("placement_retries"), errors="coerce").fillna(0)
+        trips = pd.to_numeric(df.get("cpu_round_trip_ns"), errors="coerce")
+        out[folder] = {"points": points, "median_cv": kept, "points_within_8pct": share, "median_cv_as_it_came": came,
+                       "runs_set_aside": int(retries.sum()), "rows_with_a_set_aside_run": int((retries > 0).sum()),
+                       "rows": int(len(df)), "still_apart": int((df.get("cpus_apart").astype(str) == "True").sum()),
+                       "nearest_round_trip_ns": float(np.nanmin(trips)) if trips.notna().any() else None}
+        print(f"{folder}: median CV {100 * kept:.1f}% over {points} points ({100 * share:.0f}% within 8%); "
+              f"{100 * came:.1f}% as it came; {int(retries.sum())} runs set aside over {len(df)} rows, "
+              f"{out[folder]['still_apart']} kept apart")
+    return {"sweeps": out}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="what", required=True)
@@ -179,9 +219,12 @@ def main() -> int:
     p = sub.add_parser("agreement")
     p.add_argument("first")
     p.add_argument("second")
+    p = sub.add_parser("precision")
+    p.add_argument("sweeps", nargs="+")
     args = parser.parse_args()
     started = time.monotonic()
-    result = {"overhead": overhead, "peers": peers, "small": small, "agreement": agreement}[args.what](args)
+    result = {"overhead": overhead, "peers": peers, "small": small, "agreement": agreement,
+              "precision": precision}[args.what](args)
     result["wall_s"] = round(time.monotonic() - started, 1)
     result["measured_at"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     out = Path("output") / f"evidence-{args.what}.json"

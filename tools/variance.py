@@ -17,7 +17,11 @@ per repetition: the effect on the mean (ratio with a Welch interval) and on the 
 (coefficient of variation, and the ratio of the log variances with an F interval). Factors:
 congestion (cubic, bbr), window (0.5, 1, 2 s), warmup (fixed 0.1 s, fixed 1 s, steady up to 1 s),
 rps (each side's receive softirq work on its own CPU), pinning (0/1 vs none), reuse (one server for
-all runs, programs run directly), aslr (setarch -R, programs run directly), threads (1, 2, 8).
+all runs, programs run directly), aslr (setarch -R, programs run directly), threads (1, 2, 8);
+the namespaces' TCP settings rmem (tcp_rmem max 4 MiB, 1 MiB, 256 KiB vs autotuned), wmem,
+autocork (off), notsent (tcp_notsent_lowat 128 KiB) and the guest's idle loop (poll only); and
+placement (runs taken as they come vs as a sweep takes them: placement.py). Every engine run
+records the round trip between the two CPUs before and after it (apart_share in the summary).
 
 Everything goes through the engine a sweep uses (namespaces, perf stat) but reuse and aslr, which
 need the programs run directly (the engine always starts a fresh server); their baseline is run the

@@ -175,6 +175,7 @@ EXTRA = (
                         "two vCPUs apart (placement.py); such a run is measured again"),
     _numeric("placement_retries", "runs of this point set aside (runs/apart/) because the CPUs were apart"),
     _numeric("placement_wait_s", "seconds waited before the run for the CPUs to come together"),
+    _numeric("placement_s", "seconds the point spent on placement beyond its kept run: probes, waits, runs set aside"),
     _text("placement_note", "why the placement columns are empty"),
     _text("profile_mode", "per_cpu (perf record -a on the pinned CPUs) or per_process; empty if not profiled"),
     _text("profile_event", "the sampled event (cpu-clock without a PMU, cycles with one) and its rate"),

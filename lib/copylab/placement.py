@@ -27,7 +27,8 @@ from .paths import BUILD_DIR
 PROBE = BUILD_DIR / "cpuprobe"
 PROBE_MS = 2.0        # one probe: ~30,000 round trips at 60 ns, the median of 256-trip chunks
 APART_FACTOR = 1.5    # near levels differ by < 1.2x on one host; apart is 3-7x
-WAIT_S = 5.0          # before a run: how long to wait for the CPUs to come together
+WAIT_S = 2.0          # before a run: how long to wait for the CPUs to come together (most apart
+                      # stretches on the development VM ended within 2 s)
 WAIT_STEP_S = 0.1
 RETRIES = 2           # a run taken apart is measured again at most this often
 
@@ -118,25 +119,39 @@ def probe_cpus(pin_server: str | None, pin_client: str | None, topology: str) ->
 def placed(distance: CpuDistance, cpus: tuple[int, int] | None, reason: str, measure) -> list[tuple]:
     """measure() once the CPUs are near, probed again after it: [((row, raw), columns)] of every
     attempt, the last one the run to keep. A run taken apart is measured again up to RETRIES times.
-    A probe that fails (cpuprobe not built, a CPU gone) leaves the run unplaced, with the reason."""
+    A probe that fails (cpuprobe not built, a CPU gone) leaves the run unplaced, with the reason.
+    The kept run's placement_s is the time all this took beyond that run itself."""
+    started = time.monotonic()
     attempts: list[tuple] = []
+
+    def timed():
+        begin = time.monotonic()
+        result = measure()
+        return result, time.monotonic() - begin
+
+    def done(result, columns, run_s):
+        columns["placement_s"] = round(max(time.monotonic() - started - run_s, 0.0), 3)
+        return [*attempts, (result, columns)]
+
     while True:
         if cpus is None:
-            return [*attempts, (measure(), placement_columns(None, len(attempts), reason))]
+            result, run_s = timed()
+            return done(result, placement_columns(None, len(attempts), reason), run_s)
         try:
             before, waited = distance.wait_near(cpus)
         except CopylabError as exc:
             cpus, reason = None, f"not probed: {exc}"
             continue
-        result = measure()
+        result, run_s = timed()
         try:
             after = distance.probe(cpus)
         except CopylabError as exc:
-            return [*attempts, (result, placement_columns(None, len(attempts), f"not probed after the run: {exc}"))]
+            return done(result, placement_columns(None, len(attempts), f"not probed after the run: {exc}"), run_s)
         where = Placement(max(before, after), distance.apart(before) or distance.apart(after), waited)
-        attempts.append((result, placement_columns(where, len(attempts))))
-        if not where.apart or result[0].get("status") != "ok" or len(attempts) > RETRIES:
-            return attempts
+        columns = placement_columns(where, len(attempts))
+        if not where.apart or result[0].get("status") != "ok" or len(attempts) >= RETRIES:
+            return done(result, columns, run_s)
+        attempts.append((result, columns))
 
 
 def placement_columns(where: Placement | None, retries: int, reason: str = "") -> dict:
@@ -144,6 +159,7 @@ def placement_columns(where: Placement | None, retries: int, reason: str = "") -
     of the point set aside before it."""
     if where is None:
         return {"cpu_round_trip_ns": math.nan, "cpus_apart": "", "placement_retries": retries,
-                "placement_wait_s": math.nan, "placement_note": reason}
+                "placement_wait_s": math.nan, "placement_s": math.nan, "placement_note": reason}
     return {"cpu_round_trip_ns": round(where.round_trip_ns, 1), "cpus_apart": str(where.apart),
-            "placement_retries": retries, "placement_wait_s": round(where.waited_s, 3), "placement_note": ""}
+            "placement_retries": retries, "placement_wait_s": round(where.waited_s, 3), "placement_s": math.nan,
+            "placement_note": ""}

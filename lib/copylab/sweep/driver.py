@@ -57,10 +57,15 @@ class SweepSummary:
     failed: int
     wall_s: float
     point_seconds: float  # sum of warm-up + duration over the points measured now
+    placement_s: float = 0.0  # waiting for the vCPUs to come together, runs set aside (placement.py)
 
     @property
     def overhead(self) -> float | None:
         return self.wall_s / self.point_seconds if self.point_seconds else None
+
+    @property
+    def overhead_without_placement(self) -> float | None:
+        return (self.wall_s - self.placement_s) / self.point_seconds if self.point_seconds else None
 
 
 def run_sweep(params_path: str | Path, out_dir: str | Path | None = None, force: bool = False,
@@ -212,7 +217,7 @@ class Sweep:
         if folder.still_there(self.out, self.runs):
             write_results(self.out, self.runs, self.rows)
         self.summary = SweepSummary(self.out, len(self.specs), self.measured, self.skipped,
-                                    self.failed, wall, self.point_seconds)
+                                    self.failed, wall, self.point_seconds, self.accounting.placement)
         if self.measured and self.out.is_dir():
             with open(self.out / "sweep.log", "a") as log:
                 log.writelines(f"{now()} {line}\n" for line in self.accounting.lines())
@@ -220,9 +225,10 @@ class Sweep:
             if busy:
                 self.log(f"WARNING: {busy}")
         if self.meta is not None and self.out.is_dir():
-            overhead = self.summary.overhead
+            overhead, without = self.summary.overhead, self.summary.overhead_without_placement
             self.meta.close(status, measured=self.measured, failed=self.failed, wall_s=round(wall, 2),
                             point_seconds=self.point_seconds, overhead=round(overhead, 3) if overhead else None,
+                            overhead_without_placement=round(without, 3) if without else None,
                             time=self.accounting.summary(), host_load=self.host_load.summary())
 
 
@@ -231,4 +237,7 @@ def describe(summary: SweepSummary) -> str:
     text = f"sweep finished: {summary.total} points ({', '.join(parts)}) in {summary.wall_s:.0f} s"
     if summary.overhead:
         text += f"; overhead {summary.overhead:.2f}x the measured seconds"
+        if summary.placement_s >= 1:
+            text += (f" ({summary.overhead_without_placement:.2f}x without the {summary.placement_s:.0f} s spent on "
+                     "the vCPUs' placement: waiting for them to come together, measuring again runs taken apart)")
     return text + f"\nresults: {summary.out_dir / 'results.csv'}"
