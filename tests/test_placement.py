@@ -254,3 +254,31 @@ def test_a_pinned_point_records_where_its_cpus_were(native_build):
     row = json.loads(proc.stdout)
     assert 0 < row["cpu_round_trip_ns"] < 1e5 and row["cpus_apart"] in ("True", "False")
     assert row["placement_note"] == "" and row["placement_s"] >= 0 and row["placement_retries"] in range(RETRIES + 1)
+
+
+def test_the_grid_key_placement_is_on_by_default_and_can_be_turned_off():
+    from copylab.params import load_grid, parse_grid
+
+    assert load_grid("params/default.yaml").placement is True
+    data = {"name": "g", "impls": ["a1"], "modes": ["throughput"], "msg_sizes": [1024], "threads": [1]}
+    assert parse_grid(data).placement is True and parse_grid({**data, "placement": False}).placement is False
+    with pytest.raises(CopylabError, match="placement"):
+        parse_grid({**data, "placement": "yes"})
+    assert probe_cpus("0", "1", "netns", wanted=False) == (None, placement.OFF)
+
+
+def test_measure_points_with_placement_off_probes_nothing(monkeypatch, tmp_path):
+    monkeypatch.setattr(experiment, "CpuDistance", lambda nearest: ScriptedDistance([], nearest))  # a probe would fail
+    monkeypatch.setattr(experiment, "probe_topology", lambda topo: None)
+
+    def fake_run_point(spec, plan, topo, workdir=None, profile_dir=None):
+        row = empty_row(spec, topo.kind)
+        row.update(status="ok", throughput_gbps=1.0)
+        return row, {}
+    monkeypatch.setattr(experiment, "run_point", fake_run_point)
+    point = dict(impl="a1", mode="throughput", msg_size=1024, threads=1, duration_s=0.5, warmup_s=0.1,
+                 pin_server="0", pin_client="1")
+    records = experiment.measure_points([point], topology="loopback", record_dir=str(tmp_path), placement=False,
+                                        say=lambda _t: None)
+    row = records[0]["row"]
+    assert row["placement_note"] == placement.OFF and row["cpu_round_trip_ns"] is None  # NaN in the record: null

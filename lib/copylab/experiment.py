@@ -49,7 +49,7 @@ def measure_points(points: list[dict], *, topology: str = "auto", topology_param
                    ssh: dict | None = None,
                    perf_plan: dict | None = None, record_dir: str | None = None, work_dir: str | None = None,
                    profile_dir: str | None = None, notebook: str | None = None, cpu_nearest_ns: float | None = None,
-                   say=print) -> list[dict]:
+                   placement: bool = True, say=print) -> list[dict]:
     """Measure each point in turn; write each record to record_dir/<point_id>.json when it is done.
 
     With topology_params the sweep driver's topology is used: its
@@ -57,7 +57,8 @@ def measure_points(points: list[dict], *, topology: str = "auto", topology_param
     and close their own; topology ssh then needs ssh = {server_host, client_host, server_addr,
     client_addr[, ssh_config]}. Each run is placed (placement.py): taken while the two CPUs are near,
     measured again when they were apart, the runs set aside kept under record_dir/apart/;
-    cpu_nearest_ns is the nearest round trip the sweep has seen so far.
+    cpu_nearest_ns is the nearest round trip the sweep has seen so far; placement False measures
+    every run as it comes (the rows say so).
     """
     if topology_params:
         topology = topology_params["kind"]
@@ -78,7 +79,7 @@ def measure_points(points: list[dict], *, topology: str = "auto", topology_param
                     say(f"stopping before {spec.point_id()}: {exc}")
                     break
                 workdir = Path(work_dir) / spec.point_id() if work_dir else None
-                cpus, reason = probe_cpus(spec.pin_server, spec.pin_client, topo.kind)
+                cpus, reason = probe_cpus(spec.pin_server, spec.pin_client, topo.kind, placement)
                 attempts = placed(distance, cpus, reason, lambda: run_point(
                     spec, plan, topo, workdir=workdir,
                     profile_dir=Path(profile_dir) if profile_dir else OUTPUT_DIR / "profiles"))

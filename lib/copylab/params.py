@@ -79,6 +79,7 @@ class GridSchema(BaseModel):
         contract.WORKING_SET_DEFAULT
     steady_max_s: _seconds(contract.STEADY_MAX_RANGE) = 0.0
     rps: bool = False
+    placement: bool = True  # runs taken while the two pinned CPUs are near (placement.py)
     equivalence_margin: Annotated[float, Field(gt=0.0, le=1.0, allow_inf_nan=False)] = 0.10
     budget_min: Optional[Annotated[float, Field(ge=0.0, le=24 * 60, allow_inf_nan=False)]] = None
     profile: Union[bool, ProfileSelection] = ProfileSelection(**DEFAULT_PROFILE)
@@ -229,6 +230,7 @@ class Grid:
     working_set: int = contract.WORKING_SET_DEFAULT
     steady_max_s: float = 0.0
     rps: bool = False
+    placement: bool = True
     equivalence_margin: float = 0.10
     budget_min: float | None = None
     profile: object = True  # True (every point), False, or a ProfileSelection

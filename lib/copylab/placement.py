@@ -103,8 +103,14 @@ class CpuDistance:
         return value, time.monotonic() - started
 
 
-def probe_cpus(pin_server: str | None, pin_client: str | None, topology: str) -> tuple[tuple[int, int] | None, str]:
+OFF = "not probed: placement off (grid key placement, copylab run --no-placement)"
+
+
+def probe_cpus(pin_server: str | None, pin_client: str | None, topology: str,
+               wanted: bool = True) -> tuple[tuple[int, int] | None, str]:
     """The pair to probe for a point, the first CPU of each side's pinning, or None and why not."""
+    if not wanted:
+        return None, OFF
     if topology == "ssh":
         return None, "not probed: the sides run on different hosts"
     if pin_server is None or pin_client is None:

@@ -49,6 +49,9 @@ def register(subparsers) -> None:
     p.add_argument("--ssh-config", metavar="FILE", help="topology ssh: an ssh_config file (ssh -F)")
     p.add_argument("--pin-server", metavar="CPUS", help="taskset CPU list for the server (sender)")
     p.add_argument("--pin-client", metavar="CPUS", help="taskset CPU list for the client (receiver)")
+    p.add_argument("--no-placement", action="store_true",
+                   help="measure the run as it comes, without waiting for the two pinned CPUs to be near or "
+                        "measuring again a run taken while they were apart")
     p.add_argument("--rps", action="store_true",
                    help="netns, pinned: each side's receive softirq work on its own CPUs (RPS on its veth)")
     p.add_argument("--verify", action="store_true", help="check every received byte (costs receiver CPU)")
@@ -89,7 +92,7 @@ def run_command(args) -> int:
         plan = probe_topology(topo)
         if plan.note:
             print(f"copylab run: note: {plan.note}", file=sys.stderr)
-        cpus, reason = probe_cpus(spec.pin_server, spec.pin_client, topo.kind)
+        cpus, reason = probe_cpus(spec.pin_server, spec.pin_client, topo.kind, not args.no_placement)
         with CpuDistance() as distance:
             attempts = placed(distance, cpus, reason, lambda: run_point(
                 spec, plan, topo, profile_dir=Path(args.profile_dir) if args.profile else None))

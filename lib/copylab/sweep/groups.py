@@ -52,7 +52,8 @@ def run_group(sweep, group: list[PointSpec], topo: Topology, queue: list[str]) -
     params = {"points": [spec_params(s) for s in group], "topology": topo.kind,
               "topology_params": topo.to_params(), "perf_plan": sweep.plan.to_dict(),
               "record_dir": str(sweep.runs), "work_dir": str(sweep.work), "profile_dir": str(sweep.out / "profiles"),
-              "notebook": f"runs/{name}.ipynb", "cpu_nearest_ns": _nearest_round_trip(sweep.rows)}
+              "notebook": f"runs/{name}.ipynb", "cpu_nearest_ns": _nearest_round_trip(sweep.rows),
+              "placement": sweep.grid.placement}
     budget = sum(_point_limit(s) for s in group) + KERNEL_START_GRACE_S
     metered = topo.kind != "ssh"  # other programs' CPU share is this host's: where the programs run
     if metered:
