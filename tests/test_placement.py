@@ -206,7 +206,7 @@ def test_the_report_states_the_placement_and_the_runs_set_aside():
                        "cpus_apart": ["False", "False", "True"], "placement_note": ["", "", ""]})
     text = _placement(df)
     assert "50 ns at the nearest, 60 ns median" in text and "3 runs taken while they were apart" in text
-    assert f"1 runs still apart after {RETRIES} retries" in text
+    assert f"1 run still apart after {RETRIES} retries" in text
     assert _placement(pd.DataFrame({"impl": ["a1"]})) == NOT_RECORDED
     unpinned = pd.DataFrame({"cpu_round_trip_ns": [math.nan], "placement_note": ["not probed: the sides are not both pinned"]})
     assert _placement(unpinned) == "not probed: the sides are not both pinned"

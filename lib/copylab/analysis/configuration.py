@@ -7,7 +7,7 @@ import re
 
 import pandas as pd
 
-from ..fmt import fmt_size
+from ..fmt import fmt_size, plural
 from ..placement import APART_FACTOR, RETRIES
 from .load import METRICS
 from .roles import BASE, ONE_COPY, ZERO_COPY, name, peers
@@ -95,10 +95,10 @@ def _placement(df: pd.DataFrame) -> str:
     retries = int(pd.to_numeric(df.get("placement_retries"), errors="coerce").fillna(0).sum())
     apart = int((df.get("cpus_apart", pd.Series(dtype=str)).astype(str) == "True").sum())
     text = (f"round trip of a cache line between the sender's and the receiver's CPUs {trips.min():.0f} ns at the "
-            f"nearest, {trips.median():.0f} ns median; {retries} runs taken while they were apart (over "
+            f"nearest, {trips.median():.0f} ns median; {plural(retries, 'run')} taken while they were apart (over "
             f"{APART_FACTOR:g}x the nearest) set aside and measured again")
     if apart:
-        text += f"; {apart} runs still apart after {RETRIES} retries kept (flagged cpus_apart)"
+        text += f"; {plural(apart, 'run')} still apart after {RETRIES} retries kept (flagged cpus_apart)"
     return text
 
 
