@@ -2,7 +2,7 @@
 """Where the noise of a measurement comes from, and what lowers it: a benchmark (not a test).
 
     sudo .venv/bin/python tools/variance.py components [--passes 4] [--runs 5]
-    sudo .venv/bin/python tools/variance.py factors [--reps 8] [--only congestion,window,...]
+    sudo .venv/bin/python tools/variance.py factors [--reps 8] [--only congestion,window,...] [--placed]
 
 components: for a few representative throughput points, passes of runs of every point in shuffled
 order, as a sweep makes them; the log-throughput variance split into its levels (Kalibera and Jones,
@@ -225,11 +225,12 @@ def factors(args) -> dict:
                         out = direct.run(spec, reuse=change.get("reuse", False), aslr=change.get("aslr", True))
                     elif factor in STACK_LEVELS:
                         with stack_settings(topo, change):
-                            out = engine_run(spec_for(impl, size, threads, rep), plan, topo, distance)
+                            out = engine_run(spec_for(impl, size, threads, rep), plan, topo, distance, args.placed)
                     elif factor in PLACEMENT_LEVELS:
                         out = engine_run(spec_for(impl, size, threads, rep), plan, topo, distance, **change)
                     else:
-                        out = engine_run(spec_for(impl, size, threads, rep, **change), plan, topo, distance)
+                        out = engine_run(spec_for(impl, size, threads, rep, **change), plan, topo, distance,
+                                         args.placed)
                     if out:
                         results.setdefault(f"{factor}|{level}|{impl} {size} B {threads} thr", []).append(out)
                 print(f"repetition {rep + 1}/{args.reps} done ({time.monotonic() - started:.0f} s)", file=sys.stderr)
@@ -322,6 +323,9 @@ def main() -> int:
     f = sub.add_parser("factors")
     f.add_argument("--reps", type=int, default=8)
     f.add_argument("--only", default="")
+    f.add_argument("--placed", action="store_true",
+                   help="take every level's runs as a sweep does (placement.py), so a factor is not "
+                        "confounded with where the vCPUs were")
     c = sub.add_parser("components")
     c.add_argument("--passes", type=int, default=4)
     c.add_argument("--runs", type=int, default=5)
