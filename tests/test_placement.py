@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import subprocess
 from pathlib import Path
 
@@ -282,3 +283,29 @@ def test_measure_points_with_placement_off_probes_nothing(monkeypatch, tmp_path)
                                         say=lambda _t: None)
     row = records[0]["row"]
     assert row["placement_note"] == placement.OFF and row["cpu_round_trip_ns"] is None  # NaN in the record: null
+
+
+def test_a_probe_that_answers_nonsense_is_stopped_and_named(monkeypatch, tmp_path):
+    from copylab.topology import pid_alive
+
+    script = tmp_path / "cpuprobe"
+    script.write_text(f"#!/bin/sh\necho $$ > {tmp_path}/pid\nread line\necho nonsense\nexec sleep 100\n")
+    script.chmod(0o755)
+    monkeypatch.setattr(placement, "PROBE", script)
+    distance = CpuDistance()
+    with pytest.raises(CopylabError, match=r"^cpuprobe 0 1: no answer$"):
+        distance.probe((0, 1))
+    assert not pid_alive(int((tmp_path / "pid").read_text())), "the probe that answered nonsense still runs"
+    distance.close()
+
+
+def test_a_placement_note_from_a_results_folder_reaches_the_report_escaped():
+    from copylab import report
+
+    hostile = "not probed: <img src=x onerror=alert(1)> $\\input{/etc/passwd}$ [link](http://x)"
+    df = pd.DataFrame({"impl": ["a1"], "mode": ["throughput"], "msg_size": [1024], "threads": [1], "rep": [0],
+                       "cpu_round_trip_ns": [math.nan], "placement_note": [hostile]})
+    table = report.system_markdown({}, df)
+    line = next(l for l in table.splitlines() if l.startswith("| CPU placement"))
+    assert not re.search(r"(?<!\\)[<>$\[\]]", line.split("|")[2]), "a character Markdown, HTML or TeX reads went through"
+    assert "\\<img" in line and "\\$\\\\input" in line and "\\[link\\]" in line

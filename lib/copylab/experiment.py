@@ -84,7 +84,6 @@ def measure_points(points: list[dict], *, topology: str = "auto", topology_param
                     spec, plan, topo, workdir=workdir,
                     profile_dir=Path(profile_dir) if profile_dir else OUTPUT_DIR / "profiles"))
                 for retries, ((row, raw), columns) in enumerate(attempts):
-                    row.update(columns)
                     record = jsonable({"row": row, "raw": raw, "notebook": notebook})
                     kept = retries == len(attempts) - 1
                     if record_dir:

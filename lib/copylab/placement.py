@@ -82,8 +82,11 @@ class CpuDistance:
             answer = proc.stdout.readline()
             value = float(answer)
         except (OSError, ValueError):
-            error = proc.stderr.read().strip() if proc.poll() is not None else "no answer"
             self._probes.pop(cpus, None)
+            exited = proc.poll() is not None
+            proc.kill()  # one that answered nonsense is not asked again
+            proc.wait()
+            error = proc.stderr.read().strip() if exited else ""
             raise CopylabError(f"cpuprobe {cpus[0]} {cpus[1]}: {error or 'no answer'}") from None
         self.nearest_ns = min(self.nearest_ns, value)
         return value
@@ -124,7 +127,8 @@ def probe_cpus(pin_server: str | None, pin_client: str | None, topology: str,
 
 def placed(distance: CpuDistance, cpus: tuple[int, int] | None, reason: str, measure) -> list[tuple]:
     """measure() once the CPUs are near, probed again after it: [((row, raw), columns)] of every
-    attempt, the last one the run to keep. A run taken apart is measured again up to RETRIES times.
+    attempt, the last one the run to keep, each row updated with its placement columns. A run taken
+    apart is measured again up to RETRIES times.
     A probe that fails (cpuprobe not built, a CPU gone) leaves the run unplaced, with the reason.
     The kept run's placement_s is the time all this took beyond that run itself."""
     started = time.monotonic()
@@ -137,6 +141,7 @@ def placed(distance: CpuDistance, cpus: tuple[int, int] | None, reason: str, mea
 
     def done(result, columns, run_s):
         columns["placement_s"] = round(max(time.monotonic() - started - run_s, 0.0), 3)
+        result[0].update(columns)
         return [*attempts, (result, columns)]
 
     while True:
@@ -157,6 +162,7 @@ def placed(distance: CpuDistance, cpus: tuple[int, int] | None, reason: str, mea
         columns = placement_columns(where, len(attempts))
         if not where.apart or result[0].get("status") != "ok" or len(attempts) >= RETRIES:
             return done(result, columns, run_s)
+        result[0].update(columns)
         attempts.append((result, columns))
 
 

@@ -98,9 +98,8 @@ def run_command(args) -> int:
                 spec, plan, topo, profile_dir=Path(args.profile_dir) if args.profile else None))
         for (row, raw), columns in attempts[:-1]:
             print(f"copylab run: note: set aside a run taken while the CPUs were apart ({columns['cpu_round_trip_ns']:.0f} "
-                  f"ns round trip): {summary_line({**row, **columns})}", file=sys.stderr)
-        (row, raw), columns = attempts[-1]
-        row.update(columns)
+                  f"ns round trip): {summary_line(row)}", file=sys.stderr)
+        row, raw = attempts[-1][0]
     if args.show_output:
         with contextlib.redirect_stdout(sys.stderr):  # stdout stays the row alone
             show({"row": row, "raw": raw})
