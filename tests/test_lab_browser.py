@@ -206,7 +206,17 @@ def _explore(page, url: str, sweep: Path) -> None:
     page.keyboard.press("Control+s")
     _wait(lambda: saved.stat().st_mtime != mtime and _widget_views(saved), 30, "the notebook to be saved")
     page.reload()
-    page.wait_for_selector(EXPLORER, state="attached", timeout=60_000)
+    page.wait_for_selector(f"{NOTEBOOK} .jp-Notebook", timeout=60_000)
+    # a reloaded notebook opens at its top, and JupyterLab attaches only the cells near the view:
+    # scroll down to the explorer as a user does (waiting for it to attach unseen raced the windowing)
+    page.locator(f"{NOTEBOOK} .jp-Notebook").first.hover()
+
+    def explorer_in_view() -> bool:
+        if page.locator(EXPLORER).count() > 0:
+            return True
+        page.mouse.wheel(0, 800)
+        return False
+    _wait(explorer_in_view, 60, "the explorer's cell to come into view")
     page.locator(EXPLORER).first.scroll_into_view_if_needed()
     page.wait_for_selector(f"{EXPLORER} .js-plotly-plot .scatterlayer .trace", timeout=60_000)
     after = _wait(lambda: (c := chart()) and c["width"] == c["area"] and c, 30, "the reloaded chart")
