@@ -76,6 +76,7 @@ class CpuDistance:
             proc = subprocess.Popen([str(PROBE), str(cpus[0]), str(cpus[1]), "--ms", str(PROBE_MS)],
                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             self._probes[cpus] = proc
+        answer = ""
         try:
             proc.stdin.write("probe\n")
             proc.stdin.flush()
@@ -83,10 +84,12 @@ class CpuDistance:
             value = float(answer)
         except (OSError, ValueError):
             self._probes.pop(cpus, None)
-            exited = proc.poll() is not None
-            proc.kill()  # one that answered nonsense is not asked again
-            proc.wait()
-            error = proc.stderr.read().strip() if exited else ""
+            try:  # a probe that closed its output is exiting: its stderr says why once it has exited
+                proc.wait(timeout=2 if not answer else 0)
+            except subprocess.TimeoutExpired:
+                proc.kill()  # one that answered nonsense is not asked again
+                proc.wait()
+            error = proc.stderr.read().strip()
             raise CopylabError(f"cpuprobe {cpus[0]} {cpus[1]}: {error or 'no answer'}") from None
         self.nearest_ns = min(self.nearest_ns, value)
         return value
