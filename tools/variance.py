@@ -47,7 +47,7 @@ from scipy import stats as sps
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
 
 from copylab import perf as perfmod  # noqa: E402
-from copylab.placement import APART_FACTOR, CpuDistance, placed  # noqa: E402
+from copylab.placement import CpuDistance, learn, placed  # noqa: E402
 from copylab.point import PointSpec, run_point  # noqa: E402
 from copylab.runners.native import NativeRunner  # noqa: E402
 from copylab.topology import open_topology  # noqa: E402
@@ -242,7 +242,7 @@ def factors(args) -> dict:
 def summarise_factors(results: dict, chosen: list[str]) -> dict:
     table = []
     trips = [r.get("round_trip_ns", math.nan) for runs in results.values() for r in runs]
-    nearest = np.nanmin(trips) if not all(math.isnan(t) for t in trips) else math.nan
+    line = learn(trips).line_ns or math.inf  # the rule's line, learned from every run's round trip
     for factor in chosen:
         levels = list({**LEVELS, **STACK_LEVELS, **PLACEMENT_LEVELS, **DIRECT_LEVELS}[factor])
         for impl, size, threads in POINTS:
@@ -254,7 +254,7 @@ def summarise_factors(results: dict, chosen: list[str]) -> dict:
                 entry = {"factor": factor, "level": level, "point": point, "n": len(values),
                          "mean_gbps": float(np.mean(values)) if values else math.nan, "cv": cv(values),
                          "interval_cv": float(np.nanmean([r["interval_cv"] for r in runs])) if runs else math.nan,
-                         "apart_share": float(np.mean([r.get("round_trip_ns", math.nan) > APART_FACTOR * nearest
+                         "apart_share": float(np.mean([r.get("round_trip_ns", math.nan) > line
                                                        for r in runs])) if runs else math.nan,
                          "bimodal_share": float(np.mean([r["bimodal"] for r in runs])) if runs else math.nan}
                 if level != levels[0] and len(values) >= 2 and len(base) >= 2:

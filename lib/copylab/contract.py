@@ -171,8 +171,12 @@ EXTRA = (
     _numeric("cli_cpu_steal", "share of the receiver's CPU time stolen by the hypervisor in the window"),
     _numeric("cpu_round_trip_ns", "round trip of a cache line between the sender's and the receiver's CPUs "
                                   "(native/cpuprobe), the larger of the probes just before and just after the run"),
-    _text("cpus_apart", "True when that round trip exceeded 1.5x the nearest seen: the hypervisor had put the "
-                        "two vCPUs apart (placement.py); such a run is measured again"),
+    _numeric("cpu_round_trip_before_ns", "that round trip just before the run (after any wait)"),
+    _numeric("cpu_round_trip_after_ns", "that round trip just after the run"),
+    _numeric("cpu_apart_line_ns", "the line the rule had learned from this host's round trips when the run was "
+                                  "judged (placement.py); empty while the host showed one mode"),
+    _text("cpus_apart", "True when a round trip exceeded that line: the hypervisor had put the two vCPUs "
+                        "apart (placement.py); such a run is measured again while the placement allowance lasts"),
     _numeric("placement_retries", "runs of this point set aside (runs/apart/) because the CPUs were apart"),
     _numeric("placement_wait_s", "seconds waited before the run for the CPUs to come together"),
     _numeric("placement_s", "seconds the point spent on placement beyond its kept run: probes, waits, runs set aside"),

@@ -48,7 +48,7 @@ def spec_params(spec: PointSpec) -> dict:
 def measure_points(points: list[dict], *, topology: str = "auto", topology_params: dict | None = None,
                    ssh: dict | None = None,
                    perf_plan: dict | None = None, record_dir: str | None = None, work_dir: str | None = None,
-                   profile_dir: str | None = None, notebook: str | None = None, cpu_nearest_ns: float | None = None,
+                   profile_dir: str | None = None, notebook: str | None = None, placement_state: dict | None = None,
                    placement: bool = True, say=print) -> list[dict]:
     """Measure each point in turn; write each record to record_dir/<point_id>.json when it is done.
 
@@ -57,7 +57,8 @@ def measure_points(points: list[dict], *, topology: str = "auto", topology_param
     and close their own; topology ssh then needs ssh = {server_host, client_host, server_addr,
     client_addr[, ssh_config]}. Each run is placed (placement.py): taken while the two CPUs are near,
     measured again when they were apart, the runs set aside kept under record_dir/apart/;
-    cpu_nearest_ns is the nearest round trip the sweep has seen so far; placement False measures
+    placement_state carries the sweep's round trips so far ("history", the rule learns from them)
+    and the seconds placement may spend in this group ("allowance_s"); placement False measures
     every run as it comes (the rows say so).
     """
     if topology_params:
@@ -69,7 +70,9 @@ def measure_points(points: list[dict], *, topology: str = "auto", topology_param
     else:
         scope = open_topology(topology, SshSettings(**ssh) if ssh else None)
     records = []
-    with scope as topo, CpuDistance(cpu_nearest_ns) as distance:
+    state = placement_state or {}
+    distance = CpuDistance(state.get("history", ()), state.get("allowance_s", math.inf))
+    with scope as topo, distance:
         try:
             plan = perfmod.PerfPlan.from_dict(perf_plan) if perf_plan else probe_topology(topo)
             for k, spec in enumerate(specs, start=1):
@@ -92,7 +95,7 @@ def measure_points(points: list[dict], *, topology: str = "auto", topology_param
                         atomic_write_json(folder / f"{spec.point_id()}{'' if kept else f'.{retries}'}.json", record)
                     if not kept:
                         say(f"[{k}/{len(specs)}] {spec.point_id()}: set aside, CPUs apart "
-                            f"({columns['cpu_round_trip_ns']:.0f} ns, nearest {distance.nearest_ns:.0f} ns); "
+                            f"({columns['cpu_round_trip_ns']:.0f} ns, apart above {columns['cpu_apart_line_ns']:.0f} ns); "
                             "measuring again")
                 say(f"[{k}/{len(specs)}] {summary_line(row)}")
                 records.append(record)

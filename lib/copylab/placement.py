@@ -1,16 +1,28 @@
 """How far apart the sender's and the receiver's CPUs are while a point is measured, and a point
 measured again when they were apart.
 
-On a virtual machine the hypervisor places the guest's vCPUs on physical cores and moves them
-every few seconds. native/cpuprobe bounces one cache line between the two pinned CPUs: on the
-development VM it comes back in 50-60 ns while the vCPUs share a cache and in 200-370 ns when they
-do not; a throughput run taken in the second state is 20-45% slower whatever it sends, and those
-runs were most of the run-to-run spread (docs/methodology.md, "Noise"). So each point is probed
-just before its programs start (waiting, up to WAIT_S, for the CPUs to come together) and just
-after they stop; a run with either probe above APART_FACTOR x the nearest round trip seen is set
-aside (its record kept, never in the statistics) and measured again, at most RETRIES times. The
-rule reads a covariate the implementations cannot influence, the same way for every program, so
-it cannot favour one; a point still apart after its retries keeps its flagged run.
+On a virtual machine the hypervisor places the guest's vCPUs on physical cores and moves them.
+native/cpuprobe bounces one cache line between the two pinned CPUs. Hosts differ: the development
+VM answered in 50-60 ns while its vCPUs shared a cache and in 200-370 ns when they did not; another
+VM of the same kind of cloud in 62-125 ns and 430-570 ns; bare metal, or a VM whose vCPUs never
+share a cache, shows one mode. A throughput run taken in the far mode was 20-45% slower on the
+development VM (docs/methodology.md, "Noise").
+
+So the rule is learned from the host's own round trips (`learn`): sorted on a log scale, "apart"
+exists only when the probes fall into two clusters, a near one and one at least MODE_RATIO x as far,
+separated by an empty stretch wider than the near cluster's own spread; the line between them lies
+in that stretch, so no round trip of the near mode is ever above it. A host whose probes show one
+mode, however wide, sets nothing aside. The probes come from a short calibration at the start and
+every probe taken since.
+
+Each point is probed just before its programs start (waiting, up to WAIT_S, for the CPUs to come
+together) and just after they stop; a run with either probe above the line is set aside (its record
+kept, never in the statistics) and measured again, at most RETRIES times, while the placement
+allowance lasts: the sweep gives placement at most SHARE_OF_SWEEP of its time (waits and runs
+measured again), so a host that is apart most of the time costs a bounded share, never a doubled
+sweep. The rule reads a covariate the implementations cannot influence, the same way for every
+program, before the run's result is known, so it cannot favour one; a point still apart after its
+retries, or once the allowance is spent, keeps its flagged run.
 """
 
 from __future__ import annotations
@@ -18,7 +30,9 @@ from __future__ import annotations
 import math
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+
+import numpy as np
 
 from . import contract
 from .errors import CopylabError
@@ -26,28 +40,115 @@ from .paths import BUILD_DIR
 
 PROBE = BUILD_DIR / "cpuprobe"
 PROBE_MS = 2.0        # one probe: ~30,000 round trips at 60 ns, the median of 256-trip chunks
-APART_FACTOR = 1.5    # near levels differ by < 1.2x on one host; apart is 3-7x
+# Apart means another cache domain (CCD, socket): on x86 hosts its round trip is several times a
+# shared cache's (the two VMs above: 5.7x and 6x between the modes' medians), while the levels of
+# one domain, and a near mode's own width, stay within 2x (62-125 ns on one VM). 2.5 lies between.
+MODE_RATIO = 2.5
+MIN_GAP = math.log(math.sqrt(MODE_RATIO))  # the empty stretch: at least 1.58x from near's top to apart's bottom
+MIN_PROBES = 24       # fewer probes than this and the rule does not decide: one mode assumed
+MIN_MODE = 3          # probes a cluster needs to count as a mode (a lone spike is not one)
+NEAR_SHARE = 0.10     # the near cluster holds at least this share (else the host is simply far)
+HISTORY = 4000        # the most recent probes the rule learns from
+CALIBRATION_PROBES = 40
+CALIBRATION_SPACING_S = 0.05  # 40 probes over 2 s: long enough to see a short stretch of each mode
+SHARE_OF_SWEEP = 0.25  # placement (waits, runs measured again) costs at most this share of a sweep
 WAIT_S = 2.0          # before a run: how long to wait for the CPUs to come together (most apart
                       # stretches on the development VM ended within 2 s)
 WAIT_STEP_S = 0.1
 RETRIES = 2           # a run taken apart is measured again at most this often
 
 
+@dataclass(frozen=True)
+class Mode:
+    """One cluster of round trips (ns)."""
+
+    probes: int
+    low: float
+    median: float
+    high: float
+
+    @classmethod
+    def of(cls, values: list[float]) -> "Mode":
+        return cls(len(values), round(values[0], 1), round(float(np.median(values)), 1), round(values[-1], 1))
+
+
+@dataclass(frozen=True)
+class Modes:
+    """What the rule learned from a host's round trips: its near mode, its apart mode if it has
+    one, and the line between them (None: one mode, nothing is ever set aside); why, in words."""
+
+    probes: int
+    near: Mode | None
+    apart: Mode | None
+    line_ns: float | None
+    why: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def learn(round_trips) -> Modes:
+    """The modes of a host's round trips (see the module's docstring for the rule)."""
+    values = sorted(float(v) for v in round_trips if isinstance(v, (int, float)) and math.isfinite(v) and v > 0)
+    n = len(values)
+    if n < MIN_PROBES:
+        return Modes(n, Mode.of(values) if values else None, None, None,
+                     f"{n} probes: too few to tell modes apart (the rule needs {MIN_PROBES}); nothing set aside")
+    logs = np.log(values)
+    # every split k (near = the k smallest) at once: quantiles of a sorted prefix or suffix are
+    # read off by index, so learning stays cheap at every probe
+    k = np.arange(max(MIN_MODE, math.ceil(NEAR_SHARE * n)), n - MIN_MODE + 1)
+    gap = logs[k] - logs[k - 1]
+    spread = _quantile(logs, 0, k, 0.9) - _quantile(logs, 0, k, 0.1)  # the near cluster's own width
+    ratio = np.exp(_quantile(logs, k, n - k, 0.5) - _quantile(logs, 0, k, 0.5))  # between their medians
+    # the empty stretch is wider than the near cluster itself, and than MIN_GAP: a tight cluster
+    # (a few probes within 1%) is not split from a continuum that starts just above it
+    found = k[(gap > np.maximum(spread, MIN_GAP)) & (ratio >= MODE_RATIO)]
+    if found.size:
+        k = int(found[0])
+        near, apart = values[:k], values[k:]
+        line = math.sqrt(values[k - 1] * values[k])
+        return Modes(n, Mode.of(near), Mode.of(apart), round(line, 1),
+                     f"two modes: near {near[0]:.0f}-{near[-1]:.0f} ns ({k} probes), apart {apart[0]:.0f}-"
+                     f"{apart[-1]:.0f} ns ({n - k}), {Mode.of(apart).median / Mode.of(near).median:.1f}x "
+                     f"between their medians; apart above {line:.0f} ns")
+    return Modes(n, Mode.of(values), None, None,
+                 f"one mode: {values[0]:.0f}-{values[-1]:.0f} ns over {n} probes (no second cluster "
+                 f"{MODE_RATIO:g}x as far behind an empty stretch); nothing set aside")
+
+
+def _quantile(sorted_values: np.ndarray, start, length, q: float) -> np.ndarray:
+    """The q-quantile (linear interpolation) of sorted_values[start:start + length], for arrays of
+    starts and lengths."""
+    position = np.asarray(start) + q * (np.asarray(length) - 1)
+    low = np.floor(position).astype(int)
+    high = np.minimum(low + 1, len(sorted_values) - 1)
+    return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * (position - low)
+
+
 @dataclass
 class Placement:
-    """What a point's probes saw: the larger of the round trips before and after its run (ns), and
-    whether that was apart; waited_s spent before the run for the CPUs to come together."""
+    """What a point's probes saw: the round trips before and after its run (ns), whether either was
+    apart; waited_s spent before the run for the CPUs to come together."""
 
-    round_trip_ns: float
+    before_ns: float
+    after_ns: float
     apart: bool
     waited_s: float
+    line_ns: float | None
 
 
 class CpuDistance:
-    """One cpuprobe per CPU pair, kept running for a group of points (a probe costs PROBE_MS)."""
+    """One cpuprobe per CPU pair, kept running for a group of points (a probe costs PROBE_MS), and
+    the rule learned from every round trip seen (history: the sweep's earlier probes). allowance_s:
+    the seconds placement may still spend (waits, runs measured again) before runs are kept as
+    they come."""
 
-    def __init__(self, nearest_ns: float | None = None):
-        self.nearest_ns = nearest_ns if nearest_ns and nearest_ns > 0 else math.inf
+    def __init__(self, history=(), allowance_s: float = math.inf):
+        self.history: list[float] = [float(v) for v in history][-HISTORY:]
+        self.allowance_s = allowance_s
+        self.spent_s = 0.0
+        self._modes: Modes | None = None
         self._probes: dict[tuple[int, int], subprocess.Popen] = {}
 
     def __enter__(self) -> "CpuDistance":
@@ -67,8 +168,19 @@ class CpuDistance:
                 proc.wait()
         self._probes.clear()
 
+    @property
+    def modes(self) -> Modes:
+        if self._modes is None:
+            self._modes = learn(self.history)
+        return self._modes
+
+    def observe(self, round_trip_ns: float) -> None:
+        self.history.append(round_trip_ns)
+        del self.history[:-HISTORY]
+        self._modes = None
+
     def probe(self, cpus: tuple[int, int]) -> float:
-        """The round trip between cpus now, in ns; the nearest seen is updated."""
+        """The round trip between cpus now, in ns; the rule learns from it."""
         proc = self._probes.get(cpus)
         if proc is None:
             if not PROBE.is_file():
@@ -91,22 +203,40 @@ class CpuDistance:
                 proc.wait()
             error = proc.stderr.read().strip()
             raise CopylabError(f"cpuprobe {cpus[0]} {cpus[1]}: {error or 'no answer'}") from None
-        self.nearest_ns = min(self.nearest_ns, value)
+        self.observe(value)
         return value
 
+    def calibrate(self, cpus: tuple[int, int], probes: int = CALIBRATION_PROBES,
+                  spacing_s: float = CALIBRATION_SPACING_S) -> Modes:
+        """Probes spread over a short while, so the rule has a distribution before the first run."""
+        for k in range(probes):
+            if k:
+                time.sleep(spacing_s)
+            self.probe(cpus)
+        return self.modes
+
     def apart(self, round_trip_ns: float) -> bool:
-        return round_trip_ns > APART_FACTOR * self.nearest_ns
+        line = self.modes.line_ns
+        return line is not None and round_trip_ns > line
+
+    @property
+    def affordable(self) -> bool:
+        """May placement still spend time (wait, measure again)?"""
+        return self.spent_s < self.allowance_s
 
     def wait_near(self, cpus: tuple[int, int], wait_s: float | None = None) -> tuple[float, float]:
-        """Probe until the CPUs are near or wait_s (default WAIT_S) has passed: (the last round trip,
-        seconds waited)."""
+        """Probe until the CPUs are near, wait_s (default WAIT_S) has passed or the allowance is
+        spent: (the last round trip, seconds waited)."""
         wait_s = WAIT_S if wait_s is None else wait_s
         started = time.monotonic()
         value = self.probe(cpus)
-        while self.apart(value) and time.monotonic() - started < wait_s:
+        while self.apart(value) and time.monotonic() - started < wait_s and \
+                self.spent_s + time.monotonic() - started < self.allowance_s:
             time.sleep(WAIT_STEP_S)
             value = self.probe(cpus)
-        return value, time.monotonic() - started
+        waited = time.monotonic() - started
+        self.spent_s += waited
+        return value, waited
 
 
 OFF = "not probed: placement off (grid key placement, copylab run --no-placement)"
@@ -131,7 +261,7 @@ def probe_cpus(pin_server: str | None, pin_client: str | None, topology: str,
 def placed(distance: CpuDistance, cpus: tuple[int, int] | None, reason: str, measure) -> list[tuple]:
     """measure() once the CPUs are near, probed again after it: [((row, raw), columns)] of every
     attempt, the last one the run to keep, each row updated with its placement columns. A run taken
-    apart is measured again up to RETRIES times.
+    apart is measured again up to RETRIES times while the distance's allowance lasts.
     A probe that fails (cpuprobe not built, a CPU gone) leaves the run unplaced, with the reason.
     The kept run's placement_s is the time all this took beyond that run itself."""
     started = time.monotonic()
@@ -152,7 +282,7 @@ def placed(distance: CpuDistance, cpus: tuple[int, int] | None, reason: str, mea
             result, run_s = timed()
             return done(result, placement_columns(None, len(attempts), reason), run_s)
         try:
-            before, waited = distance.wait_near(cpus)
+            before, waited = distance.wait_near(cpus) if distance.affordable else (distance.probe(cpus), 0.0)
         except CopylabError as exc:
             cpus, reason = None, f"not probed: {exc}"
             continue
@@ -161,10 +291,13 @@ def placed(distance: CpuDistance, cpus: tuple[int, int] | None, reason: str, mea
             after = distance.probe(cpus)
         except CopylabError as exc:
             return done(result, placement_columns(None, len(attempts), f"not probed after the run: {exc}"), run_s)
-        where = Placement(max(before, after), distance.apart(before) or distance.apart(after), waited)
+        where = Placement(before, after, distance.apart(before) or distance.apart(after), waited,
+                          distance.modes.line_ns)
         columns = placement_columns(where, len(attempts))
-        if not where.apart or result[0].get("status") != "ok" or len(attempts) >= RETRIES:
+        if not where.apart or result[0].get("status") != "ok" or len(attempts) >= RETRIES \
+                or not distance.affordable:
             return done(result, columns, run_s)
+        distance.spent_s += run_s  # the run set aside is placement's cost
         result[0].update(columns)
         attempts.append((result, columns))
 
@@ -173,8 +306,23 @@ def placement_columns(where: Placement | None, retries: int, reason: str = "") -
     """The row's columns for a run's placement (reason: why it was not probed); retries: the runs
     of the point set aside before it."""
     if where is None:
-        return {"cpu_round_trip_ns": math.nan, "cpus_apart": "", "placement_retries": retries,
-                "placement_wait_s": math.nan, "placement_s": math.nan, "placement_note": reason}
-    return {"cpu_round_trip_ns": round(where.round_trip_ns, 1), "cpus_apart": str(where.apart),
-            "placement_retries": retries, "placement_wait_s": round(where.waited_s, 3), "placement_s": math.nan,
-            "placement_note": ""}
+        return {"cpu_round_trip_ns": math.nan, "cpu_round_trip_before_ns": math.nan,
+                "cpu_round_trip_after_ns": math.nan, "cpu_apart_line_ns": math.nan, "cpus_apart": "",
+                "placement_retries": retries, "placement_wait_s": math.nan, "placement_s": math.nan,
+                "placement_note": reason}
+    return {"cpu_round_trip_ns": round(max(where.before_ns, where.after_ns), 1),
+            "cpu_round_trip_before_ns": round(where.before_ns, 1), "cpu_round_trip_after_ns": round(where.after_ns, 1),
+            "cpu_apart_line_ns": math.nan if where.line_ns is None else where.line_ns,
+            "cpus_apart": str(where.apart), "placement_retries": retries,
+            "placement_wait_s": round(where.waited_s, 3), "placement_s": math.nan, "placement_note": ""}
+
+
+def round_trips(rows) -> list[float]:
+    """Every probe the rows carry (before and after each run), in the order given."""
+    out = []
+    for row in rows:
+        for key in ("cpu_round_trip_before_ns", "cpu_round_trip_after_ns"):
+            value = row.get(key)
+            if isinstance(value, (int, float)) and math.isfinite(value) and value > 0:
+                out.append(float(value))
+    return out

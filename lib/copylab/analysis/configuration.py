@@ -8,7 +8,6 @@ import re
 import pandas as pd
 
 from ..fmt import fmt_size, plural
-from ..placement import APART_FACTOR, RETRIES
 from .load import METRICS
 from .roles import BASE, ONE_COPY, ZERO_COPY, name, peers
 from .stats import measured, unmeasured_reason
@@ -85,20 +84,24 @@ def _host_load(meta: dict) -> str:
     return texts[0] if len(texts) == 1 else "; ".join(f"session {k}: {t}" for k, t in enumerate(texts, 1))
 
 
-def _placement(df: pd.DataFrame) -> str:
-    """Where the hypervisor had the two CPUs (placement.py): their cache-line round trip, and the
-    runs set aside because the CPUs were apart."""
+def _placement(df: pd.DataFrame, meta: dict) -> str:
+    """Where the hypervisor had the two CPUs (placement.py): the modes the rule learned from this
+    host's cache-line round trips, the line between them, and the runs set aside."""
     trips = pd.to_numeric(df.get("cpu_round_trip_ns", pd.Series(dtype=float)), errors="coerce").dropna()
     if trips.empty:
         notes = sorted(set(df.get("placement_note", pd.Series(dtype=str)).dropna().astype(str)) - {""})
         return notes[0] if len(notes) == 1 else NOT_RECORDED
+    learned = meta.get("placement") if isinstance(meta.get("placement"), dict) else {}
+    why = learned.get("why") if isinstance(learned.get("why"), str) else None
+    text = (f"round trip of a cache line between the sender's and the receiver's CPUs {trips.min():.0f} ns at the "
+            f"nearest, {trips.median():.0f} ns median; " + (f"learned from the host: {why}" if why else
+                                                            "what the rule learned is not recorded"))
     retries = int(pd.to_numeric(df.get("placement_retries"), errors="coerce").fillna(0).sum())
     apart = int((df.get("cpus_apart", pd.Series(dtype=str)).astype(str) == "True").sum())
-    text = (f"round trip of a cache line between the sender's and the receiver's CPUs {trips.min():.0f} ns at the "
-            f"nearest, {trips.median():.0f} ns median; {plural(retries, 'run')} taken while they were apart (over "
-            f"{APART_FACTOR:g}x the nearest) set aside and measured again")
+    if retries:
+        text += f"; {plural(retries, 'run')} taken while they were apart set aside and measured again"
     if apart:
-        text += f"; {plural(apart, 'run')} still apart after {RETRIES} retries kept (flagged cpus_apart)"
+        text += f"; {plural(apart, 'run')} still apart kept (flagged cpus_apart)"
     return text
 
 
@@ -122,7 +125,7 @@ def rows(meta: dict, df: pd.DataFrame) -> list[tuple[str, object]]:
         ("net.core.optmem_max", meta.get("optmem_max")), ("tcp_wmem", meta.get("tcp_wmem")),
         ("tcp_rmem", meta.get("tcp_rmem")), ("veth MTU", meta.get("veth_mtu")),
         ("other programs' CPU use while measuring", _host_load(meta)),
-        ("CPU placement", _placement(df)),
+        ("CPU placement", _placement(df, meta)),
         ("git revision", meta.get("git_revision")), ("started", meta.get("started_at")),
         ("finished", meta.get("finished_at")),
     ]

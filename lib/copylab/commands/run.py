@@ -17,7 +17,7 @@ from ..contract import (ALL_IMPLS, COLUMNS, CONGESTION_DEFAULT, MODES, RECEIVE_S
                         check_cpus_available)
 from ..params import parse_grid
 from ..paths import OUTPUT_DIR
-from ..placement import CpuDistance, placed, probe_cpus
+from ..placement import MIN_PROBES, CpuDistance, placed, probe_cpus
 from ..point import PointSpec, run_point
 from ..runners import runner_for
 from ..topology import check_congestion_usable, choose_topology, open_topology
@@ -94,6 +94,9 @@ def run_command(args) -> int:
             print(f"copylab run: note: {plan.note}", file=sys.stderr)
         cpus, reason = probe_cpus(spec.pin_server, spec.pin_client, topo.kind, not args.no_placement)
         with CpuDistance() as distance:
+            if cpus is not None:  # the rule needs the host's round trips: a short calibration (~0.3 s)
+                with contextlib.suppress(CopylabError):  # a probe that fails leaves the run unplaced, said in its row
+                    distance.calibrate(cpus, probes=MIN_PROBES, spacing_s=0.01)
             attempts = placed(distance, cpus, reason, lambda: run_point(
                 spec, plan, topo, profile_dir=Path(args.profile_dir) if args.profile else None))
         for (row, raw), columns in attempts[:-1]:

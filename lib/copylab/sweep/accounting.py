@@ -59,6 +59,10 @@ class Accounting:
         return sum(e[1] for e in self.by_kind.values())
 
     @property
+    def wall(self) -> float:
+        return sum(e[2] for e in self.by_kind.values())
+
+    @property
     def placement(self) -> float:
         return sum(e[3] for e in self.by_kind.values())
 

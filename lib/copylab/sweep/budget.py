@@ -79,7 +79,7 @@ def wide_comparisons(rows: dict[str, dict], grid: Grid) -> list[dict]:
 
 
 def pass_seconds(specs: list[PointSpec]) -> float:
-    return sum(s.warmup_s + s.steady_max_s + s.duration_s + est.PER_POINT_OVERHEAD_S for s in specs)
+    return sum(est.point_seconds(s) for s in specs)
 
 
 def plan_pass(rows: dict[str, dict], grid: Grid, topology: str, rep: int, seconds_left: float,
@@ -121,21 +121,21 @@ def extra_specs_from(records: list[dict], grid: Grid, topology: str) -> list[Poi
     return found
 
 
-def spend(sweep, started: float, profiled: list[str]) -> None:
+def spend(sweep, started: float) -> None:
     """Extra passes where a comparison is too wide to decide, while they fit in budget_min
     (sweep/budget.py); each pass and the reason for stopping go to sweep.log and meta.json."""
     if not applies(sweep.grid):
         return
     deadline = started + sweep.grid.budget_min * 60
-    reserve = pass_seconds([sweep.specs[pid] for pid in profiled]) + \
-        len(profiled) * est.PROFILE_S
+    reserve = sweep.reserve_s  # the profiled runs still to come
     rep = max([s.rep for s in sweep.specs.values() if not s.profile] + [sweep.grid.repetitions - 1]) + 1
     record = {"budget_min": sweep.grid.budget_min, "margin": sweep.grid.equivalence_margin,
               "target_half_width": round(target_half_width(sweep.grid.equivalence_margin), 4),
               "allocation": "by interval width only (sweep/budget.py)", "passes": []}
     while True:
         left = deadline - time.monotonic() - reserve
-        planned = plan_pass(sweep.rows, sweep.grid, sweep.topology, rep, left, sweep.grid.seed)
+        pace = sweep.pace()  # this host's seconds per second of the grid's arithmetic
+        planned = plan_pass(sweep.rows, sweep.grid, sweep.topology, rep, left / pace, sweep.grid.seed)
         if planned is None:
             wide = wide_comparisons(sweep.rows, sweep.grid)
             record["stopped"] = (f"budget spent: {len(wide)} comparison(s) still wider than the target, "
@@ -145,7 +145,8 @@ def spend(sweep, started: float, profiled: list[str]) -> None:
             sweep.specs[spec.point_id()] = spec
         sweep.bar.total += len(planned.specs)
         record["passes"].append(planned.to_dict())
-        sweep.log(f"budget: pass {rep}, {len(planned.specs)} points (about {planned.estimated_s:.0f} s) for "
+        sweep.log(f"budget: pass {rep}, {len(planned.specs)} points (about {planned.estimated_s * pace:.0f} s at "
+                  f"this host's pace, {pace:.2f}x the arithmetic) for "
                   + ", ".join(f"{w['impl']}/{w['base']} {w['msg_size']} B (half-width {w['half_width']})"
                               for w in planned.why))
         sweep.meta.update(budget=record)

@@ -40,10 +40,11 @@ from . import budget as budgeting
 from . import estimate as est
 from . import folder
 from .accounting import Accounting, measured_seconds
-from .groups import run_group, take_group
+from .groups import FIRST_GROUP_SECONDS, GROUP_SECONDS, run_group, take_group
 from .hostload import HostLoad
 from .kernel import WarmKernel
 from .meta import SweepMeta
+from .placing import SweepPlacement
 from .prepare import build_here, plan_queue, probe
 from .records import failed_row, now, record_path, write_results
 
@@ -117,11 +118,15 @@ class Sweep:
         self.missing_peers: dict[str, str] = {}  # peer -> why this host cannot run it
         self.plan: PerfPlan | None = None  # what perf can count here (perf.probe)
         self.summary: SweepSummary | None = None  # set however the session ends
+        self.started = time.monotonic()
+        self.placing: SweepPlacement | None = None  # the vCPUs' placement: calibration, allowance (placing.py)
+        self.estimated_done = 0.0  # the grid's estimate of the points measured so far (pass_seconds)
+        self.reserve_s = 0.0  # the profiled runs' estimate, while the runs before them are measured
 
     # -- the session ------------------------------------------------------------------------------
 
     def run(self) -> SweepSummary:
-        started = time.monotonic()
+        started = self.started = time.monotonic()
         status = "failed"
         stack = contextlib.ExitStack()
         try:
@@ -132,11 +137,16 @@ class Sweep:
             queue = plan_queue(self)
             userfiles.copy_declaration(self.grid.ai_declaration, self.out)  # the report never opens the path
             probe(self, len(queue))
+            self.placing = SweepPlacement(self)
+            self.placing.calibrate()
             self.accounting.start(time.monotonic() - started)
             self._start_bar()
+            profiled = [pid for pid in queue if self.specs[pid].profile]
+            self.reserve_s = budgeting.pass_seconds([self.specs[p] for p in profiled])
             self.measure([pid for pid in queue if not self.specs[pid].profile])
-            budgeting.spend(self, started, [pid for pid in queue if self.specs[pid].profile])
-            self.measure([pid for pid in queue if self.specs[pid].profile])
+            budgeting.spend(self, started)
+            self.reserve_s = 0.0
+            self.measure(profiled)
             status = "finished"
         except KeyboardInterrupt:
             status = "interrupted"
@@ -180,11 +190,28 @@ class Sweep:
                 if "client_net" not in self.meta.data and topo.client_if:  # and the client's (qdisc, congestion)
                     self.meta.update(client_net=hostmeta.net_meta(topo.client_if, topo.client_host))
                 while queue:
-                    group = take_group(self.specs, queue)
+                    group = take_group(self.specs, queue, FIRST_GROUP_SECONDS if not self.groups else GROUP_SECONDS)
                     if not run_group(self, group, topo, queue):
                         # the namespaces are gone: open a fresh pair for the rest; a host
                         # that cannot be reached again stops the sweep with one line
                         break
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def pace(self) -> float:
+        """This host's wall time per second the grid's arithmetic expects (budget.pass_seconds), over
+        the points measured so far, placement's cost left out; 1 before any."""
+        if self.estimated_done <= 0:
+            return 1.0
+        return max((self.accounting.wall - self.accounting.placement) / self.estimated_done, 1.0)
+
+    def behind(self, group: list[PointSpec], queue: list[str]) -> bool:
+        """Would this group and the points queued after it, at this host's pace, end after the budget?"""
+        if self.grid.budget_min is None:
+            return False
+        need = (budgeting.pass_seconds(group + [self.specs[p] for p in queue]) + self.reserve_s) * self.pace()
+        return self.elapsed() + need > self.grid.budget_min * 60
 
     def record_failure(self, spec: PointSpec, kind: str, error: str) -> None:
         row = failed_row(spec, kind, error)
@@ -196,6 +223,7 @@ class Sweep:
         self.rows[pid] = row
         self.measured += 1
         self.point_seconds += measured_seconds(spec, row)
+        self.estimated_done += budgeting.pass_seconds([spec])
         self.accounting.point(spec, row)
         ok = row.get("status") == "ok"
         self.failed += not ok

@@ -38,10 +38,20 @@ class Estimate:
     wall_s: float
     peak_bytes: int
     peak_where: str
+    base_s: float = 0.0  # the base passes (and peers, profiled runs) alone, before any extra pass
+    budget_s: float | None = None  # budget_min, when extra passes fill it
 
     def describe(self) -> str:
-        return (f"{self.points} points, about {_duration(self.wall_s)} of wall time, peak memory "
-                f"about {_bytes(self.peak_bytes)} ({self.peak_where})")
+        if self.budget_s is None:
+            time = f"about {_duration(self.wall_s)} of wall time"
+        elif self.base_s > self.budget_s:
+            time = (f"about {_duration(self.base_s)} for the base passes: MORE than the budget of "
+                    f"{_duration(self.budget_s)}, so no extra pass will run and placement will not measure "
+                    "runs again")
+        else:
+            time = (f"about {_duration(self.base_s)} for the base passes, extra passes for the undecided "
+                    f"up to the budget of {_duration(self.budget_s)}")
+        return f"{self.points} points, {time}; peak memory about {_bytes(self.peak_bytes)} ({self.peak_where})"
 
 
 def _duration(seconds: float) -> str:
@@ -125,13 +135,15 @@ def estimate(grid: Grid) -> Estimate:
         wall += extra_wall
     groups = math.ceil(points / 16)
     wall += BUILD_S + groups * PER_GROUP_OVERHEAD_S
+    base, budget = wall, None
     if grid.budget_min is not None and grid.repetitions >= 3:  # extra passes fill the budget
-        wall = max(wall, grid.budget_min * 60)
+        budget = grid.budget_min * 60
+        wall = max(wall, budget)
     # memory grows with size and threads: the largest of each is the peak for every implementation
     size, threads = max(grid.msg_sizes), max(grid.threads)
     impl = max(grid.impls, key=lambda i: point_memory(i, size, threads, grid.working_set))
     peak = point_memory(impl, size, threads, grid.working_set)
-    return Estimate(points, wall, peak, f"{impl}, {threads} threads x {size} B messages")
+    return Estimate(points, wall, peak, f"{impl}, {threads} threads x {size} B messages", base, budget)
 
 
 def _peers(grid: Grid) -> tuple[int, float]:
@@ -153,6 +165,19 @@ def _peers(grid: Grid) -> tuple[int, float]:
         points += n
         wall += n * (runner_for(tool).expected_seconds(spec) + PER_POINT_OVERHEAD_S)
     return points, wall
+
+
+def point_seconds(spec) -> float:
+    """What one point is expected to take: its warm-up (a steady-state one at most steady_max_s
+    longer) and window, or a reference program's own run, plus the per-point overhead and, for a
+    profiled run, perf record's."""
+    if registry.get(spec.impl).native:
+        run = spec.warmup_s + spec.steady_max_s + spec.duration_s
+    else:
+        from ..runners import runner_for
+
+        run = runner_for(spec.impl).expected_seconds(spec)
+    return run + PER_POINT_OVERHEAD_S + (PROFILE_S if spec.profile else 0.0)
 
 
 def available_memory(meminfo: Path = Path("/proc/meminfo")) -> int | None:

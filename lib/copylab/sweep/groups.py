@@ -14,6 +14,7 @@ from ..paths import NOTEBOOKS_DIR
 from ..point import PointSpec, kill_registered
 from ..topology import Topology
 from . import folder
+from .budget import pass_seconds
 from .kernel import Outcome, execute
 from .records import now, read_row, record_path, write_results
 
@@ -21,19 +22,21 @@ from .records import now, read_row, record_path, write_results
 # round trips); a failed execution loses no finished point, only results.csv is rebuilt less often
 GROUP_POINTS = 120
 GROUP_SECONDS = 120.0      # and at most this much measuring per execution
+FIRST_GROUP_SECONDS = 15.0  # the first one short: its pace tells early how long this host needs
 POINT_GRACE_S = 45.0       # beyond warm-up + duration: start, connection set-up, drain, perf, stop
 KERNEL_START_GRACE_S = 60.0  # the first point of an execution also waits for the notebook's imports
 MAX_ATTEMPTS = 2           # a point that its notebook never reached is tried again once per session
 
 
-def take_group(specs: dict[str, PointSpec], queue: list[str]) -> list[PointSpec]:
-    """The next points for one notebook execution, from the front of the queue."""
+def take_group(specs: dict[str, PointSpec], queue: list[str], limit_s: float = GROUP_SECONDS) -> list[PointSpec]:
+    """The next points for one notebook execution, from the front of the queue, at most limit_s of
+    measuring."""
     group: list[PointSpec] = []
     seconds = 0.0
     while queue and len(group) < GROUP_POINTS:
         spec = specs[queue[0]]
         length = spec.warmup_s + spec.duration_s
-        if group and seconds + length > GROUP_SECONDS:
+        if group and seconds + length > limit_s:
             break
         group.append(spec)
         seconds += length
@@ -52,8 +55,9 @@ def run_group(sweep, group: list[PointSpec], topo: Topology, queue: list[str]) -
     params = {"points": [spec_params(s) for s in group], "topology": topo.kind,
               "topology_params": topo.to_params(), "perf_plan": sweep.plan.to_dict(),
               "record_dir": str(sweep.runs), "work_dir": str(sweep.work), "profile_dir": str(sweep.out / "profiles"),
-              "notebook": f"runs/{name}.ipynb", "cpu_nearest_ns": _nearest_round_trip(sweep.rows),
-              "placement": sweep.grid.placement}
+              "notebook": f"runs/{name}.ipynb", "placement": sweep.grid.placement,
+              "placement_state": sweep.placing.group_params(pass_seconds(group), sweep.elapsed(),
+                                                            sweep.behind(group, queue))}
     budget = sum(_point_limit(s) for s in group) + KERNEL_START_GRACE_S
     metered = topo.kind != "ssh"  # other programs' CPU share is this host's: where the programs run
     if metered:
@@ -64,6 +68,7 @@ def run_group(sweep, group: list[PointSpec], topo: Topology, queue: list[str]) -
     if notebook_tmp.exists() and sweep.runs.is_dir():
         os.replace(notebook_tmp, sweep.runs / f"{name}.ipynb")
     if folder.still_there(sweep.out, sweep.runs):
+        sweep.placing.learned(watch.done)
         # between groups, while nothing is measured: rebuilding it takes CPU the programs would miss
         write_results(sweep.out, sweep.runs, sweep.rows)
         if share is not None:
@@ -127,13 +132,6 @@ class _GroupWatch:
         if time.monotonic() - self.last_progress > limit:
             return Outcome(ErrorKind.TIMEOUT, f"the point did not finish within {limit:.0f} s")
         return None
-
-
-def _nearest_round_trip(rows: dict[str, dict]) -> float | None:
-    """The nearest the sweep's CPUs have been so far (placement.py), for the next group's probes."""
-    values = [float(r["cpu_round_trip_ns"]) for r in rows.values()
-              if isinstance(r.get("cpu_round_trip_ns"), (int, float)) and r["cpu_round_trip_ns"] > 0]
-    return min(values) if values else None
 
 
 def _alive(topo: Topology) -> bool:

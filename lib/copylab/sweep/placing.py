@@ -1,0 +1,146 @@
+"""The sweep's side of the vCPUs' placement (placement.py): a calibration before the first point,
+the round trips every group learns from, the allowance each group may spend, and what was learned
+in meta.json.
+
+The allowance keeps placement within SHARE_OF_SWEEP of the sweep's time whatever the host does:
+before each group it is that share of the time so far plus the group's own, minus what placement
+has already cost (the rows' placement_s). Once the sweep cannot finish its base passes within its
+budget, the allowance is nothing: base passes come before re-measurements.
+
+Measuring again is worth its time only where runs taken apart measure differently. Every run set
+aside has a run kept in its place moments later, so the host answers that itself: once
+EFFECT_PAIRS such pairs of throughput runs are in, if the 95% interval of their log ratio contains
+no difference, runs are no longer measured again (still probed and flagged) and the sweep says why.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+from scipy import stats
+
+from .. import placement as rule
+from ..errors import CopylabError
+from .records import read_row
+
+
+EFFECT_PAIRS = 12  # set-aside/kept pairs before the sweep judges whether apart runs differ here
+
+
+def apart_effect(pairs: list[tuple[float, float]]) -> dict:
+    """(set-aside, kept) throughputs of the same points -> the geometric mean ratio, its 95% interval
+    and whether runs taken apart measure differently on this host (None until EFFECT_PAIRS)."""
+    logs = np.log([a / k for a, k in pairs if a > 0 and k > 0])
+    out = {"pairs": int(logs.size), "ratio": None, "low": None, "high": None, "differs": None}
+    if logs.size < 2:
+        return out
+    ci = stats.ttest_1samp(logs, 0.0).confidence_interval(0.95)
+    out.update(ratio=round(math.exp(logs.mean()), 3), low=round(math.exp(ci.low), 3), high=round(math.exp(ci.high), 3))
+    if logs.size >= EFFECT_PAIRS:
+        out["differs"] = not ci.low <= 0.0 <= ci.high
+    return out
+
+
+class SweepPlacement:
+    def __init__(self, sweep):
+        self.sweep = sweep
+        self.cpus, self.reason = rule.probe_cpus(sweep.grid.pin_server, sweep.grid.pin_client, sweep.topology,
+                                                 sweep.grid.placement)
+        self.history: list[float] = []
+        self.calibration: dict | None = None
+        self.starved = False  # the budget had no room for placement (said once)
+        self.pairs: list[tuple[float, float]] = []  # (set-aside, kept) throughputs of one point
+        self.effect = apart_effect([])  # do runs taken apart measure differently here?
+
+    @property
+    def active(self) -> bool:
+        return self.cpus is not None
+
+    def calibrate(self) -> None:
+        """Probes over a couple of seconds before the first point, after the earlier sessions' probes
+        (a resumed sweep learns from everything its folder holds)."""
+        aside = self._apart_rows()
+        self.history = rule.round_trips(self.sweep.rows.values()) + rule.round_trips(row for _, row in aside)
+        self.pairs = self._pairs(aside)
+        self.effect = apart_effect(self.pairs)
+        if not self.active:
+            return
+        started = time.monotonic()
+        try:
+            with rule.CpuDistance(self.history) as distance:
+                modes = distance.calibrate(self.cpus)
+                self.history = distance.history
+        except CopylabError as exc:  # the points will say why they were not probed
+            self.sweep.say(f"WARNING: placement: {exc}")
+            return
+        self.calibration = {"probes": rule.CALIBRATION_PROBES, "seconds": round(time.monotonic() - started, 2),
+                            "cpus": list(self.cpus)}
+        self.sweep.say(f"placement: {modes.why}")
+        self.record()
+
+    def group_params(self, group_s: float, elapsed_s: float, behind: bool) -> dict:
+        """The notebook's placement parameters for the next group: the round trips to learn from and
+        the seconds placement may spend in it."""
+        spent = self.sweep.accounting.placement
+        allowance = max(rule.SHARE_OF_SWEEP * (elapsed_s + group_s) - spent, 0.0)
+        if self.effect["differs"] is False:
+            allowance = 0.0
+        if behind:
+            allowance = 0.0
+            if not self.starved:
+                self.starved = True
+                self.sweep.log("placement: no more waits or re-measurements: the points still to measure need "
+                               "the rest of the budget")
+        return {"history": self.history[-rule.HISTORY:], "allowance_s": round(allowance, 2)}
+
+    def learned(self, point_ids) -> None:
+        """After a group: its probes (kept runs and runs set aside) join the history, and its set-aside
+        runs beside the runs kept in their place tell whether re-measuring is worth it here."""
+        rows = [self.sweep.rows[p] for p in point_ids if p in self.sweep.rows]
+        aside = self._apart_rows(point_ids)
+        self.history += rule.round_trips(rows) + rule.round_trips(row for _, row in aside)
+        del self.history[:-rule.HISTORY]
+        self.pairs += self._pairs(aside)
+        decided = self.effect["differs"]
+        self.effect = apart_effect(self.pairs)
+        if decided is None and self.effect["differs"] is False:
+            self.sweep.log(f"placement: runs taken apart measured {self.effect['ratio']}x the runs kept in their place "
+                           f"({self.effect['low']}-{self.effect['high']}, {self.effect['pairs']} pairs): no "
+                           "difference, so no run is measured again from here (still probed and flagged)")
+        self.record()
+
+    def record(self) -> None:
+        modes = rule.learn(self.history)
+        self.sweep.meta.update(placement={
+            **modes.to_dict(), "cpus": list(self.cpus) if self.cpus else None, "note": self.reason,
+            "calibration": self.calibration, "mode_ratio": rule.MODE_RATIO, "apart_effect": self.effect,
+            "share_of_sweep": rule.SHARE_OF_SWEEP, "retries": rule.RETRIES, "wait_s": rule.WAIT_S})
+
+    def _pairs(self, aside: list[tuple[str, dict]]) -> list[tuple[float, float]]:
+        """(set-aside, kept) throughputs: each throughput run set aside beside the run kept in its place."""
+        return [(row["throughput_gbps"], self.sweep.rows[pid]["throughput_gbps"]) for pid, row in aside
+                if _throughput_ok(row) and _throughput_ok(self.sweep.rows.get(pid, {}))]
+
+    def _apart_rows(self, point_ids=None) -> list[tuple[str, dict]]:
+        """(point id, row) of every run set aside (runs/apart/<point_id>.<n>.json), of point_ids or all."""
+        folder = self.sweep.runs / "apart"
+        if not folder.is_dir():
+            return []
+        wanted = None if point_ids is None else set(point_ids)
+        rows = []
+        for path in sorted(folder.glob("*.json")):
+            pid = path.name.rsplit(".", 2)[0]
+            if wanted is not None and pid not in wanted:
+                continue
+            row = read_row(path)
+            if row is not None:
+                rows.append((pid, row))
+        return rows
+
+
+def _throughput_ok(row: dict) -> bool:
+    value = row.get("throughput_gbps")
+    return row.get("status") == "ok" and row.get("mode") == "throughput" and isinstance(value, (int, float)) \
+        and math.isfinite(value) and value > 0
