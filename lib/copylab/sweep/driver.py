@@ -30,6 +30,7 @@ from pathlib import Path
 from .. import hostmeta, limits, signals, userfiles
 from ..contract import check_cpus_available
 from ..errors import CopylabError
+from ..fmt import fmt_num
 from ..fsutil import atomic_write_json, describe_os_error
 from ..params import Grid, load_grid
 from ..paths import NOTEBOOKS_DIR, OUTPUT_DIR
@@ -191,7 +192,10 @@ class Sweep:
                     self.meta.update(client_net=hostmeta.net_meta(topo.client_if, topo.client_host))
                 while queue:
                     group = take_group(self.specs, queue, FIRST_GROUP_SECONDS if not self.groups else GROUP_SECONDS)
-                    if not run_group(self, group, topo, queue):
+                    alive = run_group(self, group, topo, queue)
+                    if self.groups == 1 and queue:
+                        self.say_pace(queue)
+                    if not alive:
                         # the namespaces are gone: open a fresh pair for the rest; a host
                         # that cannot be reached again stops the sweep with one line
                         break
@@ -212,6 +216,21 @@ class Sweep:
             return False
         need = (budgeting.pass_seconds(group + [self.specs[p] for p in queue]) + self.reserve_s) * self.pace()
         return self.elapsed() + need > self.grid.budget_min * 60
+
+    def say_pace(self, queue: list[str]) -> None:
+        """After the first (short) group: how long this host needs for what is queued, at the pace it
+        has just shown, against the budget; said before the bulk of the sweep runs."""
+        need = (budgeting.pass_seconds([self.specs[p] for p in queue]) + self.reserve_s) * self.pace()
+        text = (f"pace: the first {self.measured} points took {self.pace():.2f}x the grid's arithmetic; at that pace "
+                f"this host needs about {need / 60:.1f} min for the {len(queue)} points queued")
+        if self.grid.budget_min is not None:
+            left = self.grid.budget_min * 60 - self.elapsed()
+            text += (f", {'within' if need <= left else 'MORE than'} the {max(left, 0) / 60:.1f} min left of the "
+                     f"{fmt_num(self.grid.budget_min)}-minute budget")
+            if need > left:
+                text += ": no extra pass will run, placement will not measure runs again"
+        self.log(text)
+        self.meta.session(pace=round(self.pace(), 3), queued_need_s=round(need, 1))
 
     def record_failure(self, spec: PointSpec, kind: str, error: str) -> None:
         row = failed_row(spec, kind, error)

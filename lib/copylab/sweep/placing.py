@@ -80,13 +80,15 @@ class SweepPlacement:
         self.sweep.say(f"placement: {modes.why}")
         self.record()
 
-    def group_params(self, group_s: float, elapsed_s: float, behind: bool) -> dict:
+    def group_params(self, group_s: float, elapsed_s: float, behind: bool, profiled: bool = False) -> dict:
         """The notebook's placement parameters for the next group: the round trips to learn from and
         the seconds placement may spend in it."""
         spent = self.sweep.accounting.placement
         allowance = max(rule.SHARE_OF_SWEEP * (elapsed_s + group_s) - spent, 0.0)
         if self.effect["differs"] is False:
             allowance = 0.0
+        if profiled:  # the few runs the report's explanations stand on are taken again when apart
+            allowance = max(allowance, rule.RETRIES * group_s)
         if behind:
             allowance = 0.0
             if not self.starved:

@@ -1,0 +1,66 @@
+"""The report's "How this run went" section: wall time against the budget, passes, placement, steal
+and precision, from the run's own files (synthetic ones here, so each rule can be made to flip)."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from copylab.analysis.how_it_went import CV_TARGET, STEAL_FLAG, how_this_run_went, precision, run_facts
+
+
+def _rows(steal=0.0, apart=("False",) * 6, gbps=(10.0, 10.5, 9.5, 5.0, 5.2, 4.8)) -> pd.DataFrame:
+    return pd.DataFrame({
+        "impl": ["a1"] * 3 + ["a2"] * 3, "mode": ["throughput"] * 6, "msg_size": [1024] * 6, "threads": [1] * 6,
+        "rep": [0, 1, 2] * 2, "status": ["ok"] * 6, "throughput_gbps": list(gbps),
+        "srv_cpu_steal": [steal, 0.0, 0.0, 0.0, 0.0, 0.0], "cli_cpu_steal": [0.0] * 6,
+        "cpus_apart": list(apart), "placement_retries": [1, 0, 0, 0, 2, 0]})
+
+
+META = {"params": {"repetitions": 3, "budget_min": 7.5},
+        "sessions": [{"wall_s": 480.0, "pace": 1.08,
+                      "time": {"by_kind": {"study": {"placement_s": 30.0}, "profile": {"placement_s": 2.0}}},
+                      "host_load": {"other_cpu_share": 0.004, "quiet_below": 0.05}}],
+        "budget": {"budget_min": 7.5, "passes": [{"pass": 3, "points": 8}], "stopped": "every comparison is narrow enough to decide"},
+        "placement": {"why": "two modes: near 62-125 ns (300 probes), apart 430-570 ns (100)", "line_ns": 232.0,
+                      "apart_effect": {"pairs": 14, "ratio": 0.99, "low": 0.95, "high": 1.03, "differs": False}}}
+
+
+def test_the_section_states_time_passes_placement_steal_and_precision():
+    text = how_this_run_went(run_facts(_rows(), META))
+    assert "8.0 min of wall time over 1 session against a budget of 7.5 min (over it by 6.7%)" in text
+    assert "3 base passes and 1 extra pass (8 points)" in text
+    assert "3 runs taken while the CPUs were apart were set aside" in text and "32 s (6.7% of the wall time)" in text
+    assert "0.99x the runs kept in their place (0.95-1.03, 14 pairs): no difference" in text
+    assert "near 62\\-125 ns" in text, "meta.json's words are escaped for Markdown"
+    assert "in 0 of 6 runs" in text and "Precision" in text
+
+
+def test_each_statement_follows_its_numbers():
+    within = run_facts(_rows(), {**META, "sessions": [{**META["sessions"][0], "wall_s": 300.0}], "budget": {}})
+    text = how_this_run_went(within)
+    assert "(over it" not in text and "no extra pass ran" in text
+    stolen = how_this_run_went(run_facts(_rows(steal=STEAL_FLAG + 0.2, gbps=(6.0, 10.5, 9.5, 5.0, 5.2, 4.8)), META))
+    assert "in 1 of 6 runs (over 25% in 1)" in stolen and "those throughput runs measured 0.60x" in stolen
+    assert "the guest was quiet, the physical host was not" in stolen
+    apart = how_this_run_went(run_facts(_rows(apart=("True",) + ("False",) * 5, gbps=(8.0, 10.0, 10.0, 5, 5, 5)), META))
+    assert "1 run kept while apart (flagged `cpus_apart`), at 0.80x" in apart
+    profiled = pd.DataFrame({"impl": ["a2"], "msg_size": [64], "threads": [1], "cpus_apart": ["True"]})
+    assert "The profiled runs of A2 64 B x 1 were taken while the CPUs were apart" in \
+        how_this_run_went(run_facts(_rows(), META, profiled))
+
+
+def test_precision_is_the_median_cv_of_the_study_points():
+    found = precision(_rows())
+    assert found["points"] == 2 and math.isclose(found["median_cv"], (0.05 + 0.04) / 2, rel_tol=0.01)
+    assert found["within_target"] == 2 and CV_TARGET == 0.08
+    assert precision(_rows().iloc[[0, 3]])["median_cv"] is None, "one pass has no spread"
+
+
+def test_a_hostile_or_empty_meta_gives_a_section_not_a_traceback():
+    hostile = {"sessions": "x", "budget": [], "params": None, "placement": {"why": 3, "apart_effect": "no"}}
+    text = how_this_run_went(run_facts(_rows(), hostile))
+    assert "Steal" in text and "Time" not in text
+    assert how_this_run_went(run_facts(pd.DataFrame(columns=["impl", "mode", "status", "msg_size", "threads"]), {})) \
+        == "Nothing was recorded about how this run went."
