@@ -103,11 +103,14 @@ def test_second_run_skips_finished_points_and_keeps_results(quick_sweep_dir: Pat
     before = (quick_sweep_dir / "results.csv").read_bytes()
     records = sorted((quick_sweep_dir / "runs").glob("*.json"))
     mtimes = [p.stat().st_mtime_ns for p in records]
+    untouched = {name: (quick_sweep_dir / name).stat().st_mtime_ns for name in ("build.ipynb", "perf_plan.json")}
     proc = run_copylab("sweep", str(QUICK), "--out", str(quick_sweep_dir), "--no-progress", timeout=300)
     assert proc.returncode == 0, proc.stderr
-    assert "0 measured" in proc.stdout
+    assert "0 measured" in proc.stdout and "already measured" in proc.stderr
     assert (quick_sweep_dir / "results.csv").read_bytes() == before
     assert [p.stat().st_mtime_ns for p in records] == mtimes, "a finished point was measured again"
+    # nothing left to measure: nothing is built or probed (a resume took 20-33 s of building)
+    assert {name: (quick_sweep_dir / name).stat().st_mtime_ns for name in untouched} == untouched
 
 
 def _small_grid(tmp_path: Path, name: str) -> Path:

@@ -46,8 +46,8 @@ from .hostload import HostLoad
 from .kernel import WarmKernel
 from .meta import SweepMeta
 from .placing import SweepPlacement
-from .prepare import build_here, plan_queue, probe
-from .records import failed_row, now, record_path, write_results
+from .prepare import build_here, plan_queue, probe, recorded_specs
+from .records import failed_row, load_rows, now, record_path, write_results
 
 
 @dataclass
@@ -127,27 +127,17 @@ class Sweep:
     # -- the session ------------------------------------------------------------------------------
 
     def run(self) -> SweepSummary:
-        started = self.started = time.monotonic()
+        # the budget bounds the whole sweep: a resumed one counts its earlier sessions' time
+        self.started = time.monotonic() - (0.0 if self.force else earlier_wall(self.out))
+        started = time.monotonic()
         status = "failed"
         stack = contextlib.ExitStack()
         try:
-            if self.topology == "ssh":
-                self.say(f"connecting to {self.grid.server_host} and {self.grid.client_host}, building native/ there")
-                self.remote = stack.enter_context(open_topology("ssh", self.grid.ssh))
-            build_here(self)  # first: a peer's check may need what the build makes (a peer's preload shim)
-            queue = plan_queue(self)
-            userfiles.copy_declaration(self.grid.ai_declaration, self.out)  # the report never opens the path
-            probe(self, len(queue))
-            self.placing = SweepPlacement(self)
-            self.placing.calibrate()
-            self.accounting.start(time.monotonic() - started)
-            self._start_bar()
-            profiled = [pid for pid in queue if self.specs[pid].profile]
-            self.reserve_s = budgeting.pass_seconds([self.specs[p] for p in profiled])
-            self.measure([pid for pid in queue if not self.specs[pid].profile])
-            budgeting.spend(self, started)
-            self.reserve_s = 0.0
-            self.measure(profiled)
+            if not self.force and nothing_left(self):  # a resume with nothing to do builds and probes nothing
+                self.say(f"sweep {self.grid.name}: all {len(self.specs)} points already measured -> {self.out}")
+                self.skipped = len(self.specs)
+            else:
+                self._session(stack, started)
             status = "finished"
         except KeyboardInterrupt:
             status = "interrupted"
@@ -163,6 +153,27 @@ class Sweep:
                 finally:
                     stack.close()
         return self.summary
+
+    def _session(self, stack: contextlib.ExitStack, started: float) -> None:
+        """Build, plan, probe and calibrate, then measure: the base passes, the budget's extra
+        passes, the profiled runs."""
+        if self.topology == "ssh":
+            self.say(f"connecting to {self.grid.server_host} and {self.grid.client_host}, building native/ there")
+            self.remote = stack.enter_context(open_topology("ssh", self.grid.ssh))
+        build_here(self)  # first: a peer's check may need what the build makes (a peer's preload shim)
+        queue = plan_queue(self)
+        userfiles.copy_declaration(self.grid.ai_declaration, self.out)  # the report never opens the path
+        probe(self, len(queue))
+        self.placing = SweepPlacement(self)
+        self.placing.calibrate()
+        self.accounting.start(time.monotonic() - started)
+        self._start_bar()
+        profiled = [pid for pid in queue if self.specs[pid].profile]
+        self.reserve_s = budgeting.pass_seconds([self.specs[p] for p in profiled])
+        self.measure([pid for pid in queue if not self.specs[pid].profile])
+        budgeting.spend(self, self.started)
+        self.reserve_s = 0.0
+        self.measure(profiled)
 
     # -- measuring --------------------------------------------------------------------------------
 
@@ -277,6 +288,28 @@ class Sweep:
                             point_seconds=self.point_seconds, overhead=round(overhead, 3) if overhead else None,
                             overhead_without_placement=round(without, 3) if without else None,
                             time=self.accounting.summary(), host_load=self.host_load.summary())
+
+
+def earlier_wall(out: Path) -> float:
+    """The wall time of the earlier sessions of the sweep in out (0 for a new one)."""
+    sessions = folder.previous_meta(out).get("sessions")
+    walls = [s.get("wall_s") for s in sessions if isinstance(s, dict)] if isinstance(sessions, list) else []
+    return float(sum(w for w in walls if isinstance(w, (int, float)) and w > 0))
+
+
+def nothing_left(sweep: Sweep) -> bool:
+    """Is every point of the grid (and of the earlier sessions' extra passes) measured, with nothing
+    for the budget to add (no comparison too wide, or no time left)?"""
+    specs = dict(sweep.specs)
+    for spec in budgeting.extra_specs_from(recorded_specs(sweep.runs), sweep.grid, sweep.topology):
+        specs.setdefault(spec.point_id(), spec)
+    rows = load_rows(sweep.runs, specs)
+    if len(rows) < len(specs) or any(row.get("status") != "ok" for row in rows.values()):
+        return False
+    sweep.rows, sweep.specs = rows, specs
+    if not budgeting.applies(sweep.grid) or sweep.elapsed() >= sweep.grid.budget_min * 60:
+        return True
+    return not budgeting.wide_comparisons(rows, sweep.grid)
 
 
 def describe(summary: SweepSummary) -> str:

@@ -58,7 +58,7 @@ def _duration(seconds: float) -> str:
     if seconds < 120:
         return f"{seconds:.0f} s"
     if seconds < 7200:
-        return f"{fmt_num(round(seconds / 60, 1))} min"
+        return f"{seconds / 60:.1f}".removesuffix(".0") + " min"
     return f"{seconds / 3600:.1f} h"
 
 

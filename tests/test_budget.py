@@ -1,0 +1,44 @@
+"""The time budget bounds the whole sweep: its estimate against the budget before it starts, the
+pace this host shows, and the earlier sessions of a resumed sweep counted in."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+from copylab.params import load_grid
+from copylab.sweep import estimate as est
+from copylab.sweep.driver import earlier_wall
+
+
+def test_the_estimate_names_the_base_passes_against_the_budget():
+    grid = load_grid("params/default.yaml")
+    found = est.estimate(grid)
+    assert found.budget_s == grid.budget_min * 60 and 0 < found.base_s <= found.budget_s
+    assert "for the base passes, extra passes for the undecided up to the budget of 7.5 min" in found.describe()
+    tight = est.estimate(replace(grid, budget_min=2.0))
+    assert tight.base_s > tight.budget_s and "MORE than the budget of 2 min" in tight.describe()
+    assert "no extra pass will run" in tight.describe()
+    assert est.estimate(replace(grid, budget_min=None)).budget_s is None
+
+
+def test_a_resumed_sweep_counts_its_earlier_sessions_against_the_budget(tmp_path):
+    assert earlier_wall(tmp_path) == 0.0
+    (tmp_path / "meta.json").write_text(json.dumps({"sessions": [{"wall_s": 100.5}, {"wall_s": 20}, {"wall_s": "x"},
+                                                                 {}, "junk"]}))
+    assert earlier_wall(tmp_path) == 120.5
+
+
+def test_a_point_is_expected_to_take_its_window_or_its_peers_own_run():
+    from copylab.point import PointSpec
+
+    native = PointSpec(impl="a1", mode="throughput", msg_size=1024, threads=1, duration_s=1.0, warmup_s=0.1,
+                       steady_max_s=0.4)
+    assert est.point_seconds(native) == 1.5 + est.PER_POINT_OVERHEAD_S
+    assert est.point_seconds(replace(native, profile=True)) == 1.5 + est.PER_POINT_OVERHEAD_S + est.PROFILE_S
+    from copylab.runners import runner_for
+
+    sockperf = PointSpec(impl="sockperf", mode="latency", msg_size=64, threads=1, duration_s=0.25, warmup_s=0.1)
+    own = runner_for("sockperf").expected_seconds(sockperf)
+    assert own >= 1.0 > 0.35 and est.point_seconds(sockperf) == own + est.PER_POINT_OVERHEAD_S, \
+        "a peer runs whole seconds, not the grid's window"
