@@ -483,8 +483,13 @@ def test_a_sweep_learns_from_its_records_and_gives_each_group_an_allowance(tmp_p
     sweep = SimpleNamespace(grid=grid, topology="netns", rows=rows, runs=runs, say=logged.append,
                             log=logged.append, accounting=SimpleNamespace(placement=10.0),
                             meta=SimpleNamespace(update=lambda **kw: updates.append(kw)))
+    lat = pid.replace("throughput", "latency")
+    (runs / "apart" / f"{lat}.0.json").write_text(json.dumps(
+        {"row": {"status": "ok", "mode": "latency", "latency_p50_us": 80.0}}))
+    rows[lat] = {"status": "ok", "mode": "latency", "latency_p50_us": 40.0}
     placing = SweepPlacement(sweep)
-    placing.learned([pid])
+    placing.learned([pid, lat])
+    assert placing.pairs == [(1 / 80.0, 1 / 40.0)], "a latency run set aside is half as fast as the one kept"
     assert placing.history == [55.0, 56.0, 60.0, 310.0]
     assert updates[-1]["placement"]["probes"] == 4 and updates[-1]["placement"]["line_ns"] is None
     params = placing.group_params(group_s=40.0, elapsed_s=100.0, behind=False)

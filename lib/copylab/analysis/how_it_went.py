@@ -148,7 +148,7 @@ def how_this_run_went(facts: dict) -> str:
             if wall:
                 text += f" ({_pct(facts['placement_s'] / wall)} of the wall time)"
             if _number(effect.get("ratio")) is not None and _number(effect.get("low")) is not None:
-                text += (f"; the set-aside throughput runs measured {effect['ratio']:.2f}x the runs kept in their place "
+                text += (f"; the runs set aside were {effect['ratio']:.2f}x as fast as the runs kept in their place "
                          f"({effect['low']:.2f}-{effect['high']:.2f}, {plural(int(effect.get('pairs') or 0), 'pair')})")
                 if effect.get("differs") is False:
                     text += ": no difference, so the sweep stopped measuring runs again"

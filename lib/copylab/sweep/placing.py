@@ -9,7 +9,7 @@ budget, the allowance is nothing: base passes come before re-measurements.
 
 Measuring again is worth its time only where runs taken apart measure differently. Every run set
 aside has a run kept in its place moments later, so the host answers that itself: once
-EFFECT_PAIRS such pairs of throughput runs are in, if the 95% interval of their log ratio contains
+EFFECT_PAIRS such pairs are in (throughput, or the inverse of the p50 round trip), if the 95% interval of their log ratio contains
 no difference, runs are no longer measured again (still probed and flagged) and the sweep says why.
 """
 
@@ -30,8 +30,9 @@ EFFECT_PAIRS = 12  # set-aside/kept pairs before the sweep judges whether apart 
 
 
 def apart_effect(pairs: list[tuple[float, float]]) -> dict:
-    """(set-aside, kept) throughputs of the same points -> the geometric mean ratio, its 95% interval
-    and whether runs taken apart measure differently on this host (None until EFFECT_PAIRS)."""
+    """(set-aside, kept) speeds of the same points (throughput, or 1 / p50 round trip) -> the geometric
+    mean ratio, its 95% interval and whether runs taken apart measure differently on this host (None
+    until EFFECT_PAIRS)."""
     logs = np.log([a / k for a, k in pairs if a > 0 and k > 0])
     out = {"pairs": int(logs.size), "ratio": None, "low": None, "high": None, "differs": None}
     if logs.size < 2:
@@ -51,7 +52,7 @@ class SweepPlacement:
         self.history: list[float] = []
         self.calibration: dict | None = None
         self.starved = False  # the budget had no room for placement (said once)
-        self.pairs: list[tuple[float, float]] = []  # (set-aside, kept) throughputs of one point
+        self.pairs: list[tuple[float, float]] = []  # (set-aside, kept) speeds of one point
         self.effect = apart_effect([])  # do runs taken apart measure differently here?
 
     @property
@@ -121,9 +122,13 @@ class SweepPlacement:
             "share_of_sweep": rule.SHARE_OF_SWEEP, "retries": rule.RETRIES, "wait_s": rule.WAIT_S})
 
     def _pairs(self, aside: list[tuple[str, dict]]) -> list[tuple[float, float]]:
-        """(set-aside, kept) throughputs: each throughput run set aside beside the run kept in its place."""
-        return [(row["throughput_gbps"], self.sweep.rows[pid]["throughput_gbps"]) for pid, row in aside
-                if _throughput_ok(row) and _throughput_ok(self.sweep.rows.get(pid, {}))]
+        """(set-aside, kept) speeds: each run set aside beside the run kept in its place."""
+        pairs = []
+        for pid, row in aside:
+            first, kept = _speed(row), _speed(self.sweep.rows.get(pid, {}))
+            if first is not None and kept is not None:
+                pairs.append((first, kept))
+        return pairs
 
     def _apart_rows(self, point_ids=None) -> list[tuple[str, dict]]:
         """(point id, row) of every run set aside (runs/apart/<point_id>.<n>.json), of point_ids or all."""
@@ -142,7 +147,11 @@ class SweepPlacement:
         return rows
 
 
-def _throughput_ok(row: dict) -> bool:
-    value = row.get("throughput_gbps")
-    return row.get("status") == "ok" and row.get("mode") == "throughput" and isinstance(value, (int, float)) \
-        and math.isfinite(value) and value > 0
+def _speed(row: dict) -> float | None:
+    """A run's speed, higher is better: its throughput, or the inverse of its median round trip."""
+    if row.get("status") != "ok":
+        return None
+    value = row.get("throughput_gbps" if row.get("mode") == "throughput" else "latency_p50_us")
+    if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        return None
+    return value if row.get("mode") == "throughput" else 1.0 / value
