@@ -28,8 +28,10 @@ import traitlets
 from .analysis import METRICS, ROUND_TRIP_METRICS, aggregate, measured
 from .analysis.stats import primary_receive
 from .figures import IMPL_COLORS
-from .figures.style import PEER_DASH, _compact_size, _size_ticks, hover_data, hover_template, threads_ticks
+from .figures.style import (PEER_DASH, _compact_size, _size_ticks, hover_data, hover_template, interval_bars,
+                            rep_dots, threads_ticks)
 from .fmt import IMPL_LABELS, fmt_size, plural, system_summary
+from .registry import peer_modes
 
 HEIGHT = 460  # px; the width follows the notebook's output area
 MIN_WIDTH = 320
@@ -97,17 +99,23 @@ class Explorer:
         self.filter = widgets.Dropdown(description="at", style={"description_width": "initial"},
                                        layout=widgets.Layout(width="auto", margin="2px 16px 2px 0"))
         self.impls_all = sorted(df["impl"].unique())
-        # one checkbox per implementation: every one visible, its full name, no ctrl-click needed
+        # one checkbox per implementation: every one visible, its full name, no ctrl-click needed; one
+        # with nothing in the chosen mode is disabled and says why (_refresh_impls)
         self.impl_boxes = {impl: widgets.Checkbox(value=True, description=IMPL_LABELS.get(impl, impl),
                                                   indent=False, layout=widgets.Layout(width="auto",
                                                                                       margin="0 16px 0 0"))
                            for impl in self.impls_all}
         self.host = widgets.HTML(f"<small>measured on {system_summary(meta)}</small>")
+        # per implementation, a line of means (interval bars from MIN_REPS_FOR_INTERVAL repetitions on)
+        # and, after all the lines, the dots of its repetitions where there are fewer (as the report draws)
         self.fig = go.FigureWidget(
             data=[go.Scatter(x=[], y=[], name=IMPL_LABELS.get(impl, impl), mode="lines+markers",
-                             line=dict(color=IMPL_COLORS.get(impl), dash=PEER_DASH.get(impl, "solid")),
+                             legendgroup=impl, line=dict(color=IMPL_COLORS.get(impl), dash=PEER_DASH.get(impl, "solid")),
                              error_y=dict(type="data", array=[]))
-                  for impl in self.impls_all],
+                  for impl in self.impls_all]
+            + [go.Scatter(x=[], y=[], mode="markers", legendgroup=impl, showlegend=False,
+                          name=f"{IMPL_LABELS.get(impl, impl)}: repetitions")
+               for impl in self.impls_all],
             layout=dict(height=HEIGHT, autosize=True, template="plotly_white",
                         margin=dict(t=72, l=70, r=16, b=8), font=dict(size=13),
                         # the title just above the plot, below the band where the modebar appears
@@ -120,6 +128,7 @@ class Explorer:
         self.width = OutputWidth()
         self.width.observe(self._fit, names="width")
         self._busy = False
+        self._refresh_impls()
         self._refresh_metric()
         self._refresh_filter()
         for w in (self.metric, self.mode, self.x, self.filter, self.receive, *self.impl_boxes.values()):
@@ -144,6 +153,21 @@ class Explorer:
             self.metric.value = current if current in options else (
                 "throughput_gbps" if "throughput_gbps" in options else options[0])
 
+    def _refresh_impls(self) -> None:
+        """An implementation with no rows in the chosen mode (a reference program measures one mode
+        only) is disabled, unticked, and says why; back in a mode it has, it is ticked again."""
+        present = set(self.df.loc[self.df["mode"] == self.mode.value, "impl"])
+        for impl, box in self.impl_boxes.items():
+            label = IMPL_LABELS.get(impl, impl)
+            if impl in present:
+                if box.disabled:
+                    box.disabled, box.value, box.description, box.tooltip = False, True, label, None
+                continue
+            # a reference program measures one mode; anything else simply has no runs in this one
+            why = f"measures {peer_modes()[impl]} only" if impl in peer_modes() else f"no {self.mode.value} runs"
+            box.value, box.disabled = False, True
+            box.description = box.tooltip = f"{label}: {why}"
+
     def _refresh_filter(self) -> None:
         other = self._other()
         values = sorted(self.df.loc[self.df["mode"] == self.mode.value, other].unique())
@@ -159,6 +183,7 @@ class Explorer:
         try:
             if change["owner"] is self.mode:
                 self._refresh_metric()
+                self._refresh_impls()
             if change["owner"] in (self.x, self.mode):
                 self._refresh_filter()
         finally:
@@ -187,17 +212,24 @@ class Explorer:
         agg = aggregate(data, metric, by=("impl", x)) if len(data) and metric else pd.DataFrame()
         if len(agg):
             agg[other] = self.filter.value  # the fixed one, for the hovers
+        lines, dots = self.fig.data[:len(self.impls_all)], self.fig.data[len(self.impls_all):]
         with self.fig.batch_update():
-            for trace, impl in zip(self.fig.data, self.impls_all):
+            for trace, reps, impl in zip(lines, dots, self.impls_all):
                 g = agg[agg["impl"] == impl].sort_values(x) if len(agg) else pd.DataFrame()
                 shown = len(g) > 0
                 trace.visible = shown
                 trace.x = g[x].tolist() if shown else []
                 trace.y = g[metric].tolist() if shown else []
-                ci = g[f"{metric}_ci"] if shown else pd.Series(dtype=float)
-                trace.error_y = dict(type="data", array=ci.fillna(0).tolist(), visible=bool(ci.notna().any()))
+                # the report's bars: the interval on the log scale, from five repetitions on, never below 0
+                bars = interval_bars(g, metric) if shown else dict(visible=False)
+                trace.error_y = {k: (v.tolist() if isinstance(v, pd.Series) else v) for k, v in bars.items()}
                 trace.customdata = hover_data(g, impl, metric) if shown else []
                 trace.hovertemplate = hover_template(metric) if metric else None
+                few = rep_dots(data[data[metric].notna()], g, impl, x, metric) if shown else None
+                reps.visible = few is not None
+                reps.x, reps.y = (list(few.x), list(few.y)) if few is not None else ([], [])
+                if few is not None:
+                    reps.marker, reps.customdata, reps.hovertemplate = few.marker, few.customdata, few.hovertemplate
             fixed = fmt_size(self.filter.value) if other == "msg_size" else plural(self.filter.value, "thread")
             label = METRICS[metric][0] if metric else "no metric"
             title = f"{label}, {self.mode.value} mode, at {fixed}"
