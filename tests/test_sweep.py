@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import stat
 import subprocess
@@ -506,3 +507,22 @@ def test_results_are_readable_by_others_and_relative_paths_work(tmp_path, native
     assert len(list((out / "runs").glob("*.json"))) == 2
     for path in [out / "results.csv", out / "meta.json", *(out / "runs").glob("*.json")]:
         assert stat.S_IMODE(path.stat().st_mode) & 0o044 == 0o044, f"{path} is not readable by others"
+
+
+@pytest.mark.root
+@pytest.mark.network
+@pytest.mark.slow
+def test_a_sweep_into_a_pipe_fits_80_columns_with_one_count_and_the_next_command(tmp_path, native_build):
+    """No terminal (stdout and stderr are pipes): plain progress lines, every line within 80 columns,
+    the same number of points on the grid line, the sweep line and the progress, and the commands
+    that come next as the last line."""
+    out = tmp_path / "out"
+    proc = run_copylab("sweep", str(_small_grid(tmp_path, "pipe")), "--out", str(out), timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines() + proc.stderr.splitlines()
+    assert all(len(line) <= 80 and "\r" not in line for line in lines), max(lines, key=len)
+    counts = {int(n) for n in re.findall(r"(?:grid pipe:|sweep pipe:) (\d+) points", proc.stderr)}
+    counts |= {int(n) for n in re.findall(r"\d+/(\d+) points, \d+ failed", proc.stderr)}
+    assert counts == {12}, proc.stderr
+    assert re.search(r"copylab sweep: 12/12 points, 0 failed, 00:00 left: ", proc.stderr), proc.stderr
+    assert proc.stdout.splitlines()[-1] == f"next: copylab report {out}   (explore: make lab RESULTS={out})"

@@ -29,6 +29,7 @@ from jupyter_server.services.contents.largefilemanager import AsyncLargeFileMana
 from tornado.web import HTTPError
 
 from .errors import CopylabError
+from .fsutil import shown
 from .paths import NATIVE_DIR, NOTEBOOKS_DIR
 
 WORK = "work"
@@ -144,8 +145,8 @@ def start(results_dir, port: int | None = None, open_browser: bool | None = None
     if open_browser is None:  # a browser only where one can show: a graphical session
         open_browser = bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
     argv, env, url = command(results_dir, port or free_port(), secrets.token_urlsafe(24), open_browser)
-    line = (f"copylab lab: open {url} : {_shown(work / 'analysis.ipynb')}, your copy of the analysis of "
-            f"{_shown(results_dir)} (the sweep's own files are read-only; Ctrl-C twice stops JupyterLab)")
+    line = (f"copylab lab: open {url} : {shown(work / 'analysis.ipynb')}, your copy of the analysis of "
+            f"{shown(results_dir)} (the sweep's own files are read-only; Ctrl-C twice stops JupyterLab)")
     return serve(argv, env, url, line, patience)
 
 
@@ -188,15 +189,6 @@ def answers(url: str) -> bool:
             return reply.status == 200
     except (urllib.error.URLError, OSError, ValueError):
         return False
-
-
-def _shown(path: Path) -> str:
-    """A path as the user typed it: relative to the working directory when it is under it."""
-    path = Path(path).resolve()
-    try:
-        return str(path.relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
 
 
 # ---------------------------------------------------------------------------------------------
