@@ -168,7 +168,7 @@ def serve(argv: list[str], env: dict, url: str, line: str, patience: float = ANS
                 print(line, flush=True)
                 break
             if not said_slow and time.monotonic() - started > patience:
-                print(f"copylab lab: JupyterLab has not answered within {patience:.0f} s (its messages are "
+                print(f"copylab lab: JupyterLab has not answered within {patience:g} s (its messages are "
                       f"above); still waiting, the line to open follows when it does", flush=True)
                 said_slow = True
             time.sleep(POLL_INTERVAL)
