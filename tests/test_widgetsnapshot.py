@@ -4,6 +4,8 @@ drawn offline, 0 outside requests) is tests/test_lab_browser.py."""
 
 from __future__ import annotations
 
+import re
+
 import nbformat
 
 from copylab import lab
@@ -46,7 +48,8 @@ def test_html_with_make_labs_settings_shows_the_figure_and_asks_no_cdn():
     html, _ = HTMLExporter(config=config).from_notebook_node(_notebook())
     assert "throughput mode, at 1 thread" in html and "Plotly.newPlot" in html
     assert "The explorer as it was last shown" in html
-    for cdn in ("unpkg.com", "cdn.jsdelivr.net", "cdnjs.cloudflare.com", "require.min.js", "MathJax.js",
-                WIDGET_STATE, WIDGET_VIEW):
-        assert cdn not in html, cdn
+    # no script or style from elsewhere (plotly.js, embedded, names URLs in code it never runs here)
+    assert not re.findall(r'<(?:script|link)[^>]+(?:src|href)="(?:https?:)?//', html)
+    for name in ("require.min.js", "MathJax.js", "embed-amd.js", WIDGET_STATE, WIDGET_VIEW):
+        assert name not in html, name
     assert '"width": 613' not in html  # the page's width, not the one the notebook was saved at
