@@ -319,6 +319,16 @@ def test_the_sweeps_records_cannot_be_overwritten_through_jupyter(lab_server, sw
     assert (sweep / "results.csv").read_bytes() == before and (sweep / "report.html").is_file()
 
 
+def test_export_as_html_in_the_lab_asks_no_cdn(lab_server):
+    """File > Save and Export As > HTML: the server's nbconvert takes make lab's settings (the offline
+    template), so the page loads no script or style from elsewhere."""
+    base, token = lab_server.url.split("/lab/")[0], lab_server.url.split("token=")[1]
+    with urllib.request.urlopen(f"{base}/nbconvert/html/{lab.WORK}/analysis.ipynb?download=false&token={token}",
+                                timeout=120) as reply:
+        html = reply.read().decode()
+    assert "<html" in html and not re.findall(r'<(?:script|link)[^>]+(?:src|href)="(?:https?:)?//', html)
+
+
 @pytest.mark.slow
 def test_executed_analysis_as_html_offline_shows_the_explorers_figure(quick_report, browser, tmp_path):
     """`jupyter nbconvert --to html` of the analysis notebook `copylab report` executed, with make lab's
