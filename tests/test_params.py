@@ -49,7 +49,7 @@ def test_points_encode_every_parameter_and_shuffle_is_reproducible():
     assert len(profiled) == 2 * 2
     assert ids == [p.point_id() for p in grid.points("netns")]  # same seed, same order
     assert ids != sorted(ids)
-    assert "a1_throughput_4096B_2thr_rmessage_rep1_d2s_w0.5s_netns_cccubic_ws4194304B" in ids
+    assert "a1_throughput_4096B_2thr_rmessage_rep1_d1s_w0.1s_netns_cccubic_ws4194304B" in ids
 
 
 SSH = {**GOOD, "topology": "ssh", "server_host": "root@h1", "client_host": "h2", "server_addr": "10.0.0.1",
