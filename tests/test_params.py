@@ -275,6 +275,9 @@ def test_a_points_defaults_are_pointspecs_in_the_grid_the_cli_and_the_notebook()
 @pytest.mark.parametrize("name", ["analysis", "build", "experiment"])
 def test_papermill_documents_every_notebook_parameter_with_its_type(name):
     """`papermill --help-notebook notebooks/NAME.ipynb`: a type and a line of help for every parameter."""
+    import ast
+
+    import nbformat
     import papermill
     from click.testing import CliRunner
     from papermill.cli import papermill as papermill_cli
@@ -283,7 +286,12 @@ def test_papermill_documents_every_notebook_parameter_with_its_type(name):
     shown = CliRunner().invoke(papermill_cli, ["--help-notebook", path])
     assert shown.exit_code == 0, shown.output
     params = papermill.inspect_notebook(path)
-    assert params and "Unknown type" not in shown.output
+    # every name the parameters cell assigns, as Python sees it (papermill skips a line it cannot read)
+    nb = nbformat.read(path, as_version=4)
+    (cell,) = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    assigned = [node.target.id for node in ast.parse(cell.source).body if isinstance(node, ast.AnnAssign)]
+    assert not [n for n in ast.parse(cell.source).body if isinstance(n, ast.Assign)], "a parameter without a type"
+    assert list(params) == assigned and "Unknown type" not in shown.output and "Unable to parse" not in shown.output
     for key, p in params.items():
         assert p["inferred_type_name"] not in ("None", "") and p["help"], (key, p)
         assert f"{key}: {p['inferred_type_name']} (default" in shown.output and p["help"] in shown.output

@@ -88,8 +88,8 @@ def test_the_last_lines_fit_and_name_the_next_command(tmp_path, monkeypatch):
     lines = describe(summary).splitlines()
     assert all(len(line) <= 80 for line in lines), lines
     assert lines[0] == "sweep finished: 36 points in 95 s (34 measured, 2 already done, 1 failed)"
-    assert lines[-2] == "results: output/quick/results.csv"
-    assert lines[-1] == "next: copylab report output/quick   (explore: make lab RESULTS=output/quick)"
+    assert lines[-3:] == ["results: output/quick/results.csv", "next: copylab report output/quick",
+                          "  or: make lab RESULTS=output/quick"]
     # `--report` (make report) goes on to the report, whose path is the last line
     assert describe(summary, next_step=False).splitlines()[-1] == "results: output/quick/results.csv"
     assert Path(tmp_path).is_dir()

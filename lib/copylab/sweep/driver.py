@@ -242,6 +242,6 @@ def describe(summary: SweepSummary, next_step: bool = True) -> str:
                           "of vCPU placement)")
     folder = shown(summary.out_dir)
     lines.append(f"results: {folder}/results.csv")
-    if next_step:
-        lines.append(f"next: copylab report {folder}   (explore: make lab RESULTS={folder})")
+    if next_step:  # one command a line: a long folder name still leaves each within reach of 80 columns
+        lines += [f"next: copylab report {folder}", f"  or: make lab RESULTS={folder}"]
     return "\n".join(lines)
