@@ -135,7 +135,8 @@ def test_explorer_updates_its_figure_in_place(full):
     df, meta = full
     ex = explorer.Explorer(df, meta)
     fig = ex.fig
-    assert len(fig.data) == 3 and fig.layout.xaxis.type == "log"
+    # a line per implementation, then a trace per implementation for its repetitions' dots
+    assert len(fig.data) == 6 and fig.layout.xaxis.type == "log"
     ex.x.value = "threads"
     assert ex.fig is fig and fig.layout.xaxis.type == "linear"
     assert [label for label, _ in ex.filter.options] == ["64 B", "1 KiB", "4 KiB", "16 KiB", "64 KiB"]
@@ -145,7 +146,7 @@ def test_explorer_updates_its_figure_in_place(full):
         box.value = impl == "a2"
     # the same traces throughout (a reloaded page restores them); only a2's is shown
     assert list(fig.data) == traces
-    assert [t.name for t in fig.data if t.visible] == [analysis.IMPL_LABELS["a2"]]
+    assert [t.name for t in fig.data[:3] if t.visible] == [analysis.IMPL_LABELS["a2"]]
     ex.metric.value = "llc_misses_per_byte"
     assert "LLC" in fig.layout.yaxis.title.text
     ex.impl_boxes["a2"].value = False
@@ -162,13 +163,13 @@ def test_explorer_keeps_the_state_a_reloaded_page_draws_current(full):
     ex = explorer.Explorer(df, meta)
     data, layout = _saved(ex.fig)
     # never touched: every trace with its points, the current title
-    assert len(data) == 3 and all(len(t["x"]) == len(synthetic.SIZES) for t in data)
+    assert len(data) == 6 and all(len(t["x"]) == len(synthetic.SIZES) for t in data[:3])
     assert layout["title"]["text"] == ex.fig.layout.title.text and "1 thread" in layout["title"]["text"]
     ex.x.value = "threads"
     ex.impl_boxes["a3"].value = False
     data, layout = _saved(ex.fig)
-    assert [list(t["x"]) for t in data if t["visible"]] == [list(synthetic.THREADS)] * 2
-    assert [t["visible"] for t in data] == [True, True, False]
+    assert [list(t["x"]) for t in data[:3] if t["visible"]] == [list(synthetic.THREADS)] * 2
+    assert [t["visible"] for t in data[:3]] == [True, True, False]
     assert layout["xaxis"]["title"]["text"] == "client threads (connections)"
     # the width the notebook reports is the figure's, and part of that state
     ex.width.width = 613
@@ -192,6 +193,41 @@ def test_explorer_axes_and_hovers_read_like_the_report(full):
     ex.x.value = "msg_size"
     ex.filter.value = 1
     assert ex.fig.layout.title.text.endswith("at 1 thread")
+
+
+def test_explorer_intervals_respect_the_scale(full):
+    """As the report's figures: below five repetitions the repetitions themselves as dots and no bar;
+    from five on the interval on the log scale, which never reaches below zero."""
+    df, meta = full
+    ex = explorer.Explorer(df, meta)  # three repetitions per point
+    lines, dots = ex.fig.data[:3], ex.fig.data[3:]
+    assert not any(t.error_y.visible for t in lines)
+    assert all(d.visible and len(d.x) == 3 * len(synthetic.SIZES) for d in dots)
+    # eight repetitions at one point of a1, one of them near zero: a symmetric t interval would go below
+    # zero there; the log-scale one does not
+    point = df[(df["impl"] == "a1") & (df["mode"] == "throughput") & (df["msg_size"] == 64) & (df["threads"] == 1)
+               & (df["receive"].fillna("message") == "message")]
+    extra = pd.concat([point] * 3, ignore_index=True).head(5).assign(rep=lambda f: range(3, 3 + len(f)))
+    extra.loc[extra.index[0], "throughput_gbps"] = 0.01
+    many = pd.concat([df, extra], ignore_index=True)
+    ex = explorer.Explorer(many, meta)
+    a1 = ex.fig.data[0]
+    assert a1.error_y.visible and a1.error_y.symmetric is False
+    assert a1.y[0] - a1.error_y.arrayminus[0] > 0
+    assert list(ex.fig.data[3].x).count(64) == 0  # no dots where the interval is drawn
+
+
+def test_explorer_disables_a_reference_program_without_data_in_the_mode(full):
+    df, meta = full
+    peer = df[(df["impl"] == "a1") & (df["mode"] == "throughput")].assign(impl="iperf3")
+    ex = explorer.Explorer(pd.concat([df, peer], ignore_index=True), meta)
+    box = ex.impl_boxes["iperf3"]
+    assert box.value and not box.disabled
+    ex.mode.value = "latency"
+    assert box.disabled and not box.value and "measures throughput only" in box.description
+    assert not any(t.visible for t, impl in zip(ex.fig.data, ex.impls_all) if impl == "iperf3")
+    ex.mode.value = "throughput"
+    assert box.value and not box.disabled and box.description == analysis.IMPL_LABELS["iperf3"]
 
 
 def test_explorer_offers_round_trips_only_in_latency_mode(full):

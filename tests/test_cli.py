@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from conftest import copylab_namespaces, run_copylab
+from conftest import ROOT, copylab_namespaces, run_copylab
 from faults import TINY_GRID, assert_one_line_error, folder_state
 
 # ------------------------------------------------------------------------------------------------
@@ -161,3 +161,15 @@ def test_run_with_a_cpu_the_host_lacks_is_refused_before_anything_starts(native_
     assert proc.returncode == 2
     assert_one_line_error(proc, "--pin-server")
     assert copylab_namespaces() == before
+
+
+def test_cli_version_names_the_version_and_the_git_revision():
+    import tomllib
+
+    from copylab.buildinfo import build_id
+    from copylab.hostmeta import git_revision
+
+    proc = run_copylab("--version", timeout=60)
+    assert proc.returncode == 0 and proc.stderr == ""
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert proc.stdout == f"copylab {version}, git revision {git_revision()}, native build {build_id()}\n"

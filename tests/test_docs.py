@@ -49,3 +49,17 @@ def test_every_test_the_catalogue_names_exists():
             named += 1
     assert not wrong, f"docs/reliability.md names tests that are not there: {wrong}"
     assert named > 50  # the catalogue is there and this check read it
+
+
+def test_the_measurements_page_is_what_its_records_give():
+    """docs/measurements.md is written by tools/measurements.py from docs/measurements/*.json (host, date,
+    command and values of each measurement): a record added or changed without re-running the tool, or
+    the page edited by hand, fails here."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("measurements", ROOT / "tools" / "measurements.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    records = tool.load()
+    assert len(records) >= 10 and all(r["host"] and r["date"] and r["command"] for r in records)
+    assert (ROOT / "docs" / "measurements.md").read_text() == tool.render(records)

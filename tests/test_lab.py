@@ -113,3 +113,66 @@ def test_the_sweeps_files_are_read_only_and_work_is_the_users(sweep):
     run(contents.save({"type": "notebook", "content": nbformat.v4.new_notebook()}, "Untitled.ipynb"))
     run(contents.save({"type": "notebook", "content": nbformat.v4.new_notebook()}, "Untitled.ipynb"))
     assert writable("Untitled.ipynb") is True
+
+
+# a stand-in for JupyterLab: listens after DELAY seconds (writing a mark first), answers /api/status
+# with 200 for LIFE seconds, then exits 0
+STAND_IN = """
+import http.server, pathlib, sys, threading, time
+delay, life, port, mark = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), pathlib.Path(sys.argv[4])
+time.sleep(delay)
+class Status(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200 if self.path.startswith("/api/status?token=t0ken") else 404)
+        self.end_headers()
+    def log_message(self, *args):
+        pass
+server = http.server.HTTPServer(("127.0.0.1", port), Status)
+mark.write_text("listening")
+threading.Timer(life, server.shutdown).start()
+server.serve_forever()
+"""
+
+
+def _serve_stand_in(tmp_path, monkeypatch, delay: float, patience: float, code: str = STAND_IN):
+    """lab.serve() on the stand-in; returns what it printed, each line with whether the stand-in was
+    listening at that moment."""
+    import sys
+
+    port = lab.free_port(19400)
+    mark = tmp_path / "mark"
+    printed = []
+    monkeypatch.setattr(lab, "print", lambda text, **kw: printed.append((text, mark.exists())), raising=False)
+    argv = [sys.executable, "-c", code, str(delay), "1.0", str(port), str(mark)]
+    url = f"http://localhost:{port}/lab/tree/work/analysis.ipynb?token=t0ken"
+    result = lab.serve(argv, dict(os.environ), url, "the line to open", patience=patience)
+    return result, printed
+
+
+@pytest.mark.slow
+def test_the_line_to_open_comes_once_the_server_answers(tmp_path, monkeypatch):
+    result, printed = _serve_stand_in(tmp_path, monkeypatch, delay=1.0, patience=30)
+    assert result == 0 and printed == [("the line to open", True)]
+
+
+@pytest.mark.slow
+def test_a_server_slower_than_the_patience_is_said_in_one_line_then_the_line_follows(tmp_path, monkeypatch):
+    result, printed = _serve_stand_in(tmp_path, monkeypatch, delay=1.5, patience=0.3)
+    assert result == 0 and len(printed) == 2
+    (slow, listening), (line, answered) = printed
+    assert not listening and "has not answered within 0.3 s" in slow and "\n" not in slow
+    assert line == "the line to open" and answered
+
+
+def test_a_server_that_exits_is_one_line_error_and_no_line_to_open(tmp_path, monkeypatch):
+    with pytest.raises(CopylabError, match=r"JupyterLab exited with status 3"):
+        _serve_stand_in(tmp_path, monkeypatch, delay=0, patience=30, code="import sys; sys.exit(3)")
+
+
+def test_jupyterlab_saves_widget_state_with_the_notebook(sweep):
+    """The explorer is drawn when the notebook is opened again (tests/test_lab_browser.py restarts the
+    server to see it): make lab's JupyterLab takes its settings' defaults from the package."""
+    argv, _, _ = lab.command(sweep, 8899, "t0ken", open_browser=False)
+    assert f"--LabApp.app_settings_dir={lab.LAB_SETTINGS}" in argv
+    overrides = json.loads((lab.LAB_SETTINGS / "overrides.json").read_text())
+    assert overrides["@jupyter-widgets/jupyterlab-manager:plugin"] == {"saveState": True}

@@ -49,7 +49,7 @@ def test_points_encode_every_parameter_and_shuffle_is_reproducible():
     assert len(profiled) == 2 * 2
     assert ids == [p.point_id() for p in grid.points("netns")]  # same seed, same order
     assert ids != sorted(ids)
-    assert "a1_throughput_4096B_2thr_rmessage_rep1_d2s_w0.5s_netns_cccubic_ws4194304B" in ids
+    assert "a1_throughput_4096B_2thr_rmessage_rep1_d1s_w0.1s_netns_cccubic_ws4194304B" in ids
 
 
 SSH = {**GOOD, "topology": "ssh", "server_host": "root@h1", "client_host": "h2", "server_addr": "10.0.0.1",
@@ -235,3 +235,63 @@ def test_params_module_refuses_a_file_larger_than_a_grid(tmp_path):
     path.write_text("name: x\n" + "# pad\n" * 300000)
     with pytest.raises(CopylabError, match="too large"):
         load_grid(path)
+
+
+# ------------------------------------------------------------------------------------------------
+# a point's defaults are written once, in PointSpec (issue 32); everything else takes them or agrees
+
+def test_a_points_defaults_are_pointspecs_in_the_grid_the_cli_and_the_notebook():
+    import ast
+    from dataclasses import fields
+
+    import papermill
+
+    from copylab.cli import build_parser
+    from copylab.experiment import SPEC_FIELDS, spec_from_params
+    from copylab.paths import NOTEBOOKS_DIR
+    from copylab.point import POINT_DEFAULTS, PointSpec
+
+    assert POINT_DEFAULTS == {f.name: f.default for f in fields(PointSpec) if f.name in POINT_DEFAULTS}
+    grid = parse_grid({"name": "g", "impls": ["a1"], "modes": ["throughput"], "msg_sizes": [64], "threads": [1],
+                       "profile": False})
+    (point,) = grid.points("netns")
+    shared = ("duration_s", "warmup_s", "receive", "congestion", "working_set", "steady_max_s", "rps", "verify")
+    assert {k: getattr(point, k) for k in shared} == {k: POINT_DEFAULTS[k] for k in shared}
+    run = build_parser().parse_args(["run", "--impl", "a1", "--mode", "throughput", "--msg-size", "64"])
+    assert (run.duration, run.warmup, run.steady_max, run.congestion, run.working_set, run.receive) == tuple(
+        POINT_DEFAULTS[k] for k in ("duration_s", "warmup_s", "steady_max_s", "congestion", "working_set", "receive"))
+    # the experiment notebook opened by hand measures PointSpec's point, and a parameter it leaves out
+    # takes PointSpec's default
+    notebook = papermill.inspect_notebook(str(NOTEBOOKS_DIR / "experiment.ipynb"))
+    defaults = {k: ast.literal_eval(notebook[k]["default"]) for k in SPEC_FIELDS if k in POINT_DEFAULTS}
+    assert defaults == {k: POINT_DEFAULTS[k] for k in defaults} and "duration_s" in defaults
+    assert spec_from_params({"impl": "a1", "mode": "throughput", "msg_size": 64, "threads": 1}, "netns") == \
+        PointSpec(impl="a1", mode="throughput", msg_size=64, threads=1)
+    # the study's grid measures with the default window (docs/methodology.md, "Noise")
+    default = load_grid(ROOT / "params" / "default.yaml")
+    assert (default.duration_s, default.warmup_s) == (POINT_DEFAULTS["duration_s"], POINT_DEFAULTS["warmup_s"])
+
+
+@pytest.mark.parametrize("name", ["analysis", "build", "experiment"])
+def test_papermill_documents_every_notebook_parameter_with_its_type(name):
+    """`papermill --help-notebook notebooks/NAME.ipynb`: a type and a line of help for every parameter."""
+    import ast
+
+    import nbformat
+    import papermill
+    from click.testing import CliRunner
+    from papermill.cli import papermill as papermill_cli
+
+    path = str(ROOT / "notebooks" / f"{name}.ipynb")
+    shown = CliRunner().invoke(papermill_cli, ["--help-notebook", path])
+    assert shown.exit_code == 0, shown.output
+    params = papermill.inspect_notebook(path)
+    # every name the parameters cell assigns, as Python sees it (papermill skips a line it cannot read)
+    nb = nbformat.read(path, as_version=4)
+    (cell,) = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    assigned = [node.target.id for node in ast.parse(cell.source).body if isinstance(node, ast.AnnAssign)]
+    assert not [n for n in ast.parse(cell.source).body if isinstance(n, ast.Assign)], "a parameter without a type"
+    assert list(params) == assigned and "Unknown type" not in shown.output and "Unable to parse" not in shown.output
+    for key, p in params.items():
+        assert p["inferred_type_name"] not in ("None", "") and p["help"], (key, p)
+        assert f"{key}: {p['inferred_type_name']} (default" in shown.output and p["help"] in shown.output

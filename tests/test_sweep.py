@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import stat
 import subprocess
@@ -509,3 +510,50 @@ def test_results_are_readable_by_others_and_relative_paths_work(tmp_path, native
     assert len(list((out / "runs").glob("*.json"))) == 2
     for path in [out / "results.csv", out / "meta.json", *(out / "runs").glob("*.json")]:
         assert stat.S_IMODE(path.stat().st_mode) & 0o044 == 0o044, f"{path} is not readable by others"
+
+
+@pytest.mark.root
+@pytest.mark.network
+@pytest.mark.slow
+def test_a_sweep_into_a_pipe_fits_80_columns_with_one_count_and_the_next_command(tmp_path, native_build):
+    """No terminal (stdout and stderr are pipes): plain progress lines, every line within 80 columns,
+    the same number of points on the grid line, the sweep line and the progress, and the commands
+    that come next as the last line."""
+    _small_grid(tmp_path, "pipe")
+    # where a user stands: the folders it names are relative to it (a long absolute path is as long as it is)
+    proc = subprocess.run([sys.executable, "-m", "copylab", "sweep", "pipe.yaml", "--out", "out"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines() + proc.stderr.splitlines()
+    assert all(len(line) <= 80 and "\r" not in line for line in lines), max(lines, key=len)
+    counts = {int(n) for n in re.findall(r"(?:grid pipe:|sweep pipe:) (\d+) points", proc.stderr)}
+    counts |= {int(n) for n in re.findall(r"\d+/(\d+) points, \d+ failed", proc.stderr)}
+    assert counts == {12}, proc.stderr
+    assert re.search(r"copylab sweep: 12/12 points, 0 failed, 00:00 left: ", proc.stderr), proc.stderr
+    assert proc.stdout.splitlines()[-2:] == ["next: copylab report out", "  or: make lab RESULTS=out"]
+
+
+@pytest.mark.slow
+def test_the_sweeps_kernel_talks_over_unix_sockets_in_a_private_folder(tmp_path):
+    """As make lab's kernels: ipc, not local TCP that any user could reach (and ipykernel's warning
+    about it stays out of kernel.log); the sockets' folder goes with the kernel."""
+    from copylab.sweep.kernel import WarmKernel, execute
+
+    kernel = WarmKernel(cwd=tmp_path, log_path=tmp_path / "kernel.log")
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1", metadata={"tags": ["parameters"]}),
+                                               nbformat.v4.new_code_cell("open('ran', 'w').write(str(x))")])
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(notebook, tmp_path / "in.ipynb")
+    try:
+        outcome = execute(tmp_path / "in.ipynb", tmp_path / "out.ipynb", {"x": 7}, kernel, timeout_s=60, cwd=tmp_path)
+        assert outcome.ok, outcome.error
+        assert (tmp_path / "ran").read_text() == "7"
+        folder = kernel.ipc_dir
+        connection = json.loads((folder / "kernel.json").read_text())
+        assert connection["transport"] == "ipc" and connection["ip"].startswith(str(folder))
+        assert stat.S_IMODE(folder.stat().st_mode) & 0o777 == 0o700  # (jupyter_client adds the sticky bit)
+        assert any(p.is_socket() for p in folder.iterdir())
+    finally:
+        kernel.stop()
+    assert not folder.exists()
+    assert "TCP without encryption" not in (tmp_path / "kernel.log").read_text()

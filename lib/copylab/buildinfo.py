@@ -43,3 +43,12 @@ def fingerprint() -> str:
 def build_id() -> str:
     """fingerprint(), taken the first time this process asks."""
     return fingerprint()
+
+
+def version_line() -> str:
+    """`copylab --version`: the package's version, the checkout's git revision and the native build."""
+    from . import __version__
+    from .hostmeta import git_revision
+
+    revision = git_revision() or "unknown (not a git checkout)"
+    return f"copylab {__version__}, git revision {revision}, native build {build_id()}"

@@ -24,9 +24,23 @@ class _OneLineParser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
+class _Version(argparse.Action):
+    """--version: asks git and the native sources only when given (every other command skips it)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from .buildinfo import version_line
+
+        print(version_line())
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _OneLineParser(prog="copylab", description="copylab: what moving bytes through a Linux TCP socket "
                             "costs, measured (see README.md)")
+    parser.add_argument("--version", action=_Version, help="the version, git revision and native build, and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_OneLineParser)
     sub.required = True
     for name in COMMANDS:

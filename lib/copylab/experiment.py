@@ -10,9 +10,9 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+from dataclasses import fields
 from pathlib import Path
 
-from . import contract
 from . import perf as perfmod
 from .errors import ErrorKind, MeasurementError
 from .fsutil import atomic_write_json, jsonable
@@ -27,17 +27,18 @@ SPEC_FIELDS = ("impl", "mode", "msg_size", "threads", "rep", "duration_s", "warm
 
 
 def spec_from_params(params: dict, topology: str) -> PointSpec:
-    """A validated PointSpec from a notebook's parameters (numbers may arrive as floats)."""
-    return PointSpec(impl=params["impl"], mode=params["mode"], msg_size=int(params["msg_size"]),
-                     threads=int(params["threads"]), rep=int(params.get("rep", 0)),
-                     duration_s=float(params.get("duration_s", 2.0)), warmup_s=float(params.get("warmup_s", 0.5)),
-                     topology=topology, pin_server=params.get("pin_server"),
-                     pin_client=params.get("pin_client"), verify=bool(params.get("verify", False)),
-                     receive=params.get("receive", "message"), profile=bool(params.get("profile", False)),
-                     congestion=params.get("congestion", contract.CONGESTION_DEFAULT),
-                     working_set=int(params.get("working_set", contract.WORKING_SET_DEFAULT)),
-                     steady_max_s=float(params.get("steady_max_s", 0.0)),
-                     rps=bool(params.get("rps", False))).validate()
+    """A validated PointSpec from a notebook's parameters (numbers may arrive as floats); a parameter
+    the notebook does not set keeps PointSpec's default."""
+    return PointSpec(topology=topology, **{f.name: _CASTS.get(f.type, _same)(params[f.name])
+                                           for f in fields(PointSpec) if f.name in SPEC_FIELDS and f.name in params}
+                     ).validate()
+
+
+_CASTS = {"int": int, "float": float, "bool": bool}  # PointSpec's field types (annotations as text)
+
+
+def _same(value):
+    return value
 
 
 def spec_params(spec: PointSpec) -> dict:

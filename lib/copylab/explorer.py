@@ -28,8 +28,10 @@ import traitlets
 from .analysis import METRICS, ROUND_TRIP_METRICS, aggregate, measured
 from .analysis.stats import primary_receive
 from .figures import IMPL_COLORS
-from .figures.style import PEER_DASH, _compact_size, _size_ticks, hover_data, hover_template, threads_ticks
+from .figures.style import (PEER_DASH, _compact_size, _size_ticks, hover_data, hover_template, interval_bars,
+                            rep_dots, threads_ticks)
 from .fmt import IMPL_LABELS, fmt_size, plural, system_summary
+from .registry import peer_modes
 
 HEIGHT = 460  # px; the width follows the notebook's output area
 MIN_WIDTH = 320
@@ -78,6 +80,62 @@ def _toggles(description: str, options, value) -> widgets.ToggleButtons:
                                  layout=widgets.Layout(width="auto", margin="2px 16px 2px 0"))
 
 
+def _figure(impls: list[str]) -> go.FigureWidget:
+    """The explorer's figure, every trace it will ever have: per implementation, a line of means
+    (interval bars from MIN_REPS_FOR_INTERVAL repetitions on) and, after all the lines, the dots of
+    its repetitions where there are fewer (as the report draws them)."""
+    return go.FigureWidget(
+        data=[go.Scatter(x=[], y=[], name=IMPL_LABELS.get(impl, impl), mode="lines+markers",
+                         legendgroup=impl, line=dict(color=IMPL_COLORS.get(impl), dash=PEER_DASH.get(impl, "solid")),
+                         error_y=dict(type="data", array=[]))
+              for impl in impls]
+        + [go.Scatter(x=[], y=[], mode="markers", legendgroup=impl, showlegend=False,
+                      name=f"{IMPL_LABELS.get(impl, impl)}: repetitions")
+           for impl in impls],
+        layout=dict(height=HEIGHT, autosize=True, template="plotly_white",
+                    margin=dict(t=72, l=70, r=16, b=8), font=dict(size=13),
+                    # the title just above the plot, below the band where the modebar appears
+                    title=dict(text="", x=0, xref="paper", xanchor="left", y=1, yref="paper",
+                               yanchor="bottom", pad=dict(b=12), font=dict(size=15)),
+                    # the legend under the x axis' title (plotly makes room for it): it never
+                    # meets the modebar or a long title
+                    legend=dict(orientation="h", y=-0.2, yanchor="top", x=0),
+                    hoverlabel=dict(align="left")))
+
+
+def _draw(line, dots, g: pd.DataFrame, rows: pd.DataFrame, impl: str, x: str, metric: str) -> None:
+    """One implementation's traces: its means `g` (aggregate's frame) with the report's bars (the
+    interval on the log scale, from five repetitions on, never below zero), and the dots of the
+    repetitions `rows` where there are fewer."""
+    shown = len(g) > 0
+    line.visible = shown
+    line.x = g[x].tolist() if shown else []
+    line.y = g[metric].tolist() if shown else []
+    bars = interval_bars(g, metric) if shown else dict(visible=False)
+    line.error_y = {k: (v.tolist() if isinstance(v, pd.Series) else v) for k, v in bars.items()}
+    line.customdata = hover_data(g, impl, metric) if shown else []
+    line.hovertemplate = hover_template(metric) if metric else None
+    few = rep_dots(rows[rows[metric].notna()], g, impl, x, metric) if shown else None
+    dots.visible = few is not None
+    dots.x, dots.y = (list(few.x), list(few.y)) if few is not None else ([], [])
+    if few is not None:
+        dots.marker, dots.customdata, dots.hovertemplate = few.marker, few.customdata, few.hovertemplate
+
+
+def _x_axis(fig: go.FigureWidget, xs: pd.Series, x: str) -> None:
+    """Ticks at every measured size (compact labels) or thread count, and the axis' title."""
+    if x == "msg_size":
+        sizes = sorted(set(int(v) for v in xs))
+        ticks = _size_ticks(sizes, compact=True)
+        ticks.pop("tickfont", None)  # the report's narrow panels need it smaller; this one is wide
+        fig.layout.xaxis.update(**ticks)
+        fig.layout.xaxis.title.text = "message size (bytes, log scale; 1K = 1024)" if any(
+            _compact_size(s) != str(s) for s in sizes) else "message size (bytes, log scale)"
+    else:
+        fig.layout.xaxis.update(**threads_ticks(xs))
+        fig.layout.xaxis.title.text = "client threads (connections)"
+
+
 class Explorer:
     """Holds the widgets and one go.FigureWidget; `update()` changes its traces' data in place."""
 
@@ -97,29 +155,18 @@ class Explorer:
         self.filter = widgets.Dropdown(description="at", style={"description_width": "initial"},
                                        layout=widgets.Layout(width="auto", margin="2px 16px 2px 0"))
         self.impls_all = sorted(df["impl"].unique())
-        # one checkbox per implementation: every one visible, its full name, no ctrl-click needed
+        # one checkbox per implementation: every one visible, its full name, no ctrl-click needed; one
+        # with nothing in the chosen mode is disabled and says why (_refresh_impls)
         self.impl_boxes = {impl: widgets.Checkbox(value=True, description=IMPL_LABELS.get(impl, impl),
                                                   indent=False, layout=widgets.Layout(width="auto",
                                                                                       margin="0 16px 0 0"))
                            for impl in self.impls_all}
         self.host = widgets.HTML(f"<small>measured on {system_summary(meta)}</small>")
-        self.fig = go.FigureWidget(
-            data=[go.Scatter(x=[], y=[], name=IMPL_LABELS.get(impl, impl), mode="lines+markers",
-                             line=dict(color=IMPL_COLORS.get(impl), dash=PEER_DASH.get(impl, "solid")),
-                             error_y=dict(type="data", array=[]))
-                  for impl in self.impls_all],
-            layout=dict(height=HEIGHT, autosize=True, template="plotly_white",
-                        margin=dict(t=72, l=70, r=16, b=8), font=dict(size=13),
-                        # the title just above the plot, below the band where the modebar appears
-                        title=dict(text="", x=0, xref="paper", xanchor="left", y=1, yref="paper",
-                                   yanchor="bottom", pad=dict(b=12), font=dict(size=15)),
-                        # the legend under the x axis' title (plotly makes room for it): it never
-                        # meets the modebar or a long title
-                        legend=dict(orientation="h", y=-0.2, yanchor="top", x=0),
-                        hoverlabel=dict(align="left")))
+        self.fig = _figure(self.impls_all)
         self.width = OutputWidth()
         self.width.observe(self._fit, names="width")
         self._busy = False
+        self._refresh_impls()
         self._refresh_metric()
         self._refresh_filter()
         for w in (self.metric, self.mode, self.x, self.filter, self.receive, *self.impl_boxes.values()):
@@ -144,6 +191,21 @@ class Explorer:
             self.metric.value = current if current in options else (
                 "throughput_gbps" if "throughput_gbps" in options else options[0])
 
+    def _refresh_impls(self) -> None:
+        """An implementation with no rows in the chosen mode (a reference program measures one mode
+        only) is disabled, unticked, and says why; back in a mode it has, it is ticked again."""
+        present = set(self.df.loc[self.df["mode"] == self.mode.value, "impl"])
+        for impl, box in self.impl_boxes.items():
+            label = IMPL_LABELS.get(impl, impl)
+            if impl in present:
+                if box.disabled:
+                    box.disabled, box.value, box.description, box.tooltip = False, True, label, None
+                continue
+            # a reference program measures one mode; anything else simply has no runs in this one
+            why = f"measures {peer_modes()[impl]} only" if impl in peer_modes() else f"no {self.mode.value} runs"
+            box.value, box.disabled = False, True
+            box.description = box.tooltip = f"{label}: {why}"
+
     def _refresh_filter(self) -> None:
         other = self._other()
         values = sorted(self.df.loc[self.df["mode"] == self.mode.value, other].unique())
@@ -159,6 +221,7 @@ class Explorer:
         try:
             if change["owner"] is self.mode:
                 self._refresh_metric()
+                self._refresh_impls()
             if change["owner"] in (self.x, self.mode):
                 self._refresh_filter()
         finally:
@@ -187,34 +250,18 @@ class Explorer:
         agg = aggregate(data, metric, by=("impl", x)) if len(data) and metric else pd.DataFrame()
         if len(agg):
             agg[other] = self.filter.value  # the fixed one, for the hovers
+        lines, dots = self.fig.data[:len(self.impls_all)], self.fig.data[len(self.impls_all):]
         with self.fig.batch_update():
-            for trace, impl in zip(self.fig.data, self.impls_all):
-                g = agg[agg["impl"] == impl].sort_values(x) if len(agg) else pd.DataFrame()
-                shown = len(g) > 0
-                trace.visible = shown
-                trace.x = g[x].tolist() if shown else []
-                trace.y = g[metric].tolist() if shown else []
-                ci = g[f"{metric}_ci"] if shown else pd.Series(dtype=float)
-                trace.error_y = dict(type="data", array=ci.fillna(0).tolist(), visible=bool(ci.notna().any()))
-                trace.customdata = hover_data(g, impl, metric) if shown else []
-                trace.hovertemplate = hover_template(metric) if metric else None
+            for line, reps, impl in zip(lines, dots, self.impls_all):
+                _draw(line, reps, agg[agg["impl"] == impl].sort_values(x) if len(agg) else pd.DataFrame(),
+                      data, impl, x, metric)
             fixed = fmt_size(self.filter.value) if other == "msg_size" else plural(self.filter.value, "thread")
             label = METRICS[metric][0] if metric else "no metric"
             title = f"{label}, {self.mode.value} mode, at {fixed}"
             self.fig.layout.title.text = title + (": no data for this selection" if len(data) == 0 else "")
             self.fig.layout.yaxis.title.text = label
             self.fig.layout.yaxis.rangemode = "tozero"
-            xs = self.df.loc[self.df["mode"] == self.mode.value, x]
-            if x == "msg_size":
-                sizes = sorted(set(int(v) for v in xs))
-                ticks = _size_ticks(sizes, compact=True)
-                ticks.pop("tickfont", None)  # the report's narrow panels need it smaller; this one is wide
-                self.fig.layout.xaxis.update(**ticks)
-                self.fig.layout.xaxis.title.text = "message size (bytes, log scale; 1K = 1024)" if any(
-                    _compact_size(s) != str(s) for s in sizes) else "message size (bytes, log scale)"
-            else:
-                self.fig.layout.xaxis.update(**threads_ticks(xs))
-                self.fig.layout.xaxis.title.text = "client threads (connections)"
+            _x_axis(self.fig, self.df.loc[self.df["mode"] == self.mode.value, x], x)
         self._sync_state()
 
     def widget(self) -> widgets.Widget:

@@ -174,3 +174,12 @@ def socket_safe_dir(scratch: Path):
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
+
+
+def shown(path: str | Path) -> str:
+    """A path as the user would type it: relative to the working directory when it is under it."""
+    path = Path(path).resolve()
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)

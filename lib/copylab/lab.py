@@ -16,26 +16,40 @@ from __future__ import annotations
 
 import os
 import secrets
+import signal
 import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from jupyter_server.services.contents.largefilemanager import AsyncLargeFileManager
 from tornado.web import HTTPError
 
 from .errors import CopylabError
+from .fsutil import shown
 from .paths import NATIVE_DIR, NOTEBOOKS_DIR
 
 WORK = "work"
 TEMPLATES = ("analysis.ipynb", "experiment.ipynb", "build.ipynb")
 FIRST_PORT = 8888
 JUPYTER_CONFIG = Path(__file__).parent / "jupyter_config"
+LAB_SETTINGS = JUPYTER_CONFIG / "lab_settings"
 # what a sweep and its report write at the top of the folder (docs/contracts.md, "Sweep folder"), and
 # the folders of per-point records
 SWEEP_FILES = {"results.csv", "profiles.csv", "meta.json", "answers.json", "perf_plan.json", "sweep.log",
                "kernel.log", "build.ipynb", "analysis.ipynb", "analysis.failed.ipynb", "report.html",
                "report.pdf", "report.latex.log"}
 SWEEP_FOLDERS = {"runs", "profiles"}
+# How long `copylab lab` waits for the server's first answer before saying it is slow. Not a limit:
+# it keeps waiting, and prints the line to open when the server answers. JupyterLab answered 11 s
+# after it was started on the 2-vCPU VM this was built on, most of it importing its extensions; five
+# times that leaves room for a slower disk or a busier machine before the user is told anything.
+ANSWER_PATIENCE = 60.0
+POLL_INTERVAL = 0.25  # s between two requests: the line comes at most this late
+POLL_TIMEOUT = 5.0  # s one request may take (a server that accepted the connection but is busy starting)
 
 
 def prepare(results_dir) -> Path:
@@ -80,7 +94,7 @@ def _working_copy(template: Path, dest: Path, parameters: dict) -> None:
 
 def free_port(first: int = FIRST_PORT, tries: int = 50) -> int:
     """The first port from `first` on that nobody listens on (JupyterLab's own habit, made explicit
-    so the URL printed before the server starts is the one it serves)."""
+    so the URL printed is the one it serves)."""
     for port in range(first, first + tries):
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
             try:
@@ -108,7 +122,10 @@ def command(results_dir, port: int, token: str, open_browser: bool) -> tuple[lis
             # quiet: the one line start() prints is what to open; warnings and errors still show
             "--ServerApp.log_level=WARN", "--LabApp.log_level=WARN",
             # the kernel over a Unix socket in Jupyter's runtime folder rather than local TCP
-            "--KernelManager.transport=ipc"]
+            "--KernelManager.transport=ipc",
+            # JupyterLab's settings defaults from the package (overrides.json): widget state saved
+            # with the notebook, so the explorer is drawn when the notebook is opened again
+            f"--LabApp.app_settings_dir={LAB_SETTINGS}"]
     if os.geteuid() == 0:  # root is who runs the sweeps; Jupyter refuses it unless told
         argv.append("--allow-root")
     # the token in the environment, not on the command line where `ps` shows it to everyone; and
@@ -119,26 +136,59 @@ def command(results_dir, port: int, token: str, open_browser: bool) -> tuple[lis
     return argv, env, f"http://localhost:{port}{quote(page)}?token={token}"
 
 
-def start(results_dir, port: int | None = None, open_browser: bool | None = None) -> None:
-    """Prepare the working copies, print the one line saying what to open, and become JupyterLab."""
+def start(results_dir, port: int | None = None, open_browser: bool | None = None,
+          patience: float = ANSWER_PATIENCE) -> int:
+    """Prepare the working copies, start JupyterLab, print the one line saying what to open once the
+    server answers, and wait for it to end (its exit status is returned)."""
     results_dir = Path(results_dir)
     work = prepare(results_dir)
     if open_browser is None:  # a browser only where one can show: a graphical session
         open_browser = bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
     argv, env, url = command(results_dir, port or free_port(), secrets.token_urlsafe(24), open_browser)
-    print(f"copylab lab: open {url} : {_shown(work / 'analysis.ipynb')}, your copy of the analysis of "
-          f"{_shown(results_dir)} (the sweep's own files are read-only; Ctrl-C twice stops JupyterLab)",
-          flush=True)
-    os.execvpe(argv[0], argv, env)
+    line = (f"copylab lab: open {url} : {shown(work / 'analysis.ipynb')}, your copy of the analysis of "
+            f"{shown(results_dir)} (the sweep's own files are read-only; Ctrl-C twice stops JupyterLab)")
+    return serve(argv, env, url, line, patience)
 
 
-def _shown(path: Path) -> str:
-    """A path as the user typed it: relative to the working directory when it is under it."""
-    path = Path(path).resolve()
+def serve(argv: list[str], env: dict, url: str, line: str, patience: float = ANSWER_PATIENCE) -> int:
+    """Run the server `argv`; print `line` once `url` answers; say so in one line if it has not
+    answered after `patience` seconds (and keep waiting: a slow machine still gets its line).
+
+    Ctrl-C in the terminal reaches JupyterLab itself (the same process group), which asks before it
+    stops; SIGTERM and SIGHUP sent to copylab are passed on to it."""
+    proc = subprocess.Popen(argv, env=env)
+    passed_on = {sig: signal.signal(sig, lambda signum, frame: proc.send_signal(signum))
+                  for sig in (signal.SIGTERM, signal.SIGHUP)}
+    previous_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        return str(path.relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
+        status = url.split("/lab/")[0] + "/api/status?" + urlsplit(url).query
+        started, said_slow = time.monotonic(), False
+        while proc.poll() is None:
+            if answers(status):
+                print(line, flush=True)
+                break
+            if not said_slow and time.monotonic() - started > patience:
+                print(f"copylab lab: JupyterLab has not answered within {patience:g} s (its messages are "
+                      f"above); still waiting, the line to open follows when it does", flush=True)
+                said_slow = True
+            time.sleep(POLL_INTERVAL)
+        code = proc.wait()
+    finally:
+        signal.signal(signal.SIGINT, previous_int)
+        for sig, handler in passed_on.items():
+            signal.signal(sig, handler)
+    if code not in (0, -signal.SIGINT, -signal.SIGTERM, -signal.SIGHUP):
+        raise CopylabError(f"JupyterLab exited with status {code} (its messages are above)")
+    return 0
+
+
+def answers(url: str) -> bool:
+    """Whether the server at `url` answers with 200 now."""
+    try:
+        with urllib.request.urlopen(url, timeout=POLL_TIMEOUT) as reply:
+            return reply.status == 200
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
 
 
 # ---------------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from . import contract, userfiles, yamlsafe
 from .errors import CopylabError
 from .hosts import SshSettings, is_destination
 from .paths import PROJECT_ROOT
-from .point import PointSpec
+from .point import POINT_DEFAULTS, PointSpec
 
 _NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 
@@ -73,23 +73,23 @@ class GridSchema(BaseModel):
     modes: Annotated[list[Literal[contract.MODES]], Field(min_length=1)]  # type: ignore[valid-type]
     msg_sizes: Annotated[list[MsgSize], Field(min_length=1)]
     threads: Annotated[list[Threads], Field(min_length=1)]
-    receive: Annotated[list[Literal[contract.RECEIVE_STRATEGIES]], Field(min_length=1)] = ["message"]  # type: ignore[valid-type]
-    congestion: Annotated[list[str], Field(min_length=1)] = [contract.CONGESTION_DEFAULT]
+    receive: Annotated[list[Literal[contract.RECEIVE_STRATEGIES]], Field(min_length=1)] = [POINT_DEFAULTS["receive"]]  # type: ignore[valid-type]
+    congestion: Annotated[list[str], Field(min_length=1)] = [POINT_DEFAULTS["congestion"]]
     working_set: Annotated[int, Field(ge=contract.WORKING_SET_RANGE[0], le=contract.WORKING_SET_RANGE[1])] = \
-        contract.WORKING_SET_DEFAULT
-    steady_max_s: _seconds(contract.STEADY_MAX_RANGE) = 0.0
-    rps: bool = False
+        POINT_DEFAULTS["working_set"]
+    steady_max_s: _seconds(contract.STEADY_MAX_RANGE) = POINT_DEFAULTS["steady_max_s"]
+    rps: bool = POINT_DEFAULTS["rps"]
     placement: bool = True  # runs taken while the two pinned CPUs are near (placement.py)
     equivalence_margin: Annotated[float, Field(gt=0.0, le=1.0, allow_inf_nan=False)] = 0.10
     budget_min: Optional[Annotated[float, Field(ge=0.0, le=24 * 60, allow_inf_nan=False)]] = None
     profile: Union[bool, ProfileSelection] = ProfileSelection(**DEFAULT_PROFILE)
     peers: Optional[PeerSelection] = None
     repetitions: Annotated[int, Field(ge=contract.REPETITIONS_RANGE[0], le=contract.REPETITIONS_RANGE[1])] = 1
-    duration_s: _seconds(contract.DURATION_RANGE) = 2.0
+    duration_s: _seconds(contract.DURATION_RANGE) = POINT_DEFAULTS["duration_s"]
     # latency points measure round trips, whose median settles with far fewer seconds than a
     # throughput's mean does: their own window (default: duration_s)
     latency_duration_s: Optional[_seconds(contract.DURATION_RANGE)] = None
-    warmup_s: _seconds(contract.WARMUP_RANGE) = 0.5
+    warmup_s: _seconds(contract.WARMUP_RANGE) = POINT_DEFAULTS["warmup_s"]
     topology: Literal["auto", *contract.TOPOLOGIES] = "auto"  # type: ignore[valid-type]
     pin_server: Optional[str] = None
     pin_client: Optional[str] = None
@@ -225,20 +225,20 @@ class Grid:
     modes: tuple[str, ...]
     msg_sizes: tuple[int, ...]
     threads: tuple[int, ...]
-    receive: tuple[str, ...] = ("message",)
-    congestion: tuple[str, ...] = (contract.CONGESTION_DEFAULT,)
-    working_set: int = contract.WORKING_SET_DEFAULT
-    steady_max_s: float = 0.0
-    rps: bool = False
+    receive: tuple[str, ...] = (POINT_DEFAULTS["receive"],)
+    congestion: tuple[str, ...] = (POINT_DEFAULTS["congestion"],)
+    working_set: int = POINT_DEFAULTS["working_set"]
+    steady_max_s: float = POINT_DEFAULTS["steady_max_s"]
+    rps: bool = POINT_DEFAULTS["rps"]
     placement: bool = True
     equivalence_margin: float = 0.10
     budget_min: float | None = None
     profile: object = True  # True (every point), False, or a ProfileSelection
     peers: object = None    # a PeerSelection, or None
     repetitions: int = 1
-    duration_s: float = 2.0
+    duration_s: float = POINT_DEFAULTS["duration_s"]
     latency_duration_s: float | None = None
-    warmup_s: float = 0.5
+    warmup_s: float = POINT_DEFAULTS["warmup_s"]
     topology: str = "auto"
     pin_server: str | None = None
     pin_client: str | None = None

@@ -14,7 +14,7 @@ import os
 import shutil
 import signal
 import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import MISSING, asdict, dataclass, fields
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -27,7 +27,7 @@ from .runners import runner_for
 from .topology import Topology, pid_alive
 
 WORKDIR_PREFIX = "copylab-point-"
-__all__ = ["PointSpec", "run_point", "empty_row", "kill_registered", "remove_stale_workdirs", "WORKDIR_PREFIX"]
+__all__ = ["PointSpec", "POINT_DEFAULTS", "run_point", "empty_row", "kill_registered", "remove_stale_workdirs", "WORKDIR_PREFIX"]
 
 
 @dataclass(frozen=True)
@@ -39,8 +39,10 @@ class PointSpec:
     msg_size: int
     threads: int
     rep: int = 0
-    duration_s: float = 2.0
-    warmup_s: float = 0.5
+    # the measured window and the warm-up before it: the study's default (docs/methodology.md, "Noise");
+    # the grids, `copylab run` and the experiment notebook take these (POINT_DEFAULTS)
+    duration_s: float = 1.0
+    warmup_s: float = 0.1
     topology: str = "netns"
     pin_server: str | None = None  # CPU list for taskset, e.g. "0"
     pin_client: str | None = None
@@ -99,6 +101,11 @@ class PointSpec:
             parts.append("san")
         return "_".join(parts)
 
+
+
+# every default of a point, written once (in PointSpec above): the grid (params.py), `copylab run`, the
+# experiment notebook's parameters and spec_from_params take them from here
+POINT_DEFAULTS = {f.name: f.default for f in fields(PointSpec) if f.default is not MISSING}
 
 def run_point(spec: PointSpec, plan: "perfmod.PerfPlan", topo: Topology, workdir: Path | None = None,
               profile_dir: Path | None = None) -> tuple[dict, dict]:

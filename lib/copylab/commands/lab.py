@@ -24,5 +24,4 @@ def run(args: argparse.Namespace) -> int:
     from ..analysis import resolve_results_dir
     from ..lab import start
 
-    start(resolve_results_dir(args.results_dir), port=args.port, open_browser=args.open_browser)
-    return 0  # not reached: start() becomes JupyterLab
+    return start(resolve_results_dir(args.results_dir), port=args.port, open_browser=args.open_browser)

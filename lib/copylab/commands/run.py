@@ -13,12 +13,12 @@ from ..errors import CopylabError
 from ..experiment import probe_topology, show, summary_line
 from ..hosts import SshSettings
 from ..fsutil import jsonable
-from ..contract import (ALL_IMPLS, COLUMNS, CONGESTION_DEFAULT, MODES, RECEIVE_STRATEGIES, WORKING_SET_DEFAULT,
+from ..contract import (ALL_IMPLS, COLUMNS, MODES, RECEIVE_STRATEGIES,
                         check_cpus_available)
 from ..params import parse_grid
 from ..paths import OUTPUT_DIR
 from ..placement import MIN_PROBES, CpuDistance, placed, probe_cpus
-from ..point import PointSpec, run_point
+from ..point import POINT_DEFAULTS, PointSpec, run_point
 from ..runners import runner_for
 from ..topology import check_congestion_usable, choose_topology, open_topology
 
@@ -30,15 +30,17 @@ def register(subparsers) -> None:
     p.add_argument("--mode", required=True, choices=MODES)
     p.add_argument("--msg-size", required=True, type=int, metavar="BYTES")
     p.add_argument("--threads", type=int, default=1, metavar="N")
-    p.add_argument("--duration", type=float, default=2.0, metavar="S", help="measured seconds (default 2)")
-    p.add_argument("--warmup", type=float, default=0.5, metavar="S", help="seconds discarded first (default 0.5)")
-    p.add_argument("--steady-max", type=float, default=0.0, metavar="S",
+    p.add_argument("--duration", type=float, default=POINT_DEFAULTS["duration_s"], metavar="S",
+                   help=f"measured seconds (default {POINT_DEFAULTS['duration_s']:g})")
+    p.add_argument("--warmup", type=float, default=POINT_DEFAULTS["warmup_s"], metavar="S",
+                   help=f"seconds discarded first (default {POINT_DEFAULTS['warmup_s']:g})")
+    p.add_argument("--steady-max", type=float, default=POINT_DEFAULTS["steady_max_s"], metavar="S",
                    help="after --warmup, wait until the rates are steady, at most S seconds more (default 0: fixed)")
-    p.add_argument("--congestion", default=CONGESTION_DEFAULT, metavar="NAME",
-                   help=f"TCP congestion control of every connection (default {CONGESTION_DEFAULT}; "
+    p.add_argument("--congestion", default=POINT_DEFAULTS["congestion"], metavar="NAME",
+                   help=f"TCP congestion control of every connection (default {POINT_DEFAULTS['congestion']}; "
                         "'host': the host's own)")
-    p.add_argument("--working-set", type=int, default=WORKING_SET_DEFAULT, metavar="BYTES",
-                   help=f"bytes of distinct messages each sender connection cycles through (default {WORKING_SET_DEFAULT})")
+    p.add_argument("--working-set", type=int, default=POINT_DEFAULTS["working_set"], metavar="BYTES",
+                   help=f"bytes of distinct messages each sender connection cycles through (default {POINT_DEFAULTS['working_set']})")
     p.add_argument("--topology", choices=("auto", "netns", "loopback", "ssh"), default="auto",
                    help="auto: netns when root, else loopback with a warning; ssh: two machines "
                         "(--server-host, --client-host, --server-addr, --client-addr)")
@@ -55,7 +57,7 @@ def register(subparsers) -> None:
     p.add_argument("--rps", action="store_true",
                    help="netns, pinned: each side's receive softirq work on its own CPUs (RPS on its veth)")
     p.add_argument("--verify", action="store_true", help="check every received byte (costs receiver CPU)")
-    p.add_argument("--receive", choices=RECEIVE_STRATEGIES, default="message",
+    p.add_argument("--receive", choices=RECEIVE_STRATEGIES, default=POINT_DEFAULTS["receive"],
                    help="message: each recv asks for one message's bytes (default); bulk: large reads; "
                         "zerocopy: TCP_ZEROCOPY_RECEIVE maps whole pages; discard: MSG_TRUNC, nothing verified")
     p.add_argument("--profile", action="store_true",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import textwrap
 
 
 def register(subparsers) -> None:
@@ -27,15 +28,21 @@ def sweep_command(args) -> int:
     from ..params import load_grid
 
     load_grid(args.params)  # a bad grid is refused before pandas & papermill are even imported
+    from tqdm import tqdm
+
     from ..sweep import describe, run_sweep
+    from ..sweep.progress import PLAIN_WIDTH, terminal_columns
 
     def say(text: str) -> None:
-        print(f"copylab sweep: {text}", file=sys.stderr)
+        # wrapped to the terminal (80 columns without one); through tqdm, which lifts its bar out of the way
+        width = terminal_columns(sys.stderr) or PLAIN_WIDTH
+        tqdm.write(textwrap.fill(f"copylab sweep: {text}", width=width, subsequent_indent="  ",
+                                 break_long_words=False, break_on_hyphens=False), file=sys.stderr)
 
     summary = run_sweep(args.params, out_dir=args.out, force=args.force, restart=args.restart,
                         allow_large=args.allow_large, progress=not args.no_progress, say=say,
                         mixed_builds=args.mixed_builds)
-    print(describe(summary))
+    print(describe(summary, next_step=not args.report))
     if not args.report:
         # the exit status tells how many points failed (0: all measured)
         return min(summary.failed, 100)

@@ -31,7 +31,7 @@ from .. import hostmeta, limits, signals, userfiles
 from ..contract import check_cpus_available
 from ..errors import CopylabError
 from ..fmt import fmt_num
-from ..fsutil import atomic_write_json, describe_os_error
+from ..fsutil import atomic_write_json, describe_os_error, shown
 from ..params import Grid, load_grid
 from ..paths import NOTEBOOKS_DIR, OUTPUT_DIR
 from ..perf import PerfPlan
@@ -47,6 +47,7 @@ from .kernel import WarmKernel
 from .meta import SweepMeta
 from .placing import SweepPlacement
 from .prepare import build_here, plan_queue, probe, recorded_specs
+from .progress import Progress
 from .records import failed_row, load_rows, now, record_path, write_results
 
 
@@ -178,11 +179,9 @@ class Sweep:
     # -- measuring --------------------------------------------------------------------------------
 
     def _start_bar(self) -> None:
-        from tqdm.auto import tqdm
-
-        self.bar = tqdm(total=len(self.specs), initial=self.skipped, unit="point", disable=not self.progress,
-                        file=sys.stderr, dynamic_ncols=True,
-                        bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} points [{elapsed}<{remaining}]{postfix}")
+        # the same count as the sweep's first line: every point, the finished ones included
+        self.bar = Progress(total=len(self.specs), done=self.skipped, enabled=self.progress, stream=sys.stderr,
+                            say=self.say)
 
     def log(self, text: str) -> None:
         with open(self.out / "sweep.log", "a") as log:
@@ -260,8 +259,7 @@ class Sweep:
         with open(self.out / "sweep.log", "a") as log:
             log.write(f"{now()} {pid} {row.get('status')} throughput_gbps={row.get('throughput_gbps')} "
                       f"latency_us={row.get('latency_us')} {row.get('error') or ''}".rstrip() + "\n")
-        self.bar.set_postfix_str(f"{pid}{'' if ok else ' FAILED'}, {self.failed} failed", refresh=False)
-        self.bar.update(1)
+        self.bar.point(spec, ok)
 
     # -- the end, however it comes ------------------------------------------------------------------
 
@@ -312,12 +310,18 @@ def nothing_left(sweep: Sweep) -> bool:
     return not budgeting.wide_comparisons(rows, sweep.grid)
 
 
-def describe(summary: SweepSummary) -> str:
-    parts = [f"{summary.measured} measured", f"{summary.skipped} already done", f"{summary.failed} failed"]
-    text = f"sweep finished: {summary.total} points ({', '.join(parts)}) in {summary.wall_s:.0f} s"
+def describe(summary: SweepSummary, next_step: bool = True) -> str:
+    """What the sweep did, in short lines (an 80-column terminal), then where the results are and,
+    unless a report follows at once, the commands that come next."""
+    lines = [f"sweep finished: {summary.total} points in {summary.wall_s:.0f} s ({summary.measured} measured, "
+             f"{summary.skipped} already done, {summary.failed} failed)"]
     if summary.overhead:
-        text += f"; overhead {summary.overhead:.2f}x the measured seconds"
+        lines.append(f"overhead: {summary.overhead:.2f}x the measured seconds")
         if summary.placement_s >= 1:
-            text += (f" ({summary.overhead_without_placement:.2f}x without the {summary.placement_s:.0f} s spent on "
-                     "the vCPUs' placement: waiting for them to come together, measuring again runs taken apart)")
-    return text + f"\nresults: {summary.out_dir / 'results.csv'}"
+            lines[-1] += (f" ({summary.overhead_without_placement:.2f}x without {summary.placement_s:.0f} s "
+                          "of vCPU placement)")
+    folder = shown(summary.out_dir)
+    lines.append(f"results: {folder}/results.csv")
+    if next_step:  # one command a line: a long folder name still leaves each within reach of 80 columns
+        lines += [f"next: copylab report {folder}", f"  or: make lab RESULTS={folder}"]
+    return "\n".join(lines)

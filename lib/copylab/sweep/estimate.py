@@ -162,8 +162,12 @@ def _peers(grid: Grid) -> tuple[int, float]:
                                steady_max_s=grid.steady_max_s, mode=mode, msg_size=max(grid.msg_sizes),
                                threads=max(threads, default=1))
         n = len(grid.msg_sizes) * len(threads) * peers.repetitions
-        points += n
-        wall += n * (runner_for(tool).expected_seconds(spec) + PER_POINT_OVERHEAD_S)
+        # and the profiled runs of the peer points the profile selection names (params.profile_points)
+        profiled = _matching(grid, {"impls": [tool], "modes": [mode], "msg_sizes": grid.msg_sizes,
+                                    "threads": threads}) * len(grid.congestion)
+        points += n + profiled
+        per_point = runner_for(tool).expected_seconds(spec) + PER_POINT_OVERHEAD_S
+        wall += n * per_point + profiled * (per_point + PROFILE_S)
     return points, wall
 
 

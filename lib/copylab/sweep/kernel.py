@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import math
+import shutil
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -33,13 +35,19 @@ class Outcome:
 
 
 class WarmKernel:
-    """One Jupyter kernel reused for every execution: papermill then costs ~0.2 s, not ~1 s."""
+    """One Jupyter kernel reused for every execution: papermill then costs ~0.2 s, not ~1 s.
+
+    It talks over Unix sockets (ipc), as `make lab`'s kernels do, not over local TCP ports that any
+    user of the machine could connect to (ipykernel warns about that). The sockets and the connection
+    file live in a private folder of their own under /tmp: a socket's path must stay under 108 bytes,
+    whatever the sweep's folder is called."""
 
     def __init__(self, cwd: Path, log_path: Path, env: dict | None = None):
         self.cwd = cwd
         self.log_path = log_path
         self.env = env  # the kernel's environment (None: this process's)
         self.km = self.kc = None
+        self.ipc_dir: Path | None = None
 
     def ensure(self) -> None:
         from jupyter_client.manager import KernelManager
@@ -47,7 +55,9 @@ class WarmKernel:
         if self.alive():
             return
         self.stop()
-        self.km = KernelManager(kernel_name="python3")
+        self.ipc_dir = Path(tempfile.mkdtemp(prefix="copylab-kernel-", dir="/tmp"))  # mode 0700
+        self.km = KernelManager(kernel_name="python3", transport="ipc", ip=str(self.ipc_dir / "kernel"),
+                                connection_file=str(self.ipc_dir / "kernel.json"))
         # the kernel's own chatter (transport warnings) goes to a log, not the user's terminal
         with open(self.log_path, "ab") as log:
             self.km.start_kernel(cwd=str(self.cwd), stdout=log, stderr=log,
@@ -71,7 +81,9 @@ class WarmKernel:
         if self.km is not None:
             with contextlib.suppress(Exception):
                 self.km.shutdown_kernel(now=True)
-        self.km = self.kc = None
+        if self.ipc_dir is not None:
+            shutil.rmtree(self.ipc_dir, ignore_errors=True)
+        self.km = self.kc = self.ipc_dir = None
 
 
 def execute(notebook: Path, output: Path, parameters: dict, kernel: WarmKernel, *, timeout_s: float,
