@@ -363,7 +363,8 @@ def test_report_without_chromium_and_xelatex_writes_html_and_says_how_to_install
 
 
 @pytest.mark.slow
-def test_sigterm_during_report_leaves_no_temporary_notebook(tmp_path):
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT], ids=lambda s: s.name)
+def test_an_ending_signal_during_report_leaves_no_temporary_notebook(tmp_path, signum):
     from data.analysis import synthetic
 
     folder = synthetic.write_sweep(tmp_path / "sweep")
@@ -374,7 +375,7 @@ def test_sigterm_during_report_leaves_no_temporary_notebook(tmp_path):
     while not [p for p in descendants(proc.pid) if "ipykernel" in cmdline(p)] and time.monotonic() < deadline:
         time.sleep(0.05)
     time.sleep(1.0)  # inside the analysis notebook
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(signum)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130 and "Traceback" not in stderr, stderr
     assert stderr.strip().splitlines()[-1].endswith("interrupted")

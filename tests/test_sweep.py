@@ -435,14 +435,18 @@ def test_killed_kernel_fails_its_point_and_the_sweep_goes_on(tmp_path, native_bu
 @pytest.mark.network
 @pytest.mark.slow
 @pytest.mark.root
-@pytest.mark.parametrize("signals", [1, 3], ids=["one SIGTERM", "three SIGTERMs"])
-def test_sigterm_mid_sweep_closes_the_books(tmp_path, native_build, signals):
+@pytest.mark.parametrize("signum, count", [(signal.SIGTERM, 1), (signal.SIGTERM, 3), (signal.SIGHUP, 1),
+                                           (signal.SIGHUP, 3), (signal.SIGQUIT, 1)],
+                         ids=["one SIGTERM", "three SIGTERMs", "one SIGHUP", "three SIGHUPs", "one SIGQUIT"])
+def test_an_ending_signal_mid_sweep_closes_the_books(tmp_path, native_build, signum, count):
+    """SIGHUP (a closed terminal, a dropped ssh connection) and SIGQUIT (Ctrl-\\) close the books as
+    SIGTERM does; SIGHUP used to end the driver at once with its namespaces and programs left."""
     params = grid_file(tmp_path, impls=["a1", "a2", "a3"], msg_sizes=[1024, 4096, 65536], duration_s=0.5,
                        topology="netns")
     out = tmp_path / "out"
     proc = start_sweep(params, out, records=2)
-    for _ in range(signals):
-        proc.send_signal(signal.SIGTERM)
+    for _ in range(count):
+        proc.send_signal(signum)
         time.sleep(0.05)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130 and "Traceback" not in stderr, stderr
