@@ -323,6 +323,24 @@ def test_an_html_only_report_takes_the_old_pdf_and_manifest_away(tmp_path, monke
     assert not [n for n in names if n.startswith(".report-staging")]
 
 
+@pytest.mark.parametrize("kind", ["a regular file", "a FIFO (named pipe)"])
+def test_a_tmpdir_that_is_not_a_folder_is_named_for_what_it_is(tmp_path, kind):
+    """It said "no such folder" of a file that exists."""
+    folder = synthetic.write_sweep(tmp_path / "sweep", reps=1)
+    tmpdir = tmp_path / "tmpdir"
+    if kind == "a regular file":
+        tmpdir.write_text("not a folder\n")
+    else:
+        os.mkfifo(tmpdir)
+    before = folder_state(folder)
+    proc = subprocess.run([sys.executable, "-m", "copylab", "report", str(folder)], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120, env={**os.environ, "TMPDIR": str(tmpdir)})
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if "error:" in line]  # after the progress line
+    assert len(errors) == 1 and f"TMPDIR {tmpdir}: is {kind}, not a folder" in errors[0], proc.stderr
+    assert folder_state(folder) == before
+
+
 @pytest.mark.slow
 def test_a_full_tmpdir_is_one_line_naming_it_and_nothing_is_left(tmp_path):
     folder = synthetic.write_sweep(tmp_path / "sweep", reps=1)
