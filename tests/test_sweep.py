@@ -510,3 +510,33 @@ def test_results_are_readable_by_others_and_relative_paths_work(tmp_path, native
     assert len(list((out / "runs").glob("*.json"))) == 2
     for path in [out / "results.csv", out / "meta.json", *(out / "runs").glob("*.json")]:
         assert stat.S_IMODE(path.stat().st_mode) & 0o044 == 0o044, f"{path} is not readable by others"
+
+
+# ------------------------------------------------------------------------------------------------
+# a sweep or a report that cannot start leaves nothing half made
+
+@pytest.mark.slow
+@pytest.mark.parametrize("home", ["/sys", "a-file"], ids=["HOME=/sys", "HOME a regular file"])
+def test_a_home_the_kernels_cannot_write_fails_in_one_line_and_makes_nothing(tmp_path, home):
+    """HOME=/sys failed in one line but left a results folder with results.csv, runs/, a lock and a
+    kernel log behind (and blamed the results folder, or TMPDIR for a report)."""
+    from data.analysis import synthetic
+
+    if home == "a-file":
+        home = str(tmp_path / "home-file")
+        Path(home).write_text("not a folder\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("IPYTHONDIR", "JUPYTER_RUNTIME_DIR")}
+    env["HOME"] = home
+    out = tmp_path / "out"
+    proc = run_copylab("sweep", str(grid_file(tmp_path)), "--out", str(out), "--no-progress", env=env, timeout=120)
+    errors = [line for line in proc.stderr.splitlines() if "error:" in line]
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr and len(errors) == 1, proc.stderr
+    assert f"HOME={home}" in errors[0] and "set HOME" in errors[0] and str(out) not in errors[0], errors[0]
+    assert not out.exists(), sorted(p.name for p in out.iterdir())
+    sweep_dir = synthetic.write_sweep(tmp_path / "sweep", reps=1)
+    before = folder_state(sweep_dir)
+    report_out = tmp_path / "report"
+    proc = run_copylab("report", str(sweep_dir), "--output-dir", str(report_out), env=env, timeout=120)
+    errors = [line for line in proc.stderr.splitlines() if "error:" in line]
+    assert proc.returncode != 0 and len(errors) == 1 and f"HOME={home}" in errors[0], proc.stderr
+    assert "TMPDIR" not in errors[0] and not report_out.exists() and folder_state(sweep_dir) == before

@@ -351,6 +351,9 @@ def build_report(results_dir, output_dir=None, author=None, roll_no=None, repo_u
 
     _say(progress, f"[1/4] {results_dir / 'results.csv'}: {len(df)} measurements used, "
                    f"{df.attrs['rows_failed']} failed point(s) left out")
+    from .sweep.kernel import check_kernel_folders
+
+    check_kernel_folders()  # before anything is made: HOME=/sys is named, not blamed on TMPDIR
     output_dir.mkdir(parents=True, exist_ok=True)
     missing = _missing_tools()
     with fsutil.scratch_dir("copylab-report-", SCRATCH_BYTES) as scratch, \
