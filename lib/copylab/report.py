@@ -240,7 +240,7 @@ def _run_record(runs_dir: Path, name: str) -> dict | None:
     (a link out of the folder, a half-written or foreign file, a row that is not one)."""
     try:
         data = userfiles.read_inside(runs_dir, name, MAX_RECORD_BYTES)
-        rec = json.loads(data) if data is not None else None
+        rec = userfiles.loads_json(data) if data is not None else None
     except (CopylabError, ValueError):
         return None
     row = rec.get("row") if isinstance(rec, dict) else None
@@ -461,7 +461,7 @@ def read_manifest(folder: Path) -> dict | None:
     """report.json of a results folder (None when there is none or it is not one)."""
     try:
         data = userfiles.read_inside(folder, MANIFEST, 1 << 20)
-        manifest = json.loads(data) if data is not None else None
+        manifest = userfiles.loads_json(data) if data is not None else None
     except (CopylabError, ValueError):
         return None
     if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict) \

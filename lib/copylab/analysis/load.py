@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import json
 from pathlib import Path
 
 import numpy as np
@@ -155,9 +154,9 @@ def load_meta(results_dir) -> dict:
     if data is None:
         return {}
     try:
-        meta = json.loads(data.decode("utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise CopylabError(f"{path} is not valid JSON: {exc}") from exc
+        meta = userfiles.loads_json(data)  # depth checked: 100,000 levels were a RecursionError
+    except ValueError as exc:  # not JSON, not UTF-8, nested too deep
+        raise CopylabError(f"{path} is not valid JSON: {exc}") from None
     if not isinstance(meta, dict):
         raise CopylabError(f"{path} must hold a JSON object, not {type(meta).__name__}")
     validate.check_meta(meta, path)
