@@ -132,6 +132,28 @@ def read_inside(folder, name: str, limit: int) -> bytes | None:
     return data
 
 
+def count_lines_inside(folder, name: str, stop_after: int, chunk: int = 1 << 20) -> int | None:
+    """Lines of folder/name (see inside()), counted a chunk at a time and no further than the first
+    stop_after + 1: how long a table is without holding it. None when absent."""
+    path = inside(folder, name)
+    if path is None:
+        return None
+    lines = 0
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):  # swapped after the check
+                raise CopylabError(f"{path}: not a regular file")
+            while lines <= stop_after:
+                block = handle.read(chunk)
+                if not block:
+                    break
+                lines += block.count(b"\n")
+    except OSError as exc:
+        raise CopylabError(f"{path}: {describe_os_error(exc)}") from None
+    return lines
+
+
 def folder_declaration(folder) -> str:
     """The declaration copied into a results folder at sweep time ("" when there is none)."""
     data = read_inside(folder, DECLARATION_FILE, MAX_DECLARATION_BYTES)
