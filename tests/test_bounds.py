@@ -37,6 +37,7 @@ def test_nesting_is_counted_outside_strings_only():
             userfiles.loads_json(nested(userfiles.MAX_JSON_DEPTH + 1, kind))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["object", "array"])
 def test_a_meta_json_nested_100000_deep_is_one_line(tmp_path, kind):
     """It was a RecursionError traceback from load_meta."""

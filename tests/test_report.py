@@ -323,6 +323,7 @@ def test_an_html_only_report_takes_the_old_pdf_and_manifest_away(tmp_path, monke
     assert not [n for n in names if n.startswith(".report-staging")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["a regular file", "a FIFO (named pipe)"])
 def test_a_tmpdir_that_is_not_a_folder_is_named_for_what_it_is(tmp_path, kind):
     """It said "no such folder" of a file that exists."""

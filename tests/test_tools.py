@@ -12,6 +12,7 @@ from copylab.contract import REQUIRED_COLUMNS
 from data.analysis import synthetic
 
 EVIDENCE = ROOT / "tools" / "evidence.py"
+pytestmark = pytest.mark.slow  # each runs the tool in a new Python (about 5 s here)
 
 
 def evidence(*args: str, cwd) -> subprocess.CompletedProcess:

@@ -86,6 +86,7 @@ def test_without_root_a_congestion_control_the_host_withholds_is_one_line(native
 
 
 @pytest.mark.root
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["dctcp", "no_such_cc"])
 @pytest.mark.parametrize("topology", ["netns", "loopback"])
 def test_a_congestion_control_this_kernel_lacks_is_named_as_not_available(name, topology):
