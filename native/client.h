@@ -18,7 +18,6 @@
 #define PROG "client"
 #define RECV_TIMEOUT_S 30.0 /* a server silent this long is broken, not slow */
 #define CONNECT_TIMEOUT_S 5.0
-#define HANDSHAKE_TIMEOUT_S 5.0 /* a copylab server answers the hello at once; anything else is not one */
 #define RTT_INITIAL 4096
 
 /* What the workers and the main thread share for one run. */

@@ -7,6 +7,7 @@
 #include "client.h"
 #include "protocol.h"
 #include "sockutil.h"
+#include "timing.h"
 
 void worker_fail(struct worker *w, const char *fmt, ...)
 {
@@ -35,7 +36,7 @@ static int check_reply(struct worker *w, const struct hello *h)
 	const struct client_options *o = &w->run->opts;
 	unsigned char rbuf[REPLY_SIZE];
 	struct reply r;
-	ssize_t n = recv_all(w->fd, rbuf, REPLY_SIZE);
+	ssize_t n = recv_all(w->fd, rbuf, REPLY_SIZE, now_ns() + (int64_t)(HANDSHAKE_TIMEOUT_S * 1e9));
 
 	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
 		worker_fail(w, "handshake: the peer at %s port %u did not answer within %.0f s (not a copylab server?)",
@@ -74,7 +75,6 @@ int connect_and_handshake(struct worker *w)
 		return -1;
 	}
 	get_congestion(w->fd, w->congestion, sizeof(w->congestion));
-	set_recv_timeout(w->fd, HANDSHAKE_TIMEOUT_S);
 	if (o->mode == MODE_LATENCY)
 		set_nodelay(w->fd); /* requests go out at once, not after the previous ACK (Nagle) */
 	hello_encode(&h, hbuf);

@@ -17,6 +17,7 @@
 #include <inttypes.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -73,15 +74,7 @@ static ssize_t discard_step(struct worker *w, size_t want, struct got *g)
  * server was silent for RECV_TIMEOUT_S, as a recv() with SO_RCVTIMEO would say). */
 static int wait_readable(int fd)
 {
-	struct pollfd p = {.fd = fd, .events = POLLIN};
-	int rc;
-
-	do
-		rc = poll(&p, 1, (int)(RECV_TIMEOUT_S * 1000));
-	while (rc < 0 && errno == EINTR);
-	if (rc == 0)
-		errno = EAGAIN;
-	return rc > 0 ? 0 : -1;
+	return wait_readable_until(fd, now_ns() + (int64_t)(RECV_TIMEOUT_S * 1e9));
 }
 
 /* One TCP_ZEROCOPY_RECEIVE of up to span bytes (whole pages) into the mapping; the mapped bytes
@@ -194,13 +187,70 @@ static int64_t window_close_at(const struct run *run)
 	return atomic_load_explicit(&run->t_end, memory_order_relaxed);
 }
 
-/* After STOP: the server finishes its message in progress and closes; count and check all of it. */
+/* The largest of /proc/sys/net/ipv4/NAME's three numbers (min, default, max), or fallback. */
+static uint64_t buffer_max(const char *name, uint64_t fallback)
+{
+	char path[64], text[96];
+	unsigned long long lo, def, max;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/sys/net/ipv4/%s", name);
+	if (!(f = fopen(path, "r")))
+		return fallback;
+	int ok = fgets(text, sizeof(text), f) && sscanf(text, "%llu %llu %llu", &lo, &def, &max) == 3;
+	fclose(f);
+	return ok ? max : fallback;
+}
+
+/* What a copylab server may still send after STOP: what it sends before it looks for STOP
+ * (STOP_CHECK_BYTES, or a message if larger), the message in progress, and what the two sockets'
+ * buffers hold at most (this host's tcp_rmem and tcp_wmem maxima, or the receive buffer the
+ * socket has if larger; 64 MiB each where they cannot be read). A peer that sends more is broken. */
+static uint64_t drain_bytes_max(const struct worker *w)
+{
+	uint64_t msg = w->run->opts.msg_size;
+	uint64_t rcvbuf = buffer_max("tcp_rmem", 64u << 20), sndbuf = buffer_max("tcp_wmem", 64u << 20);
+	int own = 0;
+	socklen_t len = sizeof(own);
+
+	if (getsockopt(w->fd, SOL_SOCKET, SO_RCVBUF, &own, &len) == 0 && (uint64_t)own > rcvbuf)
+		rcvbuf = (uint64_t)own;
+	return (msg > STOP_CHECK_BYTES ? msg : STOP_CHECK_BYTES) + msg + rcvbuf + sndbuf;
+}
+
+/* How long the drain may take: four times what those bytes take at the rate the window measured,
+ * at least 1 s (a short or slow window), at most RECV_TIMEOUT_S. */
+static int64_t drain_ns_max(const struct worker *w, uint64_t bytes)
+{
+	double window_s = w->window_end_ns > w->window_start_ns ? ns_to_s(w->window_end_ns - w->window_start_ns) : 0;
+	double rate = window_s > 0 ? (double)w->bytes / window_s : 0; /* bytes per second */
+	double s = rate > 0 ? 4.0 * (double)bytes / rate : RECV_TIMEOUT_S;
+
+	s = s < 1.0 ? 1.0 : s > RECV_TIMEOUT_S ? RECV_TIMEOUT_S : s;
+	return (int64_t)(s * 1e9);
+}
+
+/* After STOP: the server finishes its message in progress and closes; count and check all of it,
+ * within a bound on bytes and on time (a peer that keeps sending must not keep us). */
 static void drain_after_stop(struct worker *w)
 {
+	uint64_t bytes_max = drain_bytes_max(w), drained = 0;
+	int64_t took_max = drain_ns_max(w, bytes_max), deadline = now_ns() + took_max;
 	struct got g;
 	ssize_t r;
 
-	while ((r = receive_step(w, recv_request(w, w->check.pos), &g)) != 0) {
+	for (;;) {
+		if (wait_readable_until(w->fd, deadline) < 0) {
+			if (errno == EAGAIN)
+				worker_fail(w, "protocol: the server did not close within %.1f s after STOP (%" PRIu64
+					    " bytes drained)", ns_to_s(took_max), drained);
+			else
+				worker_fail(w, "waiting after STOP: %s", strerror(errno));
+			return;
+		}
+		r = receive_step(w, recv_request(w, w->check.pos), &g);
+		if (r == 0)
+			break;
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
@@ -208,6 +258,12 @@ static void drain_after_stop(struct worker *w)
 			return;
 		}
 		w->total_bytes += (uint64_t)r;
+		drained += (uint64_t)r;
+		if (drained > bytes_max) {
+			worker_fail(w, "protocol: the server sent more than %" PRIu64 " bytes after STOP (what one "
+				    "message, its STOP check and the socket buffers can hold)", bytes_max);
+			return;
+		}
 	}
 	if (w->check.pos != 0 && !w->check.failed) { /* a framing error: the server stops between messages */
 		w->check.failed = 1;
@@ -303,13 +359,26 @@ static int64_t receive_response(struct worker *w, struct got *sum)
 	return calls;
 }
 
-/* After the STOP request the server must close without sending anything more. */
+/* After the STOP request the server must close at once without sending anything more: the first
+ * byte is a protocol error and ends the wait, and so does the handshake's bound on time. */
 static void expect_close(struct worker *w)
 {
+	int64_t deadline = now_ns() + (int64_t)(HANDSHAKE_TIMEOUT_S * 1e9);
 	ssize_t r;
 
-	while ((r = recv(w->fd, w->buf, w->buf_len, 0)) != 0) {
-		if (r < 0 && errno == EINTR)
+	for (;;) {
+		if (wait_readable_until(w->fd, deadline) < 0) {
+			if (errno == EAGAIN)
+				worker_fail(w, "protocol: the server did not close within %.0f s after STOP",
+					    HANDSHAKE_TIMEOUT_S);
+			else
+				worker_fail(w, "waiting after STOP: %s", strerror(errno));
+			return;
+		}
+		r = recv(w->fd, w->buf, w->buf_len, MSG_DONTWAIT);
+		if (r == 0)
+			return;
+		if (r < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
 		if (r < 0) {
 			fail_io(w, "recv after STOP", r);
@@ -317,6 +386,7 @@ static void expect_close(struct worker *w)
 		}
 		w->total_bytes += (uint64_t)r;
 		worker_fail(w, "protocol: %zd unexpected bytes after STOP", r);
+		return;
 	}
 }
 

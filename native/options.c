@@ -245,6 +245,7 @@ void parse_server_options(int argc, char **argv, const char *prog, struct server
 		{"--mode", OPT_MODE, &o->mode, 1, 0},
 		{"--working-set", OPT_BYTES, &o->working_set, 0, 0},
 		{"--congestion", OPT_CONGESTION, &o->congestion, 0, 0},
+		{"--max-connections", OPT_THREADS, &o->max_connections, 0, 0},
 		{"--json", OPT_SWITCH, &o->json, 0, 0},
 	};
 	o->working_set = WORKING_SET_DEFAULT;

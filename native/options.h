@@ -21,6 +21,7 @@ struct server_options {
 	int mode;      /* enum mode */
 	size_t working_set; /* bytes of distinct messages each connection cycles through */
 	const char *congestion; /* TCP congestion control of every connection; NULL: the host's */
+	unsigned max_connections; /* served at once; 0: derived (server_common.c, connection_cap) */
 	int json;
 	struct endpoint ep;
 };

@@ -59,7 +59,7 @@ void reply_encode(const struct reply *r, unsigned char out[REPLY_SIZE])
 	put_be16(out + 6, r->impl);
 	put_be16(out + 8, r->mode);
 	put_be16(out + 10, r->version);
-	put_be32(out + 12, 0);
+	put_be32(out + 12, r->limit);
 	put_be64(out + 16, r->msg_size);
 }
 
@@ -70,6 +70,7 @@ void reply_decode(const unsigned char in[REPLY_SIZE], struct reply *r)
 	r->impl = get_be16(in + 6);
 	r->mode = get_be16(in + 8);
 	r->version = get_be16(in + 10);
+	r->limit = get_be32(in + 12);
 	r->msg_size = get_be64(in + 16);
 }
 
@@ -99,6 +100,10 @@ void describe_refusal(const struct hello *asked, const struct reply *r, char *bu
 		break;
 	case STATUS_SERVER_ERROR:
 		snprintf(buf, len, "the server could not set the connection up (see the server's stderr)");
+		break;
+	case STATUS_BUSY:
+		snprintf(buf, len, "the server already serves %u connections, the most it takes at once "
+			 "(docs/reliability.md, \"Connection cap\")", (unsigned)r->limit);
 		break;
 	default:
 		snprintf(buf, len, "unknown refusal status %u", (unsigned)r->status);

@@ -14,10 +14,16 @@
 #define PROTO_VERSION 1
 
 #define HELLO_SIZE 16 /* magic u32, version u16, mode u16, msg_size u64 */
-#define REPLY_SIZE 24 /* magic u32, status u16, impl u16, mode u16, version u16, 0 u32, msg_size u64 */
+#define REPLY_SIZE 24 /* magic u32, status u16, impl u16, mode u16, version u16, limit u32, msg_size u64 */
 
-/* Throughput mode: the client ends the stream with this single byte. */
+/* Throughput mode: the client ends the stream with this single byte. The server looks for it after
+ * at least STOP_CHECK_BYTES sent (or one message, if larger), so after STOP the client drains at
+ * most that, one message in progress and what the two sockets' buffers hold. */
 #define STOP_BYTE 'S'
+#define STOP_CHECK_BYTES (256u * 1024)
+/* A copylab peer answers each handshake step at once: the whole step (not each recv) must end
+ * within this, so a peer trickling a byte at a time cannot stretch it. */
+#define HANDSHAKE_TIMEOUT_S 5.0
 /* Latency mode: each request is an 8-byte sequence number; this value ends the connection. */
 #define REQUEST_SIZE 8
 #define STOP_REQUEST UINT64_MAX
@@ -30,6 +36,7 @@ enum hello_status {
 	STATUS_SIZE_MISMATCH = 2,
 	STATUS_BAD_HELLO = 3, /* wrong magic or version: not our client */
 	STATUS_SERVER_ERROR = 4, /* the server could not set the connection up (its stderr says why) */
+	STATUS_BUSY = 5, /* the server already serves as many connections as it takes (reply.limit) */
 };
 
 struct hello {
@@ -45,6 +52,7 @@ struct reply {
 	uint16_t impl;     /* the server's wire id in the registry (registry.def) */
 	uint16_t mode;     /* the server's --mode */
 	uint16_t version;
+	uint32_t limit;    /* STATUS_BUSY: the most connections the server serves at once; else 0 */
 	uint64_t msg_size; /* the server's --msg-size */
 };
 

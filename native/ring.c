@@ -49,6 +49,11 @@ unsigned ring_messages(size_t msg_size, size_t working_set)
 	return n < RING_MESSAGES_MIN ? RING_MESSAGES_MIN : (unsigned)n;
 }
 
+size_t ring_min_bytes(size_t msg_size)
+{
+	return RING_MESSAGES_MIN * slot_cost(msg_size, page_size());
+}
+
 /* As many of want messages of cost bytes as fit in what is left of the budget, never fewer than
  * RING_MESSAGES_MIN; the caller holds n * cost bytes until budget_release(). */
 static unsigned budget_reserve(unsigned want, size_t cost)

@@ -40,6 +40,9 @@ struct ring {
 /* How many distinct messages a connection wants for working_set bytes of msg_size-byte messages,
  * before the process budget: at least RING_MESSAGES_MIN, within RING_MEMORY_MAX. */
 unsigned ring_messages(size_t msg_size, size_t working_set);
+/* What a connection's ring holds at least (RING_MESSAGES_MIN messages), granted even past the
+ * process budget: the memory each further connection costs. */
+size_t ring_min_bytes(size_t msg_size);
 /* Reserve budget and allocate the ring (fields aligned to align bytes, or malloc'd when 0), each
  * message filled with the pattern. 0, or -1 with errno set and nothing held. */
 int ring_init(struct ring *r, size_t msg_size, size_t working_set, size_t align);

@@ -22,10 +22,9 @@
 #include "sockutil.h"
 #include "timing.h"
 
-/* Throughput mode looks for the client's STOP byte only after at least this many bytes, so the
- * extra recv() costs well under 1% of the sending it interrupts; for messages of 256 KiB and up
- * that means once per message, which bounds what the client drains after STOP to one message. */
-#define STOP_CHECK_BYTES (256u * 1024)
+/* Throughput mode looks for the client's STOP byte only after at least STOP_CHECK_BYTES (protocol.h),
+ * so the extra recv() costs well under 1% of the sending it interrupts; for messages of 256 KiB and
+ * up that means once per message, which bounds what the client drains after STOP to one message. */
 /* How long a finished connection waits for the client to close its side after our FIN. */
 #define LINGER_FOR_CLIENT_MS 5000
 
@@ -47,6 +46,8 @@ static int64_t first_start_ns = -1, last_end_ns = -1;
  * and the fewest distinct messages any of them cycled through */
 static char congestion_used[CONGESTION_NAME_MAX];
 static unsigned ring_min;
+static unsigned cap;      /* connections served at once (connection_cap) */
+static uint64_t busy;     /* connections turned away at the cap */
 
 void conn_fail(struct conn *c, const char *fmt, ...)
 {
@@ -101,8 +102,12 @@ static int handshake(struct conn *c)
 	struct hello h;
 	struct reply r = {.magic = PROTO_MAGIC, .status = STATUS_OK, .impl = (uint16_t)impl_id,
 			  .mode = (uint16_t)opts.mode, .version = PROTO_VERSION, .msg_size = opts.msg_size};
-	ssize_t n = recv_all(c->fd, buf, HELLO_SIZE);
+	ssize_t n = recv_all(c->fd, buf, HELLO_SIZE, now_ns() + (int64_t)(HANDSHAKE_TIMEOUT_S * 1e9));
 
+	if (n < 0 && errno == EAGAIN) { /* a silent peer must not hold a connection slot */
+		conn_fail(c, "no whole hello within %.0f s (not a copylab client?)", HANDSHAKE_TIMEOUT_S);
+		return -1;
+	}
 	if (n < 0) {
 		conn_fail(c, "handshake: recv: %s", strerror(errno));
 		return -1;
@@ -178,7 +183,7 @@ static void latency_loop(struct conn *c)
 	unsigned char req[REQUEST_SIZE];
 
 	for (uint64_t expected = 0;; expected++) {
-		ssize_t n = recv_all(c->fd, req, REQUEST_SIZE);
+		ssize_t n = recv_all(c->fd, req, REQUEST_SIZE, -1);
 		if (server_stopping())
 			return;
 		if (n < 0) {
@@ -343,6 +348,44 @@ static void start_conn(int fd, const struct sockaddr *peer)
 	}
 }
 
+/* The most connections served at once (docs/reliability.md, "Connection cap"). A client opens one
+ * per thread, at most THREADS_MAX, so more are not one run of ours. And every connection holds at
+ * least its minimum ring (granted even past RING_BUDGET, ring.h) and, for A1, a serialised copy of
+ * one message: no more connections than the host's memory can give that, beyond the budget.
+ * --max-connections may only lower it. */
+static unsigned connection_cap(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+	uint64_t memory = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+	uint64_t each = ring_min_bytes(opts.msg_size) + opts.msg_size;
+	uint64_t fit = memory > RING_BUDGET ? (memory - RING_BUDGET) / each : 1;
+	unsigned n = fit < THREADS_MAX ? (unsigned)(fit ? fit : 1) : THREADS_MAX;
+
+	return opts.max_connections && opts.max_connections < n ? opts.max_connections : n;
+}
+
+/* Beyond the cap: a reply saying so (it fits any new socket's buffer, so this never blocks), then
+ * close. The hello is not waited for: the refusal must cost nothing. */
+static void turn_away(int fd, const struct sockaddr *peer)
+{
+	unsigned char buf[REPLY_SIZE];
+	char who[64];
+	struct reply r = {.magic = PROTO_MAGIC, .status = STATUS_BUSY, .impl = (uint16_t)impl_id,
+			  .mode = (uint16_t)opts.mode, .version = PROTO_VERSION, .limit = cap, .msg_size = opts.msg_size};
+
+	reply_encode(&r, buf);
+	if (send(fd, buf, REPLY_SIZE, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 && errno != EPIPE && errno != ECONNRESET)
+		fprintf(stderr, "%s: turning a connection away: send: %s\n", prog, strerror(errno));
+	close(fd);
+	endpoint_format(peer, who, sizeof(who));
+	pthread_mutex_lock(&lock);
+	/* once per burst is enough on stderr: the count is in the JSON */
+	if (busy++ == 0)
+		fprintf(stderr, "%s: refused client %s: already serving %u connections, the most it takes at once\n",
+			prog, who, cap);
+	pthread_mutex_unlock(&lock);
+}
+
 /* Tell every connection thread to stop (shutdown wakes any blocked send/recv) and wait for all. */
 static void stop_all(void)
 {
@@ -388,6 +431,8 @@ static void report(int64_t wall_ns)
 	out_u64(&o, "zc_copied", totals.zc_copied);
 	out_u64(&o, "enobufs", totals.enobufs);
 	out_u64(&o, "connections_refused", refused);
+	out_u64(&o, "connection_cap", cap);
+	out_u64(&o, "connections_turned_away", busy);
 	out_u64(&o, "errors", errors);
 	out_end(&o);
 }
@@ -435,6 +480,7 @@ int server_main(int argc, char **argv, const struct send_strategy *s)
 		endpoint_parse(&bound, opts.bind, local_port(lfd));
 		endpoint_format((const struct sockaddr *)&bound.addr, where, sizeof(where));
 	}
+	cap = connection_cap();
 	fprintf(stderr, "listening on %s\n", where);
 	fflush(stderr);
 	int64_t t_start = now_ns();
@@ -454,7 +500,13 @@ int server_main(int argc, char **argv, const struct send_strategy *s)
 			socklen_t plen = sizeof(peer);
 			int fd = accept4(lfd, (struct sockaddr *)&peer, &plen, SOCK_CLOEXEC);
 			if (fd >= 0) {
-				start_conn(fd, (const struct sockaddr *)&peer);
+				pthread_mutex_lock(&lock);
+				int full = nlive >= cap;
+				pthread_mutex_unlock(&lock);
+				if (full)
+					turn_away(fd, (const struct sockaddr *)&peer);
+				else
+					start_conn(fd, (const struct sockaddr *)&peer);
 			} else if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
 				fprintf(stderr, "%s: accept: %s (waiting for connections to end)\n", prog, strerror(errno));
 				sleep_ns(10 * 1000000);

@@ -159,13 +159,35 @@ ssize_t send_all(int fd, const void *buf, size_t len)
 	return (ssize_t)done;
 }
 
-ssize_t recv_all(int fd, void *buf, size_t len)
+int wait_readable_until(int fd, int64_t deadline_ns)
+{
+	for (;;) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		int64_t left_ns = deadline_ns < 0 ? -1 : deadline_ns - now_ns();
+		if (deadline_ns >= 0 && left_ns <= 0) {
+			errno = EAGAIN;
+			return -1;
+		}
+		/* rounded up: a poll of 0 ms would spin until the deadline */
+		int rc = poll(&p, 1, left_ns < 0 ? -1 : (int)((left_ns + 999999) / 1000000));
+		if (rc > 0)
+			return 0;
+		if (rc < 0 && errno != EINTR)
+			return -1;
+	}
+}
+
+ssize_t recv_all(int fd, void *buf, size_t len, int64_t deadline_ns)
 {
 	char *p = buf;
 	size_t done = 0;
 
 	while (done < len) {
-		ssize_t r = recv(fd, p + done, len - done, 0);
+		if (deadline_ns >= 0 && wait_readable_until(fd, deadline_ns) < 0)
+			return -1;
+		ssize_t r = recv(fd, p + done, len - done, deadline_ns >= 0 ? MSG_DONTWAIT : 0);
+		if (r < 0 && deadline_ns >= 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			continue; /* woken without data after all (poll is a hint): wait again */
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;

@@ -38,8 +38,13 @@ int set_recv_timeout(int fd, double seconds);
 
 /* Send all len bytes (MSG_NOSIGNAL); returns len, or -1 with errno. */
 ssize_t send_all(int fd, const void *buf, size_t len);
-/* Receive exactly len bytes unless EOF comes first; returns bytes received (< len on EOF), -1 with errno. */
-ssize_t recv_all(int fd, void *buf, size_t len);
+/* Receive exactly len bytes unless EOF comes first; returns bytes received (< len on EOF), -1 with
+ * errno. With deadline_ns >= 0 (now_ns() clock) the whole of it must end by then, however the peer
+ * spaces its bytes: -1 with EAGAIN when it does not. */
+ssize_t recv_all(int fd, void *buf, size_t len, int64_t deadline_ns);
+/* Wait until fd is readable (or has EOF or an error), at most until deadline_ns (< 0: no bound).
+ * 0, or -1 with errno (EAGAIN: the deadline passed). */
+int wait_readable_until(int fd, int64_t deadline_ns);
 
 /* After a sendmsg over mh sent n (< all) of its bytes, point mh at the first unsent byte.
  * While mh still uses the caller's registered array, the rest is first copied into scratch (as

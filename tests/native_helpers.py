@@ -73,14 +73,14 @@ class Server:
 
 
 def start_server(impl: str, mode: str, msg_size: int, *, bind: str = "127.0.0.1", sanitize: bool = False,
-                 prefix: list[str] | tuple = (), timeout: float = 10) -> Server:
+                 prefix: list[str] | tuple = (), timeout: float = 10, extra: list[str] | tuple = ()) -> Server:
     """Start IMPL's server on a free port (--port 0) and wait for its `listening on` line.
 
     prefix: argv run in front of the binary, e.g. ["ip", "netns", "exec", NS] (which execs, so the
-    pid stays the server's).
+    pid stays the server's); extra: more flags.
     """
     argv = [*prefix, str(server_binary(impl, sanitize)), "--bind", bind, "--port", "0",
-            "--msg-size", str(msg_size), "--mode", mode, "--json"]
+            "--msg-size", str(msg_size), "--mode", mode, "--json", *extra]
     err = tempfile.TemporaryFile()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, text=True, env=_env(sanitize))
     server = Server(proc, 0, err)

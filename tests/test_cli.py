@@ -173,3 +173,18 @@ def test_cli_version_names_the_version_and_the_git_revision():
     assert proc.returncode == 0 and proc.stderr == ""
     version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
     assert proc.stdout == f"copylab {version}, git revision {git_revision()}, native build {build_id()}\n"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("asked, msg_size, used", [(1, 4096, 4 * 4096), (4097, 4096, 4 * 4096),
+                                                    (100_000, 4096, 25 * 4096)])
+def test_the_working_set_recorded_is_the_one_used(asked, msg_size, used):
+    """`--working-set 1` was recorded as 1 while 4 messages were cycled: below one message (or four)
+    it is rounded up to whole messages, at least four, and the row says what was used."""
+    import json
+
+    proc = run_copylab("run", "--impl", "a1", "--mode", "throughput", "--msg-size", str(msg_size), "--duration", "0.2",
+                       "--warmup", "0.05", "--topology", "loopback", "--working-set", str(asked), "--json", timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    row = json.loads(proc.stdout)
+    assert row["status"] == "ok" and row["working_set_bytes"] == used == row["ring_messages"] * msg_size

@@ -49,6 +49,8 @@ BAD = [
     ("a3_server", SERVER_OK + ["extra"], "extra"),
     ("a1_server", SERVER_OK + ["--port", "1"], "--port"),
     ("a2_server", SERVER_OK + ["--json=yes"], "--json"),
+    ("a3_server", SERVER_OK + ["--max-connections", "0"], "--max-connections"),
+    ("a1_server", SERVER_OK + ["--max-connections", "1025"], "--max-connections"),  # above THREADS_MAX
     ("client", with_flag(CLIENT_OK, "--threads", "0"), "--threads"),
     ("client", with_flag(CLIENT_OK, "--threads", "1025"), "--threads"),
     ("client", with_flag(CLIENT_OK, "--threads", "2.5"), "--threads"),

@@ -415,7 +415,8 @@ def test_native_programs_not_built_is_one_line(plan, monkeypatch, tmp_path):
 @pytest.mark.root
 @pytest.mark.network
 @pytest.mark.slow
-def test_sigterm_mid_run_unwinds_and_leaves_nothing(native_build):
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT], ids=lambda s: s.name)
+def test_an_ending_signal_mid_run_unwinds_and_leaves_nothing(native_build, signum):
     proc = subprocess.Popen([sys.executable, "-m", "copylab", "run", "--impl", "a3", "--mode", "throughput",
                              "--msg-size", "65536", "--duration", "10", "--topology", "netns"],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -424,7 +425,7 @@ def test_sigterm_mid_run_unwinds_and_leaves_nothing(native_build):
             and time.monotonic() < deadline:
         time.sleep(0.05)
     time.sleep(1.0)  # into the measured window
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(signum)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err, err
     assert out == "", "an interrupted run must not print a row"

@@ -324,6 +324,25 @@ def test_an_html_only_report_takes_the_old_pdf_and_manifest_away(tmp_path, monke
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("kind", ["a regular file", "a FIFO (named pipe)"])
+def test_a_tmpdir_that_is_not_a_folder_is_named_for_what_it_is(tmp_path, kind):
+    """It said "no such folder" of a file that exists."""
+    folder = synthetic.write_sweep(tmp_path / "sweep", reps=1)
+    tmpdir = tmp_path / "tmpdir"
+    if kind == "a regular file":
+        tmpdir.write_text("not a folder\n")
+    else:
+        os.mkfifo(tmpdir)
+    before = folder_state(folder)
+    proc = subprocess.run([sys.executable, "-m", "copylab", "report", str(folder)], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120, env={**os.environ, "TMPDIR": str(tmpdir)})
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if "error:" in line]  # after the progress line
+    assert len(errors) == 1 and f"TMPDIR {tmpdir}: is {kind}, not a folder" in errors[0], proc.stderr
+    assert folder_state(folder) == before
+
+
+@pytest.mark.slow
 def test_a_full_tmpdir_is_one_line_naming_it_and_nothing_is_left(tmp_path):
     folder = synthetic.write_sweep(tmp_path / "sweep", reps=1)
     full = tmp_path / "full"
@@ -363,7 +382,8 @@ def test_report_without_chromium_and_xelatex_writes_html_and_says_how_to_install
 
 
 @pytest.mark.slow
-def test_sigterm_during_report_leaves_no_temporary_notebook(tmp_path):
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT], ids=lambda s: s.name)
+def test_an_ending_signal_during_report_leaves_no_temporary_notebook(tmp_path, signum):
     from data.analysis import synthetic
 
     folder = synthetic.write_sweep(tmp_path / "sweep")
@@ -374,7 +394,7 @@ def test_sigterm_during_report_leaves_no_temporary_notebook(tmp_path):
     while not [p for p in descendants(proc.pid) if "ipykernel" in cmdline(p)] and time.monotonic() < deadline:
         time.sleep(0.05)
     time.sleep(1.0)  # inside the analysis notebook
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(signum)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130 and "Traceback" not in stderr, stderr
     assert stderr.strip().splitlines()[-1].endswith("interrupted")

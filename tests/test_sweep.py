@@ -439,14 +439,18 @@ def test_killed_kernel_fails_its_point_and_the_sweep_goes_on(tmp_path, native_bu
 @pytest.mark.network
 @pytest.mark.slow
 @pytest.mark.root
-@pytest.mark.parametrize("signals", [1, 3], ids=["one SIGTERM", "three SIGTERMs"])
-def test_sigterm_mid_sweep_closes_the_books(tmp_path, native_build, signals):
+@pytest.mark.parametrize("signum, count", [(signal.SIGTERM, 1), (signal.SIGTERM, 3), (signal.SIGHUP, 1),
+                                           (signal.SIGHUP, 3), (signal.SIGQUIT, 1)],
+                         ids=["one SIGTERM", "three SIGTERMs", "one SIGHUP", "three SIGHUPs", "one SIGQUIT"])
+def test_an_ending_signal_mid_sweep_closes_the_books(tmp_path, native_build, signum, count):
+    """SIGHUP (a closed terminal, a dropped ssh connection) and SIGQUIT (Ctrl-\\) close the books as
+    SIGTERM does; SIGHUP used to end the driver at once with its namespaces and programs left."""
     params = grid_file(tmp_path, impls=["a1", "a2", "a3"], msg_sizes=[1024, 4096, 65536], duration_s=0.5,
                        topology="netns")
     out = tmp_path / "out"
     proc = start_sweep(params, out, records=2)
-    for _ in range(signals):
-        proc.send_signal(signal.SIGTERM)
+    for _ in range(count):
+        proc.send_signal(signum)
         time.sleep(0.05)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130 and "Traceback" not in stderr, stderr
@@ -557,3 +561,33 @@ def test_the_sweeps_kernel_talks_over_unix_sockets_in_a_private_folder(tmp_path)
         kernel.stop()
     assert not folder.exists()
     assert "TCP without encryption" not in (tmp_path / "kernel.log").read_text()
+
+
+# ------------------------------------------------------------------------------------------------
+# a sweep or a report that cannot start leaves nothing half made
+
+@pytest.mark.slow
+@pytest.mark.parametrize("home", ["/sys", "a-file"], ids=["HOME=/sys", "HOME a regular file"])
+def test_a_home_the_kernels_cannot_write_fails_in_one_line_and_makes_nothing(tmp_path, home):
+    """HOME=/sys failed in one line but left a results folder with results.csv, runs/, a lock and a
+    kernel log behind (and blamed the results folder, or TMPDIR for a report)."""
+    from data.analysis import synthetic
+
+    if home == "a-file":
+        home = str(tmp_path / "home-file")
+        Path(home).write_text("not a folder\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("IPYTHONDIR", "JUPYTER_RUNTIME_DIR")}
+    env["HOME"] = home
+    out = tmp_path / "out"
+    proc = run_copylab("sweep", str(grid_file(tmp_path)), "--out", str(out), "--no-progress", env=env, timeout=120)
+    errors = [line for line in proc.stderr.splitlines() if "error:" in line]
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr and len(errors) == 1, proc.stderr
+    assert f"HOME={home}" in errors[0] and "set HOME" in errors[0] and str(out) not in errors[0], errors[0]
+    assert not out.exists(), sorted(p.name for p in out.iterdir())
+    sweep_dir = synthetic.write_sweep(tmp_path / "sweep", reps=1)
+    before = folder_state(sweep_dir)
+    report_out = tmp_path / "report"
+    proc = run_copylab("report", str(sweep_dir), "--output-dir", str(report_out), env=env, timeout=120)
+    errors = [line for line in proc.stderr.splitlines() if "error:" in line]
+    assert proc.returncode != 0 and len(errors) == 1 and f"HOME={home}" in errors[0], proc.stderr
+    assert "TMPDIR" not in errors[0] and not report_out.exists() and folder_state(sweep_dir) == before

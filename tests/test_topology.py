@@ -85,6 +85,23 @@ def test_without_root_a_congestion_control_the_host_withholds_is_one_line(native
         assert "tcp_allowed_congestion_control" in proc.stderr and "--congestion host" in proc.stderr
 
 
+@pytest.mark.root
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["dctcp", "no_such_cc"])
+@pytest.mark.parametrize("topology", ["netns", "loopback"])
+def test_a_congestion_control_this_kernel_lacks_is_named_as_not_available(name, topology):
+    """As root, `--congestion dctcp` said the host "does not let a program choose it ... run as root";
+    the kernel does not offer it: the line says so and lists the ones it offers. Nothing starts."""
+    available = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
+    assert name not in available, f"{name} is available on this kernel: the test needs one that is not"
+    proc = run_copylab("run", "--impl", "a1", "--mode", "throughput", "--msg-size", "4096", "--duration", "0.3",
+                       "--topology", topology, "--congestion", name, "--json", timeout=60)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert_one_line_error(proc, f"congestion {name}: not available on this kernel, which offers "
+                                f"{' '.join(available)}")
+    assert "run as root" not in proc.stderr
+
+
 # ------------------------------------------------------------------------------------------------
 # clean
 

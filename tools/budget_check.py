@@ -90,6 +90,7 @@ def main() -> int:
     parser.add_argument("--sims", type=int, default=400)
     parser.add_argument("--extra", type=int, default=6)
     parser.add_argument("--seed", type=int, default=2026)
+    parser.add_argument("--out", metavar="FILE", default="output/budget-check.json", help="where the JSON goes")
     args = parser.parse_args()
     out = {}
     for ratio in (1.0, 1.05, 1.2, 0.8):
@@ -102,8 +103,8 @@ def main() -> int:
             out[f"ratio {ratio} rule {rule}"] = entry
             print(f"true ratio {ratio:.2f}, {rule:7s}: wrong {entry['wrong']:.3%}, undecided {entry['undecided']:.1%}, "
                   f"win {entry['win']:.1%}, loss {entry['loss']:.1%}, equivalent {entry['equivalent']:.1%}")
-    Path("output").mkdir(exist_ok=True)
-    Path("output/budget-check.json").write_text(json.dumps({"args": vars(args), "results": out}, indent=1))
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps({"args": vars(args), "results": out}, indent=1))
     return 0
 
 

@@ -11,7 +11,8 @@ Each measurement goes through the engine a sweep uses (two namespaces joined by 
 CPU 0, receiver on CPU 1, perf stat on both sides), the variants of one comparison alternating in
 a freshly shuffled order per repetition, so a drift of the host cannot favour one of them. Means
 come with 95% intervals (Welch for differences, Fieller for ratios: copylab.analysis.significance).
-Results are printed and written as JSON to output/evidence-<what>.json. Run on an idle machine:
+Results are printed and written as JSON to --out FILE (default output/evidence-<what>.json under
+the working folder). Run on an idle machine:
 numbers taken while other work runs measure that work.
 """
 
@@ -177,13 +178,19 @@ def precision(args) -> dict:
     import numpy as np
     import pandas as pd
 
+    from copylab.analysis.load import load_results
+    from copylab.errors import CopylabError
+
     out = {}
     for folder in args.sweeps:
-        path = Path(folder) / "results.csv"
-        if not path.is_file():
-            raise SystemExit(f"evidence.py precision: {path} is missing")
-        df = pd.read_csv(path)
-        df = df[(df["mode"] == "throughput") & df["impl"].isin(["a1", "a2", "a3"]) & (df["status"] == "ok")]
+        try:  # read and checked as a report reads it (the ok rows, every engine column present)
+            df, _ = load_results(folder)
+        except CopylabError as exc:
+            raise SystemExit(f"evidence.py precision: {exc}") from None
+        df = df[(df["mode"] == "throughput") & df["impl"].isin(["a1", "a2", "a3"])]
+        if df.empty:
+            raise SystemExit(f"evidence.py precision: {Path(folder) / 'results.csv'} has no successful throughput "
+                             "row of a1, a2 or a3: nothing to compare")
         first = df.copy()
         for pos, point_id in first["point_id"].items():
             aside = Path(folder) / "runs" / "apart" / f"{point_id}.0.json"
@@ -193,6 +200,8 @@ def precision(args) -> dict:
         def median_cv(frame):
             g = frame.groupby(["impl", "msg_size", "threads"])["throughput_gbps"]
             cv = (g.std(ddof=1) / g.mean())[g.count() >= 2]
+            if cv.empty:  # one pass only: a spread needs two
+                raise SystemExit(f"evidence.py precision: {folder}: no point was measured in two passes or more")
             return float(cv.median()), int(len(cv)), float((cv <= 0.08).mean())
 
         kept, points, share = median_cv(df)
@@ -221,15 +230,21 @@ def main() -> int:
     p.add_argument("second")
     p = sub.add_parser("precision")
     p.add_argument("sweeps", nargs="+")
+    for p in sub.choices.values():
+        p.add_argument("--out", metavar="FILE", help="where the JSON goes (default output/evidence-<what>.json "
+                                                      "under the working folder)")
     args = parser.parse_args()
     started = time.monotonic()
     result = {"overhead": overhead, "peers": peers, "small": small, "agreement": agreement,
               "precision": precision}[args.what](args)
     result["wall_s"] = round(time.monotonic() - started, 1)
     result["measured_at"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    out = Path("output") / f"evidence-{args.what}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1, default=str))
+    out = Path(args.out) if args.out else Path("output") / f"evidence-{args.what}.json"
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, indent=1, default=str))
+    except OSError as exc:
+        raise SystemExit(f"evidence.py {args.what}: --out {out}: {exc.strerror}") from None
     print(f"-> {out}")
     return 0
 

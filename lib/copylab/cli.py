@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import signal
 import sys
 
+from . import signals
 from .commands import COMMANDS
 from .errors import CopylabError
 from .fsutil import describe_os_error
@@ -49,11 +49,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _terminate(signum, _frame):
-    # SIGTERM unwinds like Ctrl-C, so every context manager (namespaces, processes) cleans up
-    raise KeyboardInterrupt
-
-
 def _address_limit() -> str:
     import resource
 
@@ -62,7 +57,7 @@ def _address_limit() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    signal.signal(signal.SIGTERM, _terminate)
+    signals.unwind_on_ending()  # SIGTERM, SIGHUP, SIGQUIT clean up as Ctrl-C does
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -84,8 +79,6 @@ def main(argv: list[str] | None = None) -> int:
               f"{_address_limit()}) or the process limit (ulimit -u) is too small", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        # the clean-up is done: signals that still come must not turn the exit into a traceback
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(signum, signal.SIG_IGN)
+        signals.ignore_ending()
         print(f"copylab {args.command}: interrupted", file=sys.stderr)
         return 130

@@ -129,7 +129,9 @@ EXTRA = (
     _text("srv_congestion", "the congestion control the sender's connections ran, as the kernel reported it"),
     _text("cli_congestion", "the congestion control the receiver's connections ran, as the kernel reported it"),
     _text("rps", "True when each side's receive softirq work was steered to its own pinned CPUs (RPS)"),
-    _numeric("working_set_bytes", "bytes of distinct messages each sender connection cycled through, asked"),
+    _numeric("working_set_bytes", "bytes of distinct messages each sender connection cycled through, as used: "
+                                  "ring_messages x msg_size (the working set asked for, rounded up to whole "
+                                  "messages, at least 4, within the ring's memory bounds: native/ring.h)"),
     _numeric("ring_messages", "distinct messages the sender's connections cycled through (the fewest of any)"),
     _numeric("steady_max_s", "how much later than warmup_s a steady state was awaited (0: fixed warm-up)"),
     _text("warmup_end", "what ended the warm-up: fixed, steady (the rates settled), bound (steady_max_s "

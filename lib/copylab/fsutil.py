@@ -11,6 +11,7 @@ import errno
 import json
 import math
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -111,8 +112,17 @@ def scratch_dir(prefix: str, need: int):
 
     # tempfile falls back to /tmp, silently, when TMPDIR cannot be written: the one the user set is checked
     tmp = os.environ.get("TMPDIR") or tempfile.gettempdir()
-    if not os.path.isdir(tmp):
-        raise CopylabError(f"TMPDIR {tmp}: no such folder; point TMPDIR at a writable folder")
+    try:
+        mode = os.stat(tmp).st_mode
+    except FileNotFoundError:
+        raise CopylabError(f"TMPDIR {tmp}: no such folder; point TMPDIR at a writable folder") from None
+    except OSError as exc:
+        raise CopylabError(f"TMPDIR {tmp}: {describe_os_error(exc)}; point TMPDIR at a writable folder") from None
+    if not stat.S_ISDIR(mode):
+        from .userfiles import kind_of
+
+        what = "a regular file" if stat.S_ISREG(mode) else kind_of(mode)
+        raise CopylabError(f"TMPDIR {tmp}: is {what}, not a folder; point TMPDIR at a writable folder")
     problem = space_problem(tmp, need)
     if problem:
         raise CopylabError(problem)

@@ -9,7 +9,9 @@ for writing here:
   output folder, so its answers.json lands in work/ and the report's stays as `copylab report` wrote it;
 - JupyterLab's root is RESULTS_DIR and it opens work/analysis.ipynb;
 - `SweepContents` shows the sweep's own files as read-only (JupyterLab then offers "Save As" and skips
-  autosave) and refuses to overwrite them, whatever asks; work/ and new files are the user's.
+  autosave) and refuses to write, rename, delete or restore them, or to create anything among them
+  (runs/, profiles/, the sweep's names), whatever path leads there; work/ and new files of other
+  names are the user's.
 """
 
 from __future__ import annotations
@@ -195,40 +197,87 @@ def answers(url: str) -> bool:
 # the server side: what JupyterLab may overwrite
 
 def _sweep_record(rel: str) -> bool:
-    """Whether a file at `rel` (relative to the sweep folder) belongs to the sweep: outside work/,
-    its data, report and executed notebooks, and anything under runs/ or profiles/."""
+    """Whether a file at `rel` (normalised, relative to the sweep folder) belongs to the sweep: the
+    folder itself, its data, report and executed notebooks at the top, anything under runs/ or
+    profiles/, and the sweep's own hidden entries at the top (.pending, .work, its lock)."""
     parts = Path(rel).parts
-    return bool(parts) and (parts[0] in SWEEP_FOLDERS or (len(parts) == 1 and parts[0] in SWEEP_FILES))
+    if not parts or rel in (".", ""):
+        return True
+    top = parts[0]
+    return (top in SWEEP_FOLDERS or (len(parts) == 1 and top in SWEEP_FILES)
+            or (top.startswith(".") and top != CHECKPOINTS))
+
+
+CHECKPOINTS = ".ipynb_checkpoints"  # where JupyterLab keeps its checkpoints of the files beside it
 
 
 class SweepContents(AsyncLargeFileManager):
-    """JupyterLab's file manager, with the sweep's files read-only (see the module's docstring)."""
+    """JupyterLab's file manager, with the sweep's files read-only (see the module's docstring).
+
+    Every operation is decided on the files it touches, not on the path as the request spelt it:
+    the URL is already decoded (%2e%2e, %2F) when it gets here, the path is normalised (work/../x is
+    x) and links are followed (work/link.csv -> ../results.csv is results.csv), and both the link's
+    own place and where it leads are checked. A path leading out of the sweep folder is refused too.
+    """
+
+    def _places(self, path: str) -> tuple[str, str]:
+        """(where the entry itself is, where it leads), relative to the sweep folder's real path;
+        '..'-prefixed when outside it."""
+        root = os.path.realpath(self.root_dir)
+        os_path = self._get_os_path(path.strip("/"))  # 404 for a path out of the root, as JupyterLab does
+        own = os.path.join(os.path.realpath(os.path.dirname(os_path)), os.path.basename(os_path))
+        return os.path.relpath(own, root), os.path.relpath(os.path.realpath(os_path), root)
 
     def _protected(self, path: str) -> bool:
-        return _sweep_record(path.strip("/"))
+        return any(rel == ".." or rel.startswith("../") or _sweep_record(rel) for rel in self._places(path))
+
+    def _guard(self, path: str, what: str) -> None:
+        if self._protected(path):
+            raise HTTPError(403, _refusal(path, what))
 
     async def get(self, path, content=True, type=None, format=None, **kwargs):
         model = await super().get(path, content=content, type=type, format=format, **kwargs)
         if model.get("type") != "directory" and self._protected(path):
             model["writable"] = False
+        if model.get("type") == "directory" and isinstance(model.get("content"), list):
+            for entry in model["content"]:  # a listing shows what a save would do
+                if entry.get("type") != "directory" and self._protected(entry["path"]):
+                    entry["writable"] = False
         return model
 
+    # save covers PUT (writes, uploads, new files and folders), new_untitled, new and copying a file
     async def save(self, model, path=""):
-        if self._protected(path) and os.path.exists(self._get_os_path(path.strip("/"))):
-            raise HTTPError(403, _refusal(path, "overwritten"))
+        self._guard(path, "written")
         return await super().save(model, path)
 
+    async def _copy_dir(self, from_path, to_path_original, to_name, to_path):
+        self._guard(to_path, "written")
+        return await super()._copy_dir(from_path=from_path, to_path_original=to_path_original, to_name=to_name,
+                                       to_path=to_path)
+
     async def delete(self, path):
-        if self._protected(path):
-            raise HTTPError(403, _refusal(path, "deleted"))
+        self._guard(path, "deleted")
         return await super().delete(path)
 
     async def rename(self, old_path, new_path):
-        if self._protected(old_path):
-            raise HTTPError(403, _refusal(old_path, "renamed"))
+        self._guard(old_path, "renamed")
+        self._guard(new_path, "replaced")
         return await super().rename(old_path, new_path)
+
+    async def create_checkpoint(self, path):
+        self._guard(path, "checkpointed")
+        return await super().create_checkpoint(path)
+
+    async def restore_checkpoint(self, checkpoint_id, path):
+        self._guard(path, "restored")
+        return await super().restore_checkpoint(checkpoint_id, path)
+
+    async def delete_checkpoint(self, checkpoint_id, path):
+        self._guard(path, "changed")
+        return await super().delete_checkpoint(checkpoint_id, path)
 
 
 def _refusal(path: str, what: str) -> str:
-    return (f"{path.strip('/')} belongs to the sweep (a record of what was measured and reported) and is "
-            f"not {what} here: your own work goes under {WORK}/ (File > Save Notebook As...)")
+    return (f"{path.strip('/')} is (or leads to) a file of the sweep (a record of what was measured and "
+            f"reported) or outside its folder, and is not {what} here: your own work goes under {WORK}/ "
+            "(File > Save Notebook As...)")

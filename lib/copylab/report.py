@@ -240,7 +240,7 @@ def _run_record(runs_dir: Path, name: str) -> dict | None:
     (a link out of the folder, a half-written or foreign file, a row that is not one)."""
     try:
         data = userfiles.read_inside(runs_dir, name, MAX_RECORD_BYTES)
-        rec = json.loads(data) if data is not None else None
+        rec = userfiles.loads_json(data) if data is not None else None
     except (CopylabError, ValueError):
         return None
     row = rec.get("row") if isinstance(rec, dict) else None
@@ -351,6 +351,9 @@ def build_report(results_dir, output_dir=None, author=None, roll_no=None, repo_u
 
     _say(progress, f"[1/4] {results_dir / 'results.csv'}: {len(df)} measurements used, "
                    f"{df.attrs['rows_failed']} failed point(s) left out")
+    from .sweep.kernel import check_kernel_folders
+
+    check_kernel_folders()  # before anything is made: HOME=/sys is named, not blamed on TMPDIR
     output_dir.mkdir(parents=True, exist_ok=True)
     missing = _missing_tools()
     with fsutil.scratch_dir("copylab-report-", SCRATCH_BYTES) as scratch, \
@@ -458,7 +461,7 @@ def read_manifest(folder: Path) -> dict | None:
     """report.json of a results folder (None when there is none or it is not one)."""
     try:
         data = userfiles.read_inside(folder, MANIFEST, 1 << 20)
-        manifest = json.loads(data) if data is not None else None
+        manifest = userfiles.loads_json(data) if data is not None else None
     except (CopylabError, ValueError):
         return None
     if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict) \

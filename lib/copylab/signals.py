@@ -1,5 +1,9 @@
-"""The one signal guard: SIGINT and SIGTERM held while something must run to its end (removing
-namespaces, closing a sweep's books), then delivered again, once each kind, in the order they came.
+"""The one signal policy. Every signal that ends a program (ENDING: Ctrl-C, `kill`, a closed
+terminal or dropped ssh connection, Ctrl-\\) unwinds it like Ctrl-C, so every context manager
+(namespaces, processes, a sweep's books) cleans up the same way whichever came (`unwind_on_ending`,
+installed by the command line); and `held()` holds them while something must run to its end
+(removing namespaces, closing a sweep's books), then delivers them again, once each kind, in the
+order they came.
 
 A second Ctrl-C during the clean-up therefore cannot leave a namespace behind or a meta.json half
 closed, and it is not lost either: it takes effect as soon as the clean-up is done. Outside the
@@ -14,7 +18,25 @@ import signal
 import threading
 from typing import Iterator
 
-HELD = (signal.SIGINT, signal.SIGTERM)
+ENDING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+HELD = ENDING
+
+
+def _unwind(signum, _frame):
+    raise KeyboardInterrupt
+
+
+def unwind_on_ending() -> None:
+    """Make every ending signal raise KeyboardInterrupt (SIGINT already does)."""
+    for s in ENDING:
+        if s != signal.SIGINT:
+            signal.signal(s, _unwind)
+
+
+def ignore_ending() -> None:
+    """After the clean-up: signals that still come must not turn the exit into a traceback."""
+    for s in ENDING:
+        signal.signal(s, signal.SIG_IGN)
 
 
 @contextlib.contextmanager

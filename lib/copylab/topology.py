@@ -243,8 +243,10 @@ def loopback() -> Iterator[Topology]:
 
 def check_congestion_usable(names, topology: str) -> None:
     """A congestion control the programs could not select here is refused before anything runs, in
-    one line saying why and what to do. In namespaces (root) any available one works; on loopback
-    an unprivileged program may pick only those in net.ipv4.tcp_allowed_congestion_control."""
+    one line naming the real cause: the kernel does not offer it (the ones it offers listed), or it
+    does but an unprivileged program may pick only those in net.ipv4.tcp_allowed_congestion_control.
+    In namespaces (root) any available one works."""
+    import errno
     import socket
 
     if topology not in ("loopback", "netns"):
@@ -256,11 +258,28 @@ def check_congestion_usable(names, topology: str) -> None:
             with socket.socket() as sock:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, name.encode())
         except OSError as exc:
-            allowed = Path("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
-            allowed_text = allowed.read_text().strip() if allowed.exists() else "?"
-            raise CopylabError(f"congestion {name}: this host does not let a program choose it ({exc.strerror}; "
-                               f"net.ipv4.tcp_allowed_congestion_control = {allowed_text}); run as root, or use "
-                               "congestion: [host] / --congestion host") from None
+            available = _sysctl_words("tcp_available_congestion_control")
+            if exc.errno == errno.ENOENT or (available is not None and name not in available):
+                raise CopylabError(f"congestion {name}: not available on this kernel, which offers "
+                                   f"{' '.join(available) if available else '?'} "
+                                   "(net.ipv4.tcp_available_congestion_control); choose one of those, or "
+                                   "congestion: [host] / --congestion host") from None
+            if exc.errno == errno.EPERM:
+                allowed = _sysctl_words("tcp_allowed_congestion_control")
+                raise CopylabError(f"congestion {name}: available on this kernel but not allowed for unprivileged "
+                                   "programs (net.ipv4.tcp_allowed_congestion_control = "
+                                   f"{' '.join(allowed) if allowed is not None else '?'}); run as root, or use "
+                                   "congestion: [host] / --congestion host") from None
+            raise CopylabError(f"congestion {name}: cannot be selected here ({exc.strerror}); use congestion: "
+                               "[host] / --congestion host") from None
+
+
+def _sysctl_words(name: str) -> list[str] | None:
+    """The words of /proc/sys/net/ipv4/NAME, or None when it cannot be read."""
+    try:
+        return (Path("/proc/sys/net/ipv4") / name).read_text().split()
+    except OSError:
+        return None
 
 
 def attach_params(params: dict) -> Topology:

@@ -10,13 +10,21 @@ not a symbolic link (a shared folder must not make copylab read another file of 
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import stat
 from pathlib import Path
 
 from .errors import CopylabError
 from .fsutil import atomic_write_text, describe_os_error
 
+# how deep a JSON file of a results folder may nest: copylab's own nest 5 levels at most (a record's
+# row of per-side counters); Python's parser recurses per level and dies of RecursionError long before
+# a 16 MiB file runs out of brackets (100,000 deep was a traceback)
+MAX_JSON_DEPTH = 64
+_JSON_STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+"')  # brackets inside strings do not nest
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 DECLARATION_FILE = "ai_declaration.txt"  # the declaration's copy in a results folder, taken at sweep time
 MAX_DECLARATION_BYTES = 64 << 10         # a declaration is a paragraph or a page, not a book
 
@@ -124,7 +132,48 @@ def read_inside(folder, name: str, limit: int) -> bytes | None:
     return data
 
 
+def count_lines_inside(folder, name: str, stop_after: int, chunk: int = 1 << 20) -> int | None:
+    """Lines of folder/name (see inside()), counted a chunk at a time and no further than the first
+    stop_after + 1: how long a table is without holding it. None when absent."""
+    path = inside(folder, name)
+    if path is None:
+        return None
+    lines = 0
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):  # swapped after the check
+                raise CopylabError(f"{path}: not a regular file")
+            while lines <= stop_after:
+                block = handle.read(chunk)
+                if not block:
+                    break
+                lines += block.count(b"\n")
+    except OSError as exc:
+        raise CopylabError(f"{path}: {describe_os_error(exc)}") from None
+    return lines
+
+
 def folder_declaration(folder) -> str:
     """The declaration copied into a results folder at sweep time ("" when there is none)."""
     data = read_inside(folder, DECLARATION_FILE, MAX_DECLARATION_BYTES)
     return "" if data is None else decode(data, str(Path(folder) / DECLARATION_FILE), MAX_DECLARATION_BYTES).strip()
+
+
+class JSONTooDeep(ValueError):
+    """A JSON text nested deeper than MAX_JSON_DEPTH (a ValueError: to callers it is not usable JSON)."""
+
+
+def loads_json(data: bytes | str, max_depth: int = MAX_JSON_DEPTH):
+    """json.loads of data from a results folder, its nesting checked first (linear, no recursion, in C
+    but for one numpy pass), so a hostile file is a ValueError like any other text that is not JSON."""
+    import numpy as np
+
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    brackets = _JSON_STRING.sub(b"", raw).translate(None, _NOT_BRACKETS)
+    if len(brackets) > 2 * max_depth:
+        codes = np.frombuffer(brackets, dtype=np.uint8)
+        steps = np.where((codes == ord("[")) | (codes == ord("{")), 1, -1).astype(np.int32)
+        if int(np.cumsum(steps).max()) > max_depth:
+            raise JSONTooDeep(f"nested deeper than {max_depth} levels (copylab's own files nest a few)")
+    return json.loads(raw)

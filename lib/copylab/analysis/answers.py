@@ -3,11 +3,11 @@ from the run's own evidence (explain.py, explain_copies.py) and kept beside the 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
 
+from .. import userfiles
 from ..fmt import fmt_size, plural
 from ..fsutil import atomic_write_json, jsonable
 from . import findings as fnd
@@ -183,4 +183,4 @@ def write_answers(doc: dict, output_dir) -> Path:
 
 
 def read_answers(path) -> dict:
-    return json.loads(Path(path).read_text())
+    return userfiles.loads_json(Path(path).read_bytes())

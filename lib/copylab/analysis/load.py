@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import io
-import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from .. import contract, userfiles
+from ..sweep.estimate import MAX_WALL_S as _DAY_S
+from ..sweep.estimate import PER_POINT_OVERHEAD_S as _PER_POINT_S
 from ..errors import CopylabError
 from ..paths import PROJECT_ROOT
 from . import validate
@@ -17,6 +18,11 @@ from .stats import repetition_spread
 
 PROFILES_CSV = "profiles.csv"  # sweep/records.py writes it beside results.csv
 MAX_CSV_BYTES = 512 << 20   # a sweep of a million points is about 1 GiB... of a grid nobody runs
+# rows a table may hold: what a day of measuring (the longest sweep the grid check allows without
+# --allow-large) makes of 1 s points (the default grid's window) with the measured per-point overhead.
+# Reading costs about 6 KiB of memory and 0.1 ms per row here (docs/reliability.md): 80,000 rows ~ 0.5
+# GiB; a million rows took 4.9 GB and more than 300 s.
+MAX_ROWS = int(_DAY_S / (1.0 + _PER_POINT_S))
 MAX_META_BYTES = 16 << 20
 
 # Derived metric -> (label with unit, description). Figures and the explorer read labels from here.
@@ -76,7 +82,12 @@ def _read_table(results_dir: Path, table: str, allow_empty: bool) -> pd.DataFram
     csv_path = results_dir / table
     if not results_dir.is_dir():
         raise CopylabError(f"results directory {results_dir} does not exist")
-    data = userfiles.read_inside(results_dir, table, MAX_CSV_BYTES)  # not a link out of the folder
+    # counted before it is read whole (not a link out of the folder, as read_inside)
+    lines = userfiles.count_lines_inside(results_dir, table, stop_after=MAX_ROWS + 1)
+    if lines is not None and lines > MAX_ROWS + 1:
+        raise CopylabError(f"{csv_path}: more than {MAX_ROWS:,} rows, the most a table is read with (a day of "
+                           "measuring 1 s points makes about that many); split the sweep or keep the rows you need")
+    data = userfiles.read_inside(results_dir, table, MAX_CSV_BYTES)
     if data is None:
         raise CopylabError(f"{csv_path} does not exist (run a sweep first)")
     try:
@@ -155,9 +166,9 @@ def load_meta(results_dir) -> dict:
     if data is None:
         return {}
     try:
-        meta = json.loads(data.decode("utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise CopylabError(f"{path} is not valid JSON: {exc}") from exc
+        meta = userfiles.loads_json(data)  # depth checked: 100,000 levels were a RecursionError
+    except ValueError as exc:  # not JSON, not UTF-8, nested too deep
+        raise CopylabError(f"{path} is not valid JSON: {exc}") from None
     if not isinstance(meta, dict):
         raise CopylabError(f"{path} must hold a JSON object, not {type(meta).__name__}")
     validate.check_meta(meta, path)

@@ -34,6 +34,10 @@ def plain(frame: str) -> str:
 
 POINT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # a point id is a plain file name
 MAX_FOLDED_BYTES = 256 << 20  # decompressed, per file: a profile of one window is a few MiB
+# one folded stack: perf's deepest call chain (kernel.perf_event_max_stack, 127 by default, for the
+# kernel's and the user's part each) of names up to KSYM_NAME_LEN (512) with a separator; a longer
+# line is not a stack perf made, and is skipped without being held
+MAX_FOLDED_LINE = 2 * 127 * (512 + 1)
 
 
 def folded_counts(profile_dir: Path, point_ids, side: str) -> dict[str, int]:
@@ -50,17 +54,29 @@ def folded_counts(profile_dir: Path, point_ids, side: str) -> dict[str, int]:
             continue
         if path is None:
             continue
-        read = 0
-        with contextlib.suppress(OSError, EOFError, UnicodeDecodeError), \
-                gzip.open(path, "rt", errors="replace") as handle:
-            for line in handle:
-                read += len(line)
-                if read > MAX_FOLDED_BYTES:
-                    break
-                stack, _, n = line.rstrip("\n").rpartition(" ")
+        with contextlib.suppress(OSError, EOFError, gzip.BadGzipFile), gzip.open(path, "rb") as handle:
+            for line in capped_lines(handle, MAX_FOLDED_LINE, MAX_FOLDED_BYTES):
+                stack, _, n = line.decode("utf-8", "replace").rstrip("\n").rpartition(" ")
                 if n.isdigit():
                     counts[stack] += int(n)
     return counts
+
+
+def capped_lines(handle, max_line: int, max_bytes: int):
+    """The lines of a binary stream, streamed: none longer than max_line is held (it is skipped, read
+    a piece at a time), and reading stops after max_bytes."""
+    read = 0
+    while read <= max_bytes:
+        line = handle.readline(max_line + 1)
+        if not line:
+            return
+        read += len(line)
+        if len(line) <= max_line:
+            yield line
+            continue
+        while line and not line.endswith(b"\n") and read <= max_bytes:  # the rest of the long line
+            line = handle.readline(max_line + 1)
+            read += len(line)
 
 
 def context_of(frames: list[str], target: str) -> str | None:

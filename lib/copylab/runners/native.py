@@ -80,6 +80,8 @@ class NativeRunner(Runner):
         fields["server_bytes"] = nan((srv or {}).get("bytes"))
         fields["server_messages"] = nan((srv or {}).get("messages"))
         fields["ring_messages"] = nan((srv or {}).get("ring_messages"))
+        if fields["ring_messages"] > 0:  # what was cycled, not what was asked (ring.h rounds and bounds it)
+            fields["working_set_bytes"] = fields["ring_messages"] * spec.msg_size
         counted = registry.get(self.impl).counters
         for key in SERVER_KEYS:  # what this implementation does not count stays empty, not 0
             fields[key] = nan((srv or {}).get(key)) if key in counted else math.nan

@@ -43,7 +43,7 @@ from . import folder
 from .accounting import Accounting, measured_seconds
 from .groups import FIRST_GROUP_SECONDS, GROUP_SECONDS, run_group, take_group
 from .hostload import HostLoad
-from .kernel import WarmKernel
+from .kernel import WarmKernel, check_kernel_folders
 from .meta import SweepMeta
 from .placing import SweepPlacement
 from .prepare import build_here, plan_queue, probe, recorded_specs
@@ -85,6 +85,7 @@ def run_sweep(params_path: str | Path, out_dir: str | Path | None = None, force:
     est.check(estimate, allow_large)
     if grid.topology != "ssh":  # another host's limits are its own
         limits.check_grid(grid, f"grid {grid.name}")
+    check_kernel_folders()  # before the results folder exists: a failure here leaves nothing half made
     # absolute: papermill changes the working folder while a notebook runs
     out = (Path(out_dir) if out_dir else OUTPUT_DIR / grid.name).resolve()
     folder.prepare(out)

@@ -15,6 +15,7 @@ import os
 from datetime import datetime, timezone
 from pathlib import Path
 
+from .. import userfiles
 from ..errors import CopylabError
 from ..fsutil import describe_os_error
 from ..params import Grid
@@ -67,7 +68,7 @@ def previous_meta(out: Path) -> dict:
     if not path.exists():
         return {}
     try:
-        meta = json.loads(path.read_text())
+        meta = userfiles.loads_json(path.read_bytes())
     except (OSError, ValueError, UnicodeDecodeError) as exc:
         raise CopylabError(f"{path} is unreadable or not JSON ({str(exc).splitlines()[0]}): this folder's "
                            "sweep cannot be resumed; use --restart to set it aside and start over") from None

@@ -24,6 +24,31 @@ POLL_S = 0.2
 START_TIMEOUT_S = 120
 
 
+def check_kernel_folders() -> None:
+    """The folders a notebook kernel writes before it runs a cell (IPython's profile, Jupyter's
+    runtime files, both under HOME unless set apart): one that cannot be made or written (HOME=/sys,
+    a read-only home) is one line naming it, before anything else is made."""
+    import os
+    import tempfile
+
+    from jupyter_core.paths import jupyter_runtime_dir
+
+    from ..errors import CopylabError
+    from ..fsutil import describe_os_error
+
+    folders = (("IPYTHONDIR", os.environ.get("IPYTHONDIR") or os.path.join(os.path.expanduser("~"), ".ipython")),
+               ("JUPYTER_RUNTIME_DIR", jupyter_runtime_dir()))
+    for variable, path in folders:
+        try:
+            os.makedirs(path, exist_ok=True)
+            with tempfile.TemporaryFile(dir=path):
+                pass
+        except OSError as exc:
+            raise CopylabError(f"{describe_os_error(exc)}: the notebook kernels keep their files there "
+                               f"(HOME={os.environ.get('HOME', '')}); set HOME, or {variable}, to a folder you "
+                               "can write") from None
+
+
 @dataclass
 class Outcome:
     kind: str = ErrorKind.NONE   # ErrorKind; "" when the notebook ran to the end

@@ -9,7 +9,7 @@ import os
 import shutil
 from pathlib import Path
 
-from .. import buildinfo, hostmeta
+from .. import buildinfo, hostmeta, userfiles
 from .. import perf as perfmod
 from ..contract import PEERS
 from ..errors import CopylabError
@@ -114,7 +114,7 @@ def recorded_specs(runs: Path) -> list[dict]:
     specs = []
     for path in runs.glob("*.json"):
         with contextlib.suppress(OSError, ValueError, KeyError, TypeError, UnicodeDecodeError):
-            spec = json.loads(path.read_text())["raw"]["spec"]
+            spec = userfiles.loads_json(path.read_bytes())["raw"]["spec"]
             if isinstance(spec, dict):
                 specs.append(spec)
     return specs

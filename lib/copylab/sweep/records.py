@@ -4,12 +4,12 @@ that exist: a row without a record on disk is never reported."""
 from __future__ import annotations
 
 import contextlib
-import json
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pandas as pd
 
+from .. import userfiles
 from ..analysis.stats import repetition_spread
 from ..contract import COLUMNS
 from ..fsutil import atomic_write_text
@@ -30,7 +30,7 @@ def record_path(runs: Path, point_id: str) -> Path:
 def read_row(path: Path) -> dict | None:
     """The row of a record, or None when the record is missing, half-written or not ours."""
     with contextlib.suppress(OSError, ValueError, KeyError, TypeError, UnicodeDecodeError):
-        row = json.loads(path.read_text())["row"]
+        row = userfiles.loads_json(path.read_bytes())["row"]
         if isinstance(row, dict) and "status" in row:
             return row
     return None
