@@ -17,7 +17,7 @@ import nbformat
 import papermill
 import pytest
 from conftest import run_copylab
-from copylab import analysis, report, tools
+from copylab import analysis, report, report_display, tools
 from copylab.errors import CopylabError
 from data.analysis import synthetic
 from faults import cmdline, descendants, env_with, folder_state, path_without
@@ -166,10 +166,10 @@ def test_report_from_real_quick_sweep(quick_report):
 def test_declaration_that_names_itself_is_not_labelled_twice():
     fields = {"author": "", "roll_no": "", "repo_url": "",
               "ai_declaration": "AI-usage declaration (draft): I used a linter."}
-    md = rendered(report.author_markdown(fields))
+    md = rendered(report_display.author_markdown(fields))
     assert md.count("AI-usage declaration") == 1 and "**AI-usage declaration** (draft): I used a linter." in md
     fields["ai_declaration"] = "I used a linter."
-    assert "**AI-usage declaration.** I used a linter." in rendered(report.author_markdown(fields))
+    assert "**AI-usage declaration.** I used a linter." in rendered(report_display.author_markdown(fields))
 
 
 # ------------------------------------------------------------------------------------------------
