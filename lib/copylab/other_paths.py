@@ -23,7 +23,7 @@ from . import escape, registry
 from .analysis.stats import aggregate, one_receive, primary_receive, throughput_rows
 from .analysis.study import Study, contenders
 from .analysis.text.words import decision_cell
-from .fmt import IMPL_LABELS, fmt_num, fmt_size, impl_name
+from .fmt import IMPL_LABELS, fmt_size, impl_name
 
 SIDE_METRICS = ("throughput_gbps", "srv_cpu_ns_per_byte", "cli_cpu_ns_per_byte")
 

@@ -25,15 +25,14 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from . import findings as fnd
-from .decisions import (ALPHA, DEFAULT_MARGIN, Decision, Diff, Outcome, cell_diffs, decide_cells, decided_crossover,
+from .decisions import (ALPHA, DEFAULT_MARGIN, Decision, Outcome, cell_diffs, decide_cells, decided_crossover,
                         holm, log_values, point_stats)
 from .explain import Explanation, bound_side
 from .explain_copies import deferred_copy_site, removed_copy, zero_copy_cost
 from .explain_surprise import explain_surprise
-from .patterns import Test, q6_tests, robust_surprise, thread_decisions
-from .profiles import profile_finding
+from .patterns import q6_tests, robust_surprise, thread_decisions
 from ..fmt import fmt_size, plural
-from .roles import BASE, COMPARED, ONE_COPY, ZERO_COPY, name, native
+from .roles import BASE, ONE_COPY, ZERO_COPY, name, native
 from .stats import one_receive, primary_receive, study_rows, throughput_rows
 
 THROUGHPUT = "throughput_gbps"
@@ -242,6 +241,3 @@ def _families(s: Study) -> None:
     for t in s.q6_cells + s.q6_regions:
         t.p, t.p_holm = t.decision.p, s.families["q6"].p_holm(t.decision)
 
-
-__all__ = ["CRITERIA", "COMPARED", "Family", "Study", "Test", "THROUGHPUT", "contenders", "equivalence_margin",
-           "population", "study"]

@@ -103,18 +103,23 @@ def table(study: Study) -> pd.DataFrame:
 
 
 def advice(entry: dict) -> str:
-    """What to use at one size: the path decided better, or the baseline with what is known of the others."""
+    """What to use at one size: the path decided better, or the baseline with what is known of the others
+    (a verdict the correction does not leave standing is said as such, not as a verdict)."""
     pick, others = entry["choice"], entry["others"]
     if pick != BASE:
         return name(pick)
-    equivalent = [name(i) for i, v in sorted(others.items()) if v["verdict"] == Verdict.EQUIVALENT and v["stands"]]
-    undecided = [name(i) for i, v in sorted(others.items()) if v["verdict"] == Verdict.UNDECIDED
-                 or (v["verdict"] != Verdict.WORSE and not v["stands"])]
+    listed = sorted(others.items())
+    equivalent = [name(i) for i, v in listed if v["verdict"] == Verdict.EQUIVALENT and v["stands"]]
+    undecided = [name(i) for i, v in listed if v["verdict"] == Verdict.UNDECIDED]
+    fallen = {verdict: [name(i) for i, v in listed if v["verdict"] == verdict and not v["stands"]]
+              for verdict in (Verdict.BETTER, Verdict.EQUIVALENT, Verdict.WORSE)}
     text = f"{name(BASE)}, or equally {and_list(equivalent)}" if equivalent else name(BASE)
-    if undecided:
-        text += f" ({and_list(undecided)} undecided against it)"
-    elif not equivalent:
-        text += " (every other path decided worse)" if others else ""
+    notes = ([f"{and_list(undecided)} undecided against it"] if undecided else []) + [
+        f"{and_list(names)} {verdict} only before the correction" for verdict, names in fallen.items() if names]
+    if notes:
+        text += f" ({'; '.join(notes)})"
+    elif not equivalent and others:
+        text += " (every other path decided worse)"
     return text
 
 
