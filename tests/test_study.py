@@ -165,6 +165,7 @@ def test_answers_text_agrees_with_its_decisions_for_every_comparison():
         assert start is None or all(int(s) in decided for s in doc[key]["decision_by_size"] if int(s) >= start)
 
 
+@pytest.mark.slow
 def test_changing_one_run_changes_every_consumer_together(tmp_path):
     folder = tmp_path / "sweep"
     shutil.copytree(STORED, folder)
