@@ -19,13 +19,18 @@ def full(tmp_path_factory):
                                                        receives=("message", "bulk"), profiles=True))
 
 
+# every figure as (df, meta) -> figure: those showing the Study's comparisons get the Study of (df, meta)
+EVERY = [*figures.ALL_FIGURES, *((name, lambda df, meta, make=make: make(analysis.study(df, meta)))
+                                 for name, make in figures.STUDY_FIGURES)]
+
+
 @pytest.fixture(scope="module")
 def bare(tmp_path_factory):
     folder = synthetic.write_sweep(tmp_path_factory.mktemp("figs-bare"), reps=1, counters=False)
     return analysis.load_results(folder)
 
 
-@pytest.mark.parametrize("name, make", figures.ALL_FIGURES, ids=[n for n, _ in figures.ALL_FIGURES])
+@pytest.mark.parametrize("name, make", EVERY, ids=[n for n, _ in EVERY])
 def test_every_figure_states_units_legend_and_system(full, name, make):
     df, meta = full
     fig = make(df, meta)
@@ -51,7 +56,7 @@ def test_every_figure_states_units_legend_and_system(full, name, make):
     assert sum(1 for t in fig.data if t.showlegend is not False and t.name) >= 2
 
 
-@pytest.mark.parametrize("name, make", figures.ALL_FIGURES, ids=[n for n, _ in figures.ALL_FIGURES])
+@pytest.mark.parametrize("name, make", EVERY, ids=[n for n, _ in EVERY])
 def test_every_hover_names_what_it_shows(full, name, make):
     """A hover in report.html says which implementation, at which size (and thread count), the
     value with its unit; the CPU buckets in the legend's words, not as column names."""
@@ -92,7 +97,7 @@ def test_few_repetitions_are_drawn_as_points_and_intervals_never_cross_zero(full
 
 
 def test_the_ratio_figure_marks_losses_as_well_as_wins(full):
-    fig = figures.ratio_to_baseline(*full)
+    fig = figures.ratio_to_baseline(analysis.study(*full))
     symbols = {s for t in fig.data for s in t.marker.symbol}
     assert "triangle-down" in symbols  # a decided loss (A3 at 64 B in the synthetic tables)
     assert fig.layout.yaxis.type == "log"
@@ -246,7 +251,7 @@ def test_no_successful_rows_gives_notes_tables_and_an_empty_explorer(tmp_path):
     lines = (folder / "results.csv").read_text().splitlines()
     (folder / "results.csv").write_text(lines[0] + "\n")  # header only: every point failed or none ran
     df, meta = analysis.load_results(folder)
-    for _, make in figures.ALL_FIGURES:
+    for _, make in EVERY:
         assert isinstance(make(df, meta), figures.FigureNote)
     assert analysis.markdown_table(analysis.throughput_by_size(df)).startswith("| message size |")
     assert "nothing to explore" in explorer.explore(df, meta).value

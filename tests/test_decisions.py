@@ -1,4 +1,5 @@
-"""analysis/decisions.py: a decision for every comparison, on synthetic results with known answers."""
+"""analysis/decisions.py: a decision for every comparison (through the Study, analysis/study.py, the only
+place the report decides), on synthetic results with known answers."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ import pandas as pd
 import pytest
 
 from copylab import contract
-from copylab.analysis.answers import answers
-from copylab.analysis.decisions import classify, decide, point_stats, target_half_width
+from copylab.analysis.decisions import ALPHA, Outcome, classify, point_stats, target_half_width
 from copylab.analysis.load import load_results
+from copylab.analysis.study import study
+from copylab.analysis.text.answers import answers
 
 SIZES = (64, 1024, 4096, 16384, 65536)
 THREADS = (1, 2, 4, 8)
@@ -46,6 +48,11 @@ def synthetic(passes: int = 5, seed: int = 11, pass_spread: float = 0.08) -> pd.
                                  "rep": rep, "status": "ok", "receive": "message", "throughput_gbps": value,
                                  "bytes": value * 1e9 / 8, "duration_s": 1.0})
     return pd.DataFrame(rows).reindex(columns=list(contract.COLUMNS))
+
+
+def decide(rows: pd.DataFrame, impl: str, base: str) -> dict:
+    """The Study's decisions of impl against base."""
+    return study(rows, {}).compare(impl, base)
 
 
 def answers_of(frame: pd.DataFrame, folder, meta: dict | None = None) -> dict:
@@ -157,3 +164,22 @@ def test_runs_of_one_block_are_compared_with_each_other():
     # the same values with the pairing lost (A2's passes renumbered): every interval is wide
     apart = paired.assign(rep=[r + 10 if i == "a2" else r for i, r in zip(paired["impl"], paired["rep"])])
     assert {d.decision for d in decide(apart, "a2", "a1")["by_size"].values()} == {"undecided"}
+
+
+@pytest.mark.parametrize("seed", [11, 12])
+def test_each_decisions_p_agrees_with_its_interval(seed):
+    """One test per comparison: the p-value a family's correction adjusts is the interval's own, so a
+    win or a loss has p below ALPHA exactly when its interval excludes 1, an equivalence its
+    equivalence p exactly when the interval lies inside the margin."""
+    s = study(synthetic(seed=seed), {})
+    decisions = [d for found in s.comparisons.values() for by in [found["by_size"], *found["per_threads"].values()]
+                 for d in by.values() if d.low == d.low]
+    assert len(decisions) > 50
+    for d in decisions:
+        excludes_one = d.low > 1 or d.high < 1
+        inside = d.low >= 1 / (1 + d.margin) and d.high <= 1 + d.margin
+        if abs(d.low - 1) > 1e-9 and abs(d.high - 1) > 1e-9:
+            assert (d.p < ALPHA) == excludes_one, d
+        assert (d.p_equivalence < ALPHA) == inside or min(abs(d.low * (1 + d.margin) - 1),
+                                                           abs(d.high - 1 - d.margin)) < 1e-9, d
+        assert (d.decision == Outcome.EQUIVALENT) == inside

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from copylab.analysis import explain, explain_copies, stacks
-from copylab.analysis.answers import answers
+from copylab.analysis.text.answers import answers
 from data.analysis import evidence as ev
 
 DEFERRED = {"deferred_copy": 0.37, "zerocopy_pin": 0.076, "zerocopy_completion": 0.006, "tcp_send": 0.3}

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from copylab.analysis.prose import zero_copy_share_sentence
+from copylab.analysis.text.q1 import zero_copy_share_sentence
 from copylab.errors import CopylabError
 from copylab.hosts import SshHost, is_destination
 from copylab.perf import TSC_EVENT, PerfPlan, common_plan

@@ -37,20 +37,20 @@ def df() -> pd.DataFrame:
 
 
 def test_every_send_path_is_compared_with_the_two_copy_and_one_copy_paths(df):
-    table = other_paths.send_paths_table(df)
+    table = other_paths.send_paths_table(analysis.study(df, {}))
     base, one = (analysis.impl_name(n) for n in (registry.baseline(), registry.by_role("one_copy")))
     assert set(table["path"]) == {analysis.impl_name(n) for n in registry.names(kind="native")}
     assert len(table) == len(set(table["path"])) * len(synthetic.SIZES)
     for column in (f"vs {base}", f"vs {one}"):
         cells = table[column][table["path"] != column[3:]]
-        assert cells.str.match(r"^(win|loss|equivalent|undecided) [0-9.]+× \[").all(), cells.tolist()
+        assert cells.str.match(r"^(win|loss|equivalent|undecided)†? [0-9.]+ \([0-9.]+–[0-9.]+\)$").all(), cells.tolist()
     # the 1.2x-scaled copy of the one-copy path wins against it at every size (SYNTHETIC)
     faster = [n for n, f in EXTRA.items() if f > 1][0]
     assert table[table["path"] == analysis.impl_name(faster)][f"vs {one}"].str.startswith("win").all()
 
 
 def test_every_other_receive_strategy_is_compared_with_the_primary_one(df):
-    table = other_paths.receive_table(df)
+    table = other_paths.receive_table(analysis.study(df, {}))
     assert set(table["receive"]) == {"zerocopy", "discard"}
     assert (table["vs message"].str.split().str[0].isin(("win", "loss", "equivalent", "undecided"))).all()
     assert table[table["receive"] == "zerocopy"]["mapped %"].round().eq(50).all()
@@ -68,7 +68,7 @@ def test_part_e_still_compares_the_study_roles_only(df):
 def test_the_section_says_what_the_sweep_lacks(df):
     only_study = df[df["impl"].isin(registry.study_impls()) & (df["receive"] == "message")]
     assert "params/full.yaml" in other_paths.section_markdown(only_study)
-    assert other_paths.receive_table(only_study).empty
+    assert other_paths.receive_table(analysis.study(only_study, {})).empty
     assert f"{len(registry.names(kind='native'))} send paths" in other_paths.section_markdown(df)
 
 

@@ -9,21 +9,22 @@ import re
 
 import pytest
 
-from copylab.analysis import configuration, decided, harness, patterns, scaling, summary, surprise
+from copylab.analysis import configuration, crossover, harness, q3, q6, study, summary
+from copylab.analysis.decisions import holm
 from data.analysis import evidence as ev
 
 SLOW_SMALL = {"a2": {64: 0.60, 1024: 0.75}}  # A2 below A1 in every cell up to 1 KiB
 
 
 def test_holm_matches_the_step_down_rule():
-    assert patterns.holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
-    adjusted = patterns.holm([0.2, math.nan, 0.01])
+    assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    adjusted = holm([0.2, math.nan, 0.01])
     assert adjusted[0] == pytest.approx(0.2) and math.isnan(adjusted[1]) and adjusted[2] == pytest.approx(0.02)
 
 
 def test_q6_reports_a_pattern_across_cells_with_its_correction():
     df = ev.throughput_grid(SLOW_SMALL)
-    answer = surprise.q6_answer(df, ev.frame([]), {"cores": 2}, 0.10)
+    answer = q6.answer(study(df, {"cores": 2}, ev.frame([])))
     assert answer["kind"] == "one_copy_slower" and answer["standing"] == "pattern"
     details = answer["details"]
     assert details["sizes"] == "up_to" and details["size"] == 1024 and len(details["cells"]) == 8
@@ -31,13 +32,13 @@ def test_q6_reports_a_pattern_across_cells_with_its_correction():
     assert "A2 slower than A1 at sizes up to 1 KiB, at every thread count: in all 8 cells" in text
     assert f"Holm's correction over the {answer['tests_made']} tests made" in text
     assert answer["correction"] == "holm" and answer["tests_made"] > 8
-    assert len(surprise.surprise_table(answer)) == 8
+    assert len(q6.surprise_table(answer)) == 8
 
 
 def test_one_outlier_cell_is_not_a_pattern_and_says_so():
     # one repetition of one cell far off: that cell is not significant; nothing else violates
     df = ev.throughput_grid({}, outliers={("a2", 4096, 4, 0): 0.5})
-    answer = surprise.q6_answer(df, ev.frame([]), {"cores": 2}, 0.10)
+    answer = q6.answer(study(df, {"cores": 2}, ev.frame([])))
     assert answer["kind"] is None and answer["text"].startswith("No result contradicts the expectations checked")
     assert "beyond chance" in answer["text"] and "is what noise gives" in answer["text"]
     assert "Holm's correction" in answer["text"] and "adjusted p" in answer["text"]
@@ -49,29 +50,30 @@ def test_q6_explains_the_pattern_from_the_profile_with_its_numbers():
                          busy=(0.5, 0.9), rep=r) for r in range(3)]
     a2 = [ev.profile_row("a2", 64, {"kernel_copy_from_user": 0.30, "tcp_send": 0.5}, busy=(0.8, 0.9), rep=r)
           for r in range(3)]
-    answer = surprise.q6_answer(df, ev.frame(a1 + a2), {"cores": 2}, 0.10)
+    answer = q6.answer(study(df, {"cores": 2}, ev.frame(a1 + a2)))
     assert answer["explanation"]["verdict"] == "copy"
     assert "A2's kernel copy from its iovec is 30.0%" in answer["text"]
 
 
 def test_q4_gives_one_answer_from_the_decisions():
     df = ev.throughput_grid({"a2": {64: 0.7, 1024: 1.0, 4096: 1.3, 65536: 1.4}})
-    found = decided.comparison(df, "a2", 0.10)
-    text = decided.decision_text("a2", found, 0.10)
+    s = study(df, {})
+    text = crossover.decision_text(s, "a2", "q4")
     assert text.count("**") == 2 and "**A2 outperforms A1 from 4 KiB upward**" in text
     assert "64 B: loss" in text and "1 KiB: equivalent" in text
-    table = decided.decision_table(found)
+    assert "Holm's correction over the 4 comparisons of this answer leaves every decision standing" in text
+    table = crossover.decision_table(s, "a2", "q4")
     assert list(table["decision"]) == ["loss", "equivalent", "win", "win"]
-    per = decided.per_threads_table(found)
+    per = crossover.per_threads_table(s, "a2")
     assert list(per.columns) == ["message size", "1 thr", "2 thr", "4 thr", "8 thr"]
     assert per.iloc[2, 1].startswith("win ")
 
 
 def test_an_undecided_largest_size_says_how_many_more_passes():
     df = ev.throughput_grid({"a2": {65536: 1.08}}, passes=3, spread=0.12, seed=9)
-    found = decided.comparison(df, "a2", 0.10)
-    assert found["by_size"][65536].decision == "undecided"
-    text = decided.decision_text("a2", found, 0.10)
+    s = study(df, {})
+    assert s.decision("a2", 65536).decision == "undecided"
+    text = crossover.decision_text(s, "a2", "q4")
     assert "There is no size in this grid from which A2 is decided to outperform A1" in text
     assert re.search(r"about \d+ more pass(es)? would likely decide it|more than 100 more passes", text)
 
@@ -81,10 +83,10 @@ def test_q3_concludes_per_size_from_its_own_test(ratio, verdict):
     df = ev.throughput_grid({}, threads=(1, 8), thread_gain=0.0)
     boost = {(impl, 65536, 8): ratio for impl in ("a1", "a2", "a3")}
     df["throughput_gbps"] *= [boost.get((i, s, t), 1.0) for i, s, t in zip(df["impl"], df["msg_size"], df["threads"])]
-    answer = scaling.q3_answer(df, {"cores": 2}, 0.10)
+    answer = q3.answer(study(df, {"cores": 2}))
     assert answer["per_size"]["65536"]["verdict"] == verdict
     line = next(l for l in answer["text"].splitlines() if l.startswith("**64 KiB"))
-    assert scaling.VERDICTS[verdict] in line
+    assert q3.VERDICTS[verdict] in line
     # each size its own paragraph, even escaped: a "- " list ran into one paragraph in the PDF
     from copylab.analysis import md_escape
     assert "\n\n**64 KiB" in md_escape(answer["text"]) and "\n\\- " not in md_escape(answer["text"])
@@ -97,19 +99,32 @@ def test_q3_calls_it_cache_contention_only_with_misses_rising():
         misses = df["bytes"] * 0.01 * [rising if t == 8 else 1.0 for t in df["threads"]]
         with_misses = df.assign(l1_misses=misses, llc_misses=misses / 10)
         from copylab.analysis.load import add_derived
-        answer = scaling.q3_answer(add_derived(with_misses), {"cores": 2}, 0.10)
+        answer = q3.answer(study(add_derived(with_misses), {"cores": 2}))
         assert expected in answer["text"]
 
 
 def test_the_summary_names_a_path_only_where_it_is_decided_better():
     df = ev.throughput_grid({"a2": {65536: 1.4}, "a3": {64: 0.5}})
-    found = summary.choices(df, "throughput", 0.10)
+    s = study(df, {})
+    found = summary.choices(s, "throughput")
     assert found[65536]["choice"] == "a2" and found[64]["choice"] == "a1"
-    text = summary.ranges_text(df, "throughput", 0.10)
+    text = summary.ranges_text(s, "throughput")
     assert "at 65536 B" not in text and "at 64 KiB: A2 (1.40×" in text.replace("1.39×", "1.40×").replace("1.41×", "1.40×")
-    table = summary.summary_table(df, 0.10)
+    table = summary.table(s)
     assert table.iloc[-1, 1].startswith("A2 · A2 better")
-    assert "two hosts" in summary.nic_text(df).lower() or "two machines" in summary.nic_text(df)
+    assert "two hosts" in summary.nic_text(s).lower() or "two machines" in summary.nic_text(s)
+
+
+def test_the_summary_keeps_the_baseline_where_a_win_does_not_survive_the_correction():
+    """A path decided better at one size on its own 95% interval, but not after Holm's correction over the
+    summary's comparisons, is not named: the baseline stays, and the table marks the verdict with †."""
+    df = ev.throughput_grid({"a2": {65536: 1.03}}, passes=4, spread=0.03, seed=1)
+    s = study(df, {"params": {"equivalence_margin": 0.01}})
+    d = s.decision("a2", 65536)
+    fam = s.family("summary")
+    assert d.decision == "win" and d.low > 1 and not fam.stands(d), (d, fam.p_holm(d))
+    assert summary.choices(s, "throughput")[65536]["choice"] == "a1"
+    assert "A2 better† " in summary.table(s).iloc[-1, 1]
 
 
 def test_harness_warns_when_the_like_for_like_pair_is_bounded_by_different_sides():
@@ -168,7 +183,7 @@ def test_the_analysis_names_roles_not_implementations():
 
     from copylab import registry
     lib = Path(__file__).resolve().parents[1] / "lib" / "copylab"
-    files = [*sorted((lib / "analysis").glob("*.py")), lib / "figures" / "study.py", lib / "figures" / "evidence.py",
+    files = [*sorted((lib / "analysis").rglob("*.py")), lib / "figures" / "study.py", lib / "figures" / "evidence.py",
              lib / "figures" / "profiles.py", lib / "report.py"]
     for path in files:
         text = path.read_text()

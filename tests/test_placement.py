@@ -14,7 +14,7 @@ import pytest
 from faults import assert_one_line_error
 
 from copylab import experiment, placement
-from copylab.analysis.configuration import NOT_RECORDED, _placement
+from copylab.analysis.text.configuration import NOT_RECORDED, _placement
 from copylab.errors import CopylabError
 from copylab.point import empty_row
 from copylab.placement import MODE_RATIO, RETRIES, CpuDistance, learn, placed, placement_columns, probe_cpus
@@ -299,12 +299,12 @@ def test_a_probe_that_answers_nonsense_is_stopped_and_named(monkeypatch, tmp_pat
 
 
 def test_a_placement_note_from_a_results_folder_reaches_the_report_escaped():
-    from copylab import report
+    from copylab import report_display
 
     hostile = "not probed: <img src=x onerror=alert(1)> $\\input{/etc/passwd}$ [link](http://x)"
     df = pd.DataFrame({"impl": ["a1"], "mode": ["throughput"], "msg_size": [1024], "threads": [1], "rep": [0],
                        "cpu_round_trip_ns": [math.nan], "placement_note": [hostile]})
-    table = report.system_markdown({}, df)
+    table = report_display.system_markdown({}, df)
     line = next(l for l in table.splitlines() if l.startswith("| CPU placement"))
     assert not re.search(r"(?<!\\)[<>$\[\]]", line.split("|")[2]), "a character Markdown, HTML or TeX reads went through"
     assert "\\<img" in line and "\\$\\\\input" in line and "\\[link\\]" in line

@@ -17,7 +17,7 @@ import nbformat
 import papermill
 import pytest
 from conftest import run_copylab
-from copylab import analysis, report, tools
+from copylab import analysis, report, report_display, tools
 from copylab.errors import CopylabError
 from data.analysis import synthetic
 from faults import cmdline, descendants, env_with, folder_state, path_without
@@ -92,7 +92,9 @@ def test_report_pdf_and_html_from_synthetic_sweep(tmp_path):
     assert sorted(p.name for p in (tmp_path / "report").iterdir()) == [
         "analysis.ipynb", "answers.json", "report.html", "report.json", "report.pdf"]
     doc = json.loads(paths["answers"].read_text())
-    assert doc["q4_one_copy_vs_two_copy"] == {**doc["q4_one_copy_vs_two_copy"], **synthetic.EXPECTED_Q4}
+    q4 = doc["q4_one_copy_vs_two_copy"]
+    assert q4["crossover_by_means"] == {**q4["crossover_by_means"], **synthetic.EXPECTED_Q4}
+    assert q4["crossover_bytes"] == q4["decided_crossover_bytes"]
     text = " ".join(pdf_text(paths["pdf"]).split())
     for heading in HEADINGS:
         assert heading in text, heading
@@ -124,7 +126,8 @@ def test_required_columns_only_no_meta_and_no_xelatex(tmp_path, monkeypatch):
     assert not (results / "report.pdf").exists()
     text = notebook_text(results / "analysis.ipynb")
     doc = json.loads((results / "answers.json").read_text())
-    assert doc["q4_one_copy_vs_two_copy"]["crossover_bytes"] == synthetic.EXPECTED_Q4["crossover_bytes"]
+    assert doc["q4_one_copy_vs_two_copy"]["crossover_by_means"]["crossover_bytes"] == \
+        synthetic.EXPECTED_Q4["crossover_bytes"]
     assert "host is unknown" in text
     assert "no `runs/` records" in text
     assert "zero-copy completion counts" in rendered(text)  # A3 figure replaced by a note
@@ -166,10 +169,10 @@ def test_report_from_real_quick_sweep(quick_report):
 def test_declaration_that_names_itself_is_not_labelled_twice():
     fields = {"author": "", "roll_no": "", "repo_url": "",
               "ai_declaration": "AI-usage declaration (draft): I used a linter."}
-    md = rendered(report.author_markdown(fields))
+    md = rendered(report_display.author_markdown(fields))
     assert md.count("AI-usage declaration") == 1 and "**AI-usage declaration** (draft): I used a linter." in md
     fields["ai_declaration"] = "I used a linter."
-    assert "**AI-usage declaration.** I used a linter." in rendered(report.author_markdown(fields))
+    assert "**AI-usage declaration.** I used a linter." in rendered(report_display.author_markdown(fields))
 
 
 # ------------------------------------------------------------------------------------------------

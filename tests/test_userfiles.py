@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import run_copylab
-from copylab import report, userfiles
+from copylab import report_display, userfiles
 from copylab.analysis import load_results
 from copylab.errors import CopylabError
 from copylab.params import load_grid
@@ -103,9 +103,9 @@ def test_a_declaration_path_in_meta_json_is_never_opened(tmp_path):
         meta["params"] = {**meta.get("params", {}), "ai_declaration": path}
         (folder / "meta.json").write_text(json.dumps(meta))
         _, loaded = load_results(folder)
-        fields = report.resolve_author(loaded, folder)
+        fields = report_display.resolve_author(loaded, folder)
         assert fields["ai_declaration"] == "", fields
-        assert SECRET not in report.author_markdown(fields)
+        assert SECRET not in report_display.author_markdown(fields)
 
 
 def test_the_declaration_copied_at_sweep_time_is_read_from_the_folder(tmp_path):
@@ -116,9 +116,9 @@ def test_the_declaration_copied_at_sweep_time_is_read_from_the_folder(tmp_path):
     declaration.write_text(SECRET)  # changed after the sweep: the report keeps what the sweep took
     assert (folder / userfiles.DECLARATION_FILE).read_text() == "AI-usage declaration: my own words.\n"
     _, meta = load_results(folder)
-    assert report.resolve_author(meta, folder)["ai_declaration"] == "AI-usage declaration: my own words."
+    assert report_display.resolve_author(meta, folder)["ai_declaration"] == "AI-usage declaration: my own words."
     # a flag wins over the folder's copy
-    assert report.resolve_author(meta, folder, ai_declaration="given")["ai_declaration"] == "given"
+    assert report_display.resolve_author(meta, folder, ai_declaration="given")["ai_declaration"] == "given"
 
 
 @pytest.mark.slow
@@ -131,7 +131,7 @@ def test_a_link_out_of_the_results_folder_is_not_followed(tmp_path, name):
     (folder / name).symlink_to(secret)
     with pytest.raises(CopylabError, match=f"{name}: is a symbolic link") as info:
         _, meta = load_results(folder)
-        report.resolve_author(meta, folder)
+        report_display.resolve_author(meta, folder)
     assert SECRET not in str(info.value)
     before = folder_state(folder)
     proc = run_copylab("report", str(folder), timeout=120)

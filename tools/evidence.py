@@ -9,8 +9,9 @@
 
 Each measurement goes through the engine a sweep uses (two namespaces joined by veth, sender on
 CPU 0, receiver on CPU 1, perf stat on both sides), the variants of one comparison alternating in
-a freshly shuffled order per repetition, so a drift of the host cannot favour one of them. Means
-come with 95% intervals (Welch for differences, Fieller for ratios: copylab.analysis.significance).
+a freshly shuffled order per repetition, so a drift of the host cannot favour one of them. Ratios
+come with the report's own 95% interval (copylab.analysis.decisions: log scale, paired by repetition,
+as every comparison of the report is made).
 Results are printed and written as JSON to --out FILE (default output/evidence-<what>.json under
 the working folder). Run on an idle machine:
 numbers taken while other work runs measure that work.
@@ -28,8 +29,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
 
 from copylab import perf as perfmod  # noqa: E402
-from copylab.analysis.decisions import contradictions  # noqa: E402
-from copylab.analysis.significance import compare  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from copylab.analysis.decisions import compare_values, contradictions, log_values  # noqa: E402
 from copylab.point import PointSpec, run_point  # noqa: E402
 from copylab.topology import open_topology  # noqa: E402
 
@@ -68,11 +70,14 @@ def values(rows: list[dict], key: str) -> list[float]:
 
 
 def ratio_line(label: str, x: list[float], base: list[float], unit: str) -> dict:
-    c = compare(x, base)
-    text = (f"{label}: {c.mean_x:.4g} vs {c.mean_base:.4g} {unit} (n={c.n_x}/{c.n_base}), ratio {c.ratio:.3f}, "
-            f"95% CI {c.ratio_low:.3f}-{c.ratio_high:.3f}")
+    """x/base with its 95% interval, the k-th value of each measured in the same shuffled repetition."""
+    frame = pd.DataFrame([{"impl": impl, "msg_size": 0, "threads": 0, "rep": k, "value": v}
+                          for impl, vals in (("x", x), ("base", base)) for k, v in enumerate(vals)])
+    d = compare_values(log_values(frame, "value"), "x", "base")["by_size"][0]
+    text = (f"{label}: {sum(x) / len(x):.4g} vs {sum(base) / len(base):.4g} {unit} (n={d.n_x}/{d.n_base}), "
+            f"ratio {d.ratio:.3f}, 95% interval {d.low:.3f}-{d.high:.3f}")
     print(text)
-    return {**c.to_dict(), "label": label, "unit": unit, "text": text}
+    return {**d.to_dict(), "label": label, "unit": unit, "text": text}
 
 
 def overhead(args) -> dict:

@@ -8,7 +8,6 @@ into place the moment that point is done, so a run stopped mid-group keeps every
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 from dataclasses import fields
 from pathlib import Path
@@ -131,10 +130,6 @@ def summary_line(row: dict) -> str:
     if row["status"] != "ok":
         what = f"FAILED: {row.get('error')}"
     return f"{row['point_id']}: {what}"
-
-
-def load_record(path: str | Path) -> dict:
-    return json.loads(Path(path).read_text())
 
 
 def show(record: dict) -> None:

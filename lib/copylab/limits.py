@@ -13,6 +13,7 @@ import os
 import resource
 
 from .errors import CopylabError
+from .memory import available_memory, point_memory
 
 FD_BASE = 64          # per program beyond one socket per connection: stdio, the listening socket,
                       # perf's event and control descriptors, the pattern, the loader
@@ -72,8 +73,6 @@ def check_address_space(memory: int, threads: int, what: str) -> None:
 
 def check_memory(peak: int, what: str, allow_large: bool) -> None:
     """The point's estimated memory against what the host has available (unless allow_large)."""
-    from .sweep.estimate import available_memory
-
     available = available_memory()
     if allow_large or available is None or peak <= available:
         return
@@ -85,8 +84,6 @@ def check_memory(peak: int, what: str, allow_large: bool) -> None:
 def check_point(impl: str, msg_size: int, threads: int, what: str, allow_large: bool = False,
                 working_set: int | None = None) -> None:
     """Everything above for one point on this host."""
-    from .sweep.estimate import point_memory
-
     memory = point_memory(impl, msg_size, threads, *([working_set] if working_set else []))
     check_open_files(threads, what)
     check_address_space(memory, threads, what)
@@ -95,8 +92,6 @@ def check_point(impl: str, msg_size: int, threads: int, what: str, allow_large: 
 
 def check_grid(grid, what: str) -> None:
     """A grid's largest point against the process limits (host memory: estimate.check)."""
-    from .sweep.estimate import point_memory
-
     threads = max(list(grid.threads) + (list(grid.peers.threads) if grid.peers else []))
     size = max(grid.msg_sizes)
     ring = [grid.working_set] if getattr(grid, "working_set", None) else []

@@ -2,8 +2,9 @@
 registry (the study's three and the extra ones: io_uring, io_uring zero-copy, sendfile) and every
 receive strategy side by side, from the same sweep.
 
-Per path and size: throughput, CPU time per byte on each side, and the decision against the
-two-copy baseline and the one-copy path (analysis/decisions.py, the same statistics as Part E's);
+Per path and size: throughput, CPU time per byte on each side, and the Study's decision against the
+two-copy baseline and the one-copy path (analysis/study.py: the same comparisons as Part E's and the
+summary's, the family "other_paths" for Holm's correction);
 per receive strategy: the receiver's CPU per byte, what was mapped instead of copied, what could not
 be verified, and the decision against the primary strategy with the same sender. Where each side's
 CPU goes comes from the profiled runs (figures.cpu_breakdown over every path present). Part E itself
@@ -19,17 +20,12 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from . import escape, registry
-from .analysis.answers import equivalence_margin
-from .analysis.decisions import DEFAULT_MARGIN, decide
 from .analysis.stats import aggregate, one_receive, primary_receive, throughput_rows
-from .fmt import IMPL_LABELS, fmt_num, fmt_size, impl_name
+from .analysis.study import Study, contenders
+from .analysis.text.words import decision_cell
+from .fmt import IMPL_LABELS, fmt_size, impl_name
 
 SIDE_METRICS = ("throughput_gbps", "srv_cpu_ns_per_byte", "cli_cpu_ns_per_byte")
-
-
-def margin(meta: dict) -> float:
-    """The grid's equivalence margin, as Part E's decisions use it."""
-    return equivalence_margin(meta)
 
 
 def native_paths(df: pd.DataFrame) -> list[str]:
@@ -47,27 +43,25 @@ def receive_strategies(df: pd.DataFrame) -> list[str]:
     return [name for name in registry.receive_strategies() if name in present]
 
 
-def _decision_cell(found: dict, size: int) -> str:
-    """"win 1.10× [1.05, 1.16]": the decision, the ratio and its 95% interval (when there is one)."""
-    d = found["by_size"].get(int(size))
+def _decision_cell(study: Study, d) -> str:
+    """"win 1.10 (1.05–1.16)": the decision, the ratio and its 95% interval (words.decision_cell), a dagger
+    where Holm's correction over this section's comparisons leaves the claim short of standing."""
     if d is None:
         return "n/a"
-    if d.low == d.low:  # an interval: two passes or more on each side
-        return f"{d.decision} {fmt_num(d.ratio)}× [{fmt_num(d.low)}, {fmt_num(d.high)}]"
-    return f"{d.decision} {fmt_num(d.ratio)}×"
+    fam = study.family("other_paths")
+    fallen = d.decision != "undecided" and not fam.stands(d)
+    return decision_cell(d).replace(" ", "† ", 1) if fallen else decision_cell(d)
 
 
-def send_paths_table(df: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> pd.DataFrame:
+def send_paths_table(study: Study) -> pd.DataFrame:
     """Every send path at every size (throughput mode, the primary receive strategy; means over
-    thread counts and repetitions), with its decision against the two-copy and one-copy paths."""
-    rows = throughput_rows(one_receive(df))
+    thread counts and repetitions), with the Study's decision against the two-copy and one-copy paths."""
+    rows = throughput_rows(study.rows)
     rows = rows[rows["impl"].isin(native_paths(rows))]
     if rows.empty:
         return pd.DataFrame()
     agg = aggregate(rows, list(SIDE_METRICS), by=("impl", "msg_size"))
     bases = [b for b in (registry.baseline(), registry.by_role("one_copy")) if b in set(rows["impl"])]
-    found = {(impl, base): decide(rows, impl, base, margin) for impl in set(agg["impl"]) for base in bases
-             if impl != base}
     out = pd.DataFrame({
         "path": [impl_name(i) for i in agg["impl"]],
         "size": [fmt_size(s) for s in agg["msg_size"]],
@@ -76,7 +70,8 @@ def send_paths_table(df: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> pd.Dat
         "receiver ns/B": agg["cli_cpu_ns_per_byte"].to_numpy(),
     })
     for base in bases:
-        out[f"vs {impl_name(base)}"] = ["—" if impl == base else _decision_cell(found[(impl, base)], size)
+        out[f"vs {impl_name(base)}"] = ["—" if impl == base else
+                                       _decision_cell(study, study.decision(impl, int(size), base=base))
                                        for impl, size in zip(agg["impl"], agg["msg_size"])]
     order = {name: k for k, name in enumerate(registry.names())}
     out["_order"] = [order.get(i, 99) for i in agg["impl"]]
@@ -96,36 +91,28 @@ def _first_note(g: pd.DataFrame) -> str:
     return notes.iloc[0] if len(notes) else ""
 
 
-def _strategy_rows(df: pd.DataFrame) -> pd.DataFrame:
-    """Throughput rows of copylab's senders with each (sender, strategy) as one contender "impl/receive"."""
-    rows = throughput_rows(df)
-    rows = rows[rows["impl"].isin(native_paths(rows))].copy()
-    rows["receive"] = rows["receive"].fillna("message") if "receive" in rows else "message"
-    rows["impl"] = rows["impl"] + "/" + rows["receive"]
-    return rows
-
-
-def receive_table(df: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> pd.DataFrame:
+def receive_table(study: Study) -> pd.DataFrame:
     """Every receive strategy other than the primary one, per sender and size (throughput mode): the
     receiver's CPU per byte, the share mapped instead of copied, and the decision against the primary
     strategy with the same sender (each (sender, strategy) compared as a contender of the decision
     statistics). The primary strategy's own numbers are in send_paths_table."""
+    df = study.df
     if "impl" not in df or len(receive_strategies(throughput_rows(df))) < 2:
         return pd.DataFrame()
-    rows = _strategy_rows(df)
+    rows = contenders(df)
     primary = primary_receive(df)
     records = []
     for (pair, size), g in rows.groupby(["impl", "msg_size"], sort=False):
         sender, receive = pair.split("/", 1)
         if receive == primary or f"{sender}/{primary}" not in set(rows["impl"]):
             continue
-        found = decide(rows, pair, f"{sender}/{primary}", margin)
+        found = study.receive.get((sender, receive), {"by_size": {}})["by_size"].get(int(size))
         base = rows[(rows["impl"] == f"{sender}/{primary}") & (rows["msg_size"] == size)]
         records.append({
             "sender": impl_name(sender), "receive": receive, "size": fmt_size(size),
             "Gbit/s": g["throughput_gbps"].mean(), "receiver ns/B": g["cli_cpu_ns_per_byte"].mean(),
             f"receiver ns/B ({primary})": base["cli_cpu_ns_per_byte"].mean(),
-            "mapped %": _mapped_share(g), f"vs {primary}": _decision_cell(found, size),
+            "mapped %": _mapped_share(g), f"vs {primary}": _decision_cell(study, found),
             "_key": (registry.names().index(sender), registry.receive_strategies().index(receive), size)})
     if not records:
         return pd.DataFrame()
@@ -137,7 +124,7 @@ def receive_notes_markdown(df: pd.DataFrame) -> str:
     """What each (sender, strategy) could not do, once each (the rows' receive_note)."""
     if "receive_note" not in df:
         return ""
-    rows = _strategy_rows(df)
+    rows = contenders(df)
     lines = []
     for pair, g in rows.groupby("impl", sort=False):
         note = _first_note(g)

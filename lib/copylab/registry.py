@@ -154,8 +154,3 @@ def peer_modes() -> dict[str, str]:
 
 def receive_strategies() -> tuple[str, ...]:
     return tuple(r.name for r in _load()[1])
-
-
-def server_processes() -> dict[str, str]:
-    """process name -> implementation, for attributing profile samples."""
-    return {i.process: i.name for i in all_impls()}

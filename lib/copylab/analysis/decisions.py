@@ -30,16 +30,29 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from enum import StrEnum
 
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-CONFIDENCE = 0.95
+ALPHA = 0.05             # family-wise error of the corrected claims (Holm)
+CONFIDENCE = 1 - ALPHA   # every interval of the report
 DEFAULT_MARGIN = 0.10
 PASS_ITERATIONS = 5
 MAX_PASSES_NEEDED = 100  # beyond this, "more than 100" is all that is worth saying
-DECISIONS = ("win", "loss", "equivalent", "undecided")
+
+
+class Outcome(StrEnum):
+    """What a comparison decided (docs/contracts.md, "Decisions")."""
+
+    WIN = "win"
+    LOSS = "loss"
+    EQUIVALENT = "equivalent"
+    UNDECIDED = "undecided"
+
+
+DECISIONS = tuple(Outcome)
 
 
 @dataclass(frozen=True)
@@ -57,8 +70,10 @@ class Decision:
     n_base: int
     df: float
     margin: float
-    decision: str
+    decision: Outcome
     passes_needed: int | None  # undecided only: more passes likely to decide (None: cannot tell)
+    p: float = math.nan              # two-sided p of ratio 1, the t statistic of the interval
+    p_equivalence: float = math.nan  # the equivalence's p (two one-sided tests against the margins)
 
     @property
     def half_width(self) -> float:
@@ -79,17 +94,42 @@ def _t(df: float) -> float:
         float(sps.norm.ppf(0.5 + CONFIDENCE / 2)) if df == math.inf else math.nan)
 
 
-def classify(low: float, high: float, margin: float) -> str:
+def classify(low: float, high: float, margin: float) -> Outcome:
     """The decision for a ratio interval [low, high] and an equivalence margin m."""
     if not (low > 0 and high > 0) or math.isnan(low) or math.isnan(high):
-        return "undecided"
+        return Outcome.UNDECIDED
     if low >= 1 / (1 + margin) and high <= 1 + margin:
-        return "equivalent"
+        return Outcome.EQUIVALENT
     if low > 1:
-        return "win"
+        return Outcome.WIN
     if high < 1:
-        return "loss"
-    return "undecided"
+        return Outcome.LOSS
+    return Outcome.UNDECIDED
+
+
+def p_values(d: float, se: float, df: float, margin: float) -> tuple[float, float]:
+    """(two-sided p of ratio 1, equivalence p) from the t statistic of the interval, so that each is
+    below 1 - CONFIDENCE exactly when the 95% interval decides that claim: a win or a loss excludes 1;
+    an equivalence lies inside [1/(1+m), 1+m] (two one-sided tests at 2.5%: twice the larger p)."""
+    if math.isnan(se):
+        return math.nan, math.nan
+    bound = math.log1p(margin)
+    if se == 0:
+        return (1.0 if d == 0 else 0.0), (0.0 if abs(d) < bound else 1.0)
+    dist = sps.norm if math.isinf(df) else sps.t(df)
+    two_sided = float(2 * dist.sf(abs(d) / se))
+    equivalence = float(min(1.0, 2 * max(dist.sf((d + bound) / se), dist.sf((bound - d) / se))))
+    return two_sided, equivalence
+
+
+def holm(pvalues: list[float]) -> list[float]:
+    """Holm's step-down adjusted p-values (NaN stays NaN and does not count as a test)."""
+    order = sorted((p, i) for i, p in enumerate(pvalues) if p == p)
+    m, running, adjusted = len(order), 0.0, [math.nan] * len(pvalues)
+    for k, (p, i) in enumerate(order):
+        running = max(running, min(1.0, (m - k) * p))
+        adjusted[i] = running
+    return adjusted
 
 
 # ------------------------------------------------------------------------------------------------
@@ -143,7 +183,7 @@ def point_stats(rows: pd.DataFrame, metric: str = "throughput_gbps", block: bool
 
 
 @dataclass(frozen=True)
-class _Diff:
+class Diff:
     d: float            # difference of log means
     parts: tuple        # ((variance of a mean, its df), ...) for Welch-Satterthwaite
     n_x: int
@@ -159,31 +199,38 @@ class _Diff:
         return self.var ** 2 / denominator if denominator > 0 else math.inf
 
 
-def _point_diff(x: pd.Series, b: pd.Series) -> _Diff:
+def _point_diff(x: pd.Series, b: pd.Series) -> Diff:
     parts = tuple((p["var"] / p["n"], p["n"] - 1) for p in (x, b))
-    return _Diff(x["mean"] - b["mean"], parts, int(x["n"]), int(b["n"]))
+    return Diff(x["mean"] - b["mean"], parts, int(x["n"]), int(b["n"]))
 
 
-def _mean_diff(diffs: list[_Diff]) -> _Diff:
+def _mean_diff(diffs: list[Diff]) -> Diff:
     k = len(diffs)
     parts = tuple((v / k / k, df) for d in diffs for v, df in d.parts)
-    return _Diff(sum(d.d for d in diffs) / k, parts, min(d.n_x for d in diffs), min(d.n_base for d in diffs))
+    return Diff(sum(d.d for d in diffs) / k, parts, min(d.n_x for d in diffs), min(d.n_base for d in diffs))
 
 
-def _decision(impl, base, size, threads, diff: _Diff, margin: float) -> Decision:
+def decide_diff(impl, base, size, threads, diff: Diff, margin: float) -> Decision:
+    """The decision of one difference of log means (a cell's, or a pool's: pool())."""
     ratio = math.exp(diff.d)
     if diff.n_x < 2 or diff.n_base < 2 or math.isnan(diff.var):
         return Decision(impl, base, size, threads, ratio, math.nan, math.nan, diff.n_x, diff.n_base, math.nan,
-                        margin, "undecided", None)
-    half = _t(diff.df) * math.sqrt(diff.var) if diff.var > 0 else 0.0
+                        margin, Outcome.UNDECIDED, None)
+    se = math.sqrt(diff.var) if diff.var > 0 else 0.0
+    half = _t(diff.df) * se
     low, high = math.exp(diff.d - half), math.exp(diff.d + half)
     decision = classify(low, high, margin)
-    needed = _passes_needed(diff, margin) if decision == "undecided" else None
+    needed = _passes_needed(diff, margin) if decision == Outcome.UNDECIDED else None
     return Decision(impl, base, size, threads, ratio, low, high, diff.n_x, diff.n_base, diff.df, margin,
-                    decision, needed)
+                    decision, needed, *p_values(diff.d, se, diff.df, margin))
 
 
-def _passes_needed(diff: _Diff, margin: float) -> int | None:
+def pool(diffs: list[Diff]) -> Diff:
+    """The mean of several comparisons' log differences (as the thread counts of one size are pooled)."""
+    return _mean_diff(diffs)
+
+
+def _passes_needed(diff: Diff, margin: float) -> int | None:
     """More passes (of every point involved) after which this interval would likely decide, at the
     spread and ratio measured now; None when that is more than MAX_PASSES_NEEDED."""
     n = min(diff.n_x, diff.n_base)
@@ -200,14 +247,14 @@ def _passes_needed(diff: _Diff, margin: float) -> int | None:
     return None
 
 
-def _paired_diff(x: pd.Series, b: pd.Series) -> _Diff | None:
+def _paired_diff(x: pd.Series, b: pd.Series) -> Diff | None:
     """The paired differences of one cell over the passes both were measured in (None below 2)."""
     common = x.index.intersection(b.index)
     if len(common) < 2:
         return None
     d = x.loc[common] - b.loc[common]
     n = len(d)
-    return _Diff(float(d.mean()), ((float(d.var(ddof=1)) / n, n - 1),), n, n)
+    return Diff(float(d.mean()), ((float(d.var(ddof=1)) / n, n - 1),), n, n)
 
 
 def _adjusted_stats(values: pd.DataFrame) -> pd.DataFrame:
@@ -216,80 +263,71 @@ def _adjusted_stats(values: pd.DataFrame) -> pd.DataFrame:
         n="count", mean="mean", var=lambda y: y.var(ddof=1) if len(y) >= 2 else math.nan)
 
 
-def compare_points(stats: pd.DataFrame, impl: str, base: str, margin: float = DEFAULT_MARGIN) -> dict:
-    """As compare_values, from point_stats() rows (each point's own mean and spread, unpaired): for
-    comparisons whose runs were not measured in one block (a path against itself at another size or
-    thread count), where pairing by pass would pair runs minutes apart."""
+def point_diff(stats: pd.DataFrame, x: tuple, base: tuple) -> Diff | None:
+    """x's point against base's point ((impl, msg_size, threads) keys of point_stats() rows), each
+    with its own mean and spread, unpaired: for comparisons whose runs were not measured in one block
+    (a path against itself at another size or thread count), where pairing by pass would pair runs
+    minutes apart. None when either point is missing."""
     index = stats.set_index(["impl", "msg_size", "threads"])
-    per_threads: dict[int, dict[int, Decision]] = {}
-    diffs_by_size: dict[int, list[_Diff]] = {}
-    if impl not in index.index.get_level_values(0) or base not in index.index.get_level_values(0):
-        return {"by_size": {}, "per_threads": {}}
-    x_points, b_points = index.loc[impl], index.loc[base]
-    for size, threads in sorted(set(x_points.index) & set(b_points.index)):
-        diff = _point_diff(x_points.loc[(size, threads)], b_points.loc[(size, threads)])
-        per_threads.setdefault(int(threads), {})[int(size)] = _decision(impl, base, int(size), int(threads),
-                                                                         diff, margin)
-        diffs_by_size.setdefault(int(size), []).append(diff)
-    by_size = {size: _decision(impl, base, size, None, _mean_diff(diffs), margin)
-               for size, diffs in sorted(diffs_by_size.items())}
-    return {"by_size": by_size, "per_threads": per_threads}
+    if x not in index.index or base not in index.index:
+        return None
+    return _point_diff(index.loc[x], index.loc[base])
 
 
-def compare_values(values: pd.DataFrame, impl: str, base: str, margin: float = DEFAULT_MARGIN) -> dict:
-    """{"by_size": {size: Decision}, "per_threads": {threads: {size: Decision}}} for impl against base,
-    from log_values(): paired within passes where possible (see the module's docstring)."""
-    per_threads: dict[int, dict[int, Decision]] = {}
-    diffs_by_size: dict[int, list[_Diff]] = {}
+def cell_diffs(values: pd.DataFrame, impl: str, base: str) -> dict[tuple[int, int], Diff]:
+    """{(size, threads): difference of log means} of impl against base at every cell both were
+    measured at, from log_values(): paired within passes where possible (the module's docstring)."""
     if values.empty or not {impl, base} <= set(values["impl"]):
-        return {"by_size": {}, "per_threads": {}}
+        return {}
     series = values.set_index(["impl", "msg_size", "threads", "rep"])["y"].sort_index()
     stats = None
     cells = sorted(set(map(tuple, values[values["impl"] == impl][["msg_size", "threads"]].to_numpy()))
                    & set(map(tuple, values[values["impl"] == base][["msg_size", "threads"]].to_numpy())))
+    out = {}
     for size, threads in cells:
         diff = _paired_diff(series.loc[(impl, size, threads)], series.loc[(base, size, threads)])
         if diff is None:  # too few common passes: the points' own means and spreads
             stats = _adjusted_stats(values) if stats is None else stats
             diff = _point_diff(stats.loc[(impl, size, threads)], stats.loc[(base, size, threads)])
-        per_threads.setdefault(int(threads), {})[int(size)] = _decision(impl, base, int(size), int(threads),
-                                                                         diff, margin)
-        diffs_by_size.setdefault(int(size), []).append(diff)
-    by_size = {size: _decision(impl, base, size, None, _mean_diff(diffs), margin)
-               for size, diffs in sorted(diffs_by_size.items())}
-    return {"by_size": by_size, "per_threads": per_threads}
+        out[(int(size), int(threads))] = diff
+    return out
 
 
-def decide(rows: pd.DataFrame, impl: str, base: str, margin: float = DEFAULT_MARGIN,
-           metric: str = "throughput_gbps") -> dict:
-    """Decisions of impl against base from throughput-mode rows (see compare_values)."""
-    tp = rows[rows["mode"] == "throughput"] if "mode" in rows else rows
-    return compare_values(log_values(tp, metric), impl, base, margin)
+def decide_cells(diffs: dict[tuple[int, int], Diff], impl: str, base: str, margin: float = DEFAULT_MARGIN) -> dict:
+    """{"by_size": {size: Decision}, "per_threads": {threads: {size: Decision}}} from cell_diffs():
+    each cell decided, and each size over its thread counts (pool())."""
+    per_threads: dict[int, dict[int, Decision]] = {}
+    by_size_diffs: dict[int, list[Diff]] = {}
+    for (size, threads), diff in sorted(diffs.items()):
+        per_threads.setdefault(threads, {})[size] = decide_diff(impl, base, size, threads, diff, margin)
+        by_size_diffs.setdefault(size, []).append(diff)
+    by_size = {size: decide_diff(impl, base, size, None, pool(found), margin)
+               for size, found in sorted(by_size_diffs.items())}
+    return {"by_size": by_size, "per_threads": dict(sorted(per_threads.items()))}
+
+
+def compare_values(values: pd.DataFrame, impl: str, base: str, margin: float = DEFAULT_MARGIN) -> dict:
+    """{"by_size": {size: Decision}, "per_threads": {threads: {size: Decision}}} for impl against base,
+    from log_values() (sweep/budget.py plans its passes with it; the report's decisions are the
+    Study's, analysis/study.py)."""
+    return decide_cells(cell_diffs(values, impl, base), impl, base, margin)
+
+
+def trailing_start(sizes, holds) -> int | None:
+    """The smallest size from which holds(size) is true at that size and every larger one; None when
+    it is not true at the largest size. The one crossover rule's run from the top."""
+    start = None
+    for size in sorted(sizes, reverse=True):
+        if not holds(size):
+            break
+        start = size
+    return start
 
 
 def decided_crossover(by_size: dict[int, Decision]) -> int | None:
     """The smallest size from which X wins at that size and every larger one; None when it does not
     win at the largest size."""
-    start = None
-    for size in sorted(by_size, reverse=True):
-        if by_size[size].decision == "win":
-            start = size
-        else:
-            break
-    return start
-
-
-def decision_answer(rows: pd.DataFrame, impl: str, base: str, margin: float = DEFAULT_MARGIN) -> dict:
-    """The answers.json additions for one comparison (docs/contracts.md, "Decisions")."""
-    found = decide(rows, impl, base, margin)
-    return {
-        "equivalence_margin": margin,
-        "decision_by_size": {str(s): d.decision for s, d in found["by_size"].items()},
-        "decision_per_threads": {str(t): {str(s): d.decision for s, d in by.items()}
-                                 for t, by in sorted(found["per_threads"].items())},
-        "decided_crossover_bytes": decided_crossover(found["by_size"]),
-        "decision_detail_by_size": {str(s): d.to_dict() for s, d in found["by_size"].items()},
-    }
+    return trailing_start(by_size, lambda size: by_size[size].decision == Outcome.WIN)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -121,19 +121,6 @@ def and_list(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def bound_table(df: pd.DataFrame, impls, size_col: str = "msg_size") -> pd.DataFrame:
-    """Per implementation and size (throughput mode, fewest threads): both busy shares and the verdict."""
-    tp = df[(df["mode"] == "throughput") & df["impl"].isin(list(impls))]
-    out = []
-    for (impl, size), g in tp.groupby(["impl", size_col]):
-        at = g[g["threads"] == g["threads"].min()]
-        e = bound_side(at)
-        out.append({"impl": impl, "msg_size": int(size), "threads": int(at["threads"].iloc[0]),
-                    "sender_busy": e.evidence["sender_busy"], "receiver_busy": e.evidence["receiver_busy"],
-                    "steal": e.evidence["steal"], "bound": e.verdict})
-    return pd.DataFrame(out, columns=["impl", "msg_size", "threads", "sender_busy", "receiver_busy", "steal", "bound"])
-
-
 # ------------------------------------------------------------------------------------------------
 # small messages: wake-ups or per-call work
 

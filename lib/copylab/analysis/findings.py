@@ -1,7 +1,8 @@
-"""The numbers behind each Part E answer, computed once from one sweep and returned explicitly.
+"""The numbers behind each Part E answer besides the decisions (study.py has those): means, shares,
+counters, computed from one sweep and returned explicitly.
 
-No English here: prose.py turns these into sentences, answers.py puts both into answers.json. A
-finding that cannot be computed carries "reason" (why), and nothing else is guessed.
+No English here but a finding's "reason" (why it cannot be computed): the text layer
+(analysis/text/) turns these into sentences. Nothing is guessed.
 """
 
 from __future__ import annotations
@@ -12,8 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..fmt import fmt_num, fmt_size
-from .crossover import crossover
+from .decisions import trailing_start
 from .roles import BASE, COMPARED, ONE_COPY, ZERO_COPY, name
 from .stats import (aggregate, measured, over_threads, paired_means, reps_per_point, size_means,
                     throughput_rows, unmeasured_reason, zc_copied_share)
@@ -36,8 +36,27 @@ class Crossover:
         return self.by_size is not None
 
 
+def crossover_by_means(df: pd.DataFrame, impl: str, base: str = BASE) -> dict:
+    """The crossover of impl over base by means (the first round's rule, kept in answers.json as
+    `crossover_by_means`; it decides nothing): {"crossover_bytes": int|None, "per_threads": {...}}.
+
+    Per thread count: the smallest grid size where impl's mean throughput beats base's and keeps
+    beating it at every larger size; None when impl does not beat base at the largest size.
+    Overall: the same rule on throughput averaged over the thread counts (only the (threads,
+    size) points both were measured at, so neither side gains from an unshared point)."""
+    pair = paired_means(df, impl, base)
+
+    def start(table: pd.DataFrame) -> int | None:
+        found = trailing_start(table.index, lambda size: table.loc[size, "x"] > table.loc[size, "base"])
+        return None if found is None else int(found)
+
+    per_threads = {str(int(t)): start(g.set_index("msg_size")) for t, g in pair.groupby("threads")}
+    overall = over_threads(pair)
+    return {"crossover_bytes": start(overall) if len(overall) else None, "per_threads": per_threads}
+
+
 def crossover_finding(df: pd.DataFrame, impl: str) -> Crossover:
-    public = crossover(df, impl)
+    public = crossover_by_means(df, impl)
     pair = paired_means(df, impl, BASE)
     if pair.empty:
         have = sorted(throughput_rows(df)["impl"].unique())
@@ -45,7 +64,7 @@ def crossover_finding(df: pd.DataFrame, impl: str) -> Crossover:
     overall = over_threads(pair)
     sizes = list(overall.index)
     public["sizes_bytes"] = [int(s) for s in sizes]
-    public["ratio_to_base_by_size"] = {str(int(s)): float(overall.loc[s, "x"] / overall.loc[s, "base"])
+    public["ratio_by_size"] = {str(int(s)): float(overall.loc[s, "x"] / overall.loc[s, "base"])
                                      for s in sizes}
     threads = sorted(int(t) for t in pair["threads"].unique())
     return Crossover(impl, public, overall, threads)
@@ -100,17 +119,13 @@ def q1_finding(df: pd.DataFrame, break_even) -> tuple[dict, pd.Series | None]:
     return out, best
 
 
-def sender_cost_sentence(df: pd.DataFrame, impl: str) -> str:
-    """The sender's CPU per byte of impl against the baseline at the largest size (task-clock), as a fact."""
+def sender_cost(df: pd.DataFrame, impl: str) -> tuple[int, float, float] | None:
+    """(largest size, impl's and the baseline's sender CPU ns per byte there), task-clock; None without both."""
     largest = throughput_rows(df)["msg_size"].max()
     at = size_means(df, ["srv_cpu_ns_per_byte"], largest)["srv_cpu_ns_per_byte"].dropna()
     if impl not in at.index or BASE not in at.index:
-        return ""
-    x, b = at[impl], at[BASE]
-    how = "less" if x < b else "no less"
-    return (f"{name(impl)}'s sender spends {fmt_num(x)} ns of CPU per byte at {fmt_size(largest)} against "
-            f"{name(BASE)}'s {fmt_num(b)}: {how} than the baseline's, so {'its' if x < b else 'no'} saving "
-            f"{'shows' if x < b else 'can show'} as throughput where the sender bounds it.")
+        return None
+    return int(largest), float(at[impl]), float(at[BASE])
 
 
 def data_path(df: pd.DataFrame) -> str:

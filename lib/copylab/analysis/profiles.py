@@ -20,6 +20,8 @@ COPY_BUCKETS = ("user_copy", "kernel_copy_from_user", "zerocopy_pin", "deferred_
 def profiled(df: pd.DataFrame) -> pd.DataFrame:
     """Throughput-mode rows (of the primary receive strategy) that carry a profile of both sides."""
     tp = throughput_rows(one_receive(df))
+    if not {"srv_prof_samples", "cli_prof_samples"} <= set(tp.columns):  # a table without profile columns
+        return tp.iloc[0:0]
     return tp[tp["srv_prof_samples"].notna() & tp["cli_prof_samples"].notna()]
 
 

@@ -28,7 +28,8 @@ from ..errors import CopylabError
 from ..fsutil import atomic_write_bytes, atomic_write_json, atomic_write_text
 from ..hostmeta import git_revision
 from ..analysis.load import MAX_CSV_BYTES
-from ..report import AUTHOR_FIELDS, MANIFEST, read_manifest, resolve_author
+from ..report import MANIFEST, read_manifest
+from ..report_display import AUTHOR_FIELDS, resolve_author
 from ..sweep.records import now
 from . import csource, plots, readme, runall
 

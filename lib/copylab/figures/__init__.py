@@ -1,6 +1,7 @@
 """The report's plotly figures. Every figure states the system configuration it was measured on.
 
-Each public function takes (df, meta) from analysis.load_results and returns a plotly Figure, or
+Each public function takes (df, meta) from analysis.load_results (those showing comparisons: the
+Study, analysis.study) and returns a plotly Figure, or
 a FigureNote when the metric it plots was not measured on this host (saying what is missing,
 why, and how to get it): a blank chart would look like a result. Modules: style (what every
 figure shares), study (Part D), evidence (behind the answers), profiles (where the CPU goes).
@@ -21,10 +22,12 @@ ALL_FIGURES = (
     ("throughput-vs-threads", throughput_vs_threads),
     ("user-copy-per-message", user_copy_per_message),
     ("zerocopy-completions", zerocopy_completions),
-    ("ratio-to-baseline", ratio_to_baseline),
     ("receive-strategies", receive_strategies),
     ("cpu-breakdown", cpu_breakdown),
 )
 
-__all__ = ["IMPL_COLORS", "FigureNote", "setup_rendering", "icicle", "ALL_FIGURES",
+# the figures that show the Study's comparisons take the Study (analysis.study), not (df, meta)
+STUDY_FIGURES = (("ratio-to-baseline", ratio_to_baseline),)
+
+__all__ = ["IMPL_COLORS", "FigureNote", "setup_rendering", "icicle", "ALL_FIGURES", "STUDY_FIGURES", "ratio_to_baseline",
            *(name.replace("-", "_") for name, _ in ALL_FIGURES)]

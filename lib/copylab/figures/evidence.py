@@ -10,7 +10,7 @@ from plotly.subplots import make_subplots
 
 from ..analysis import METRICS, aggregate, measured
 from ..analysis.roles import BASE, COMPARED, ONE_COPY, ZERO_COPY
-from ..analysis.stats import one_receive, study_rows
+from ..analysis.stats import one_receive
 from ..fmt import IMPL_LABELS, fmt_size, impl_name
 from .style import (FONT, IMPL_COLORS, FigureNote, _impl_trace, _is_spread, _log_ticks, _note_for,
                     _shared_title, _size_ticks, _style, _with_note, hover_data, hover_template, interval_bars)
@@ -131,17 +131,15 @@ def _sender_saving(rows: pd.DataFrame) -> pd.DataFrame | None:
 DECISION_MARKERS = {"win": "triangle-up", "loss": "triangle-down", "equivalent": "square", "undecided": "circle"}
 
 
-def ratio_to_baseline(df: pd.DataFrame, meta: dict):
-    """The one-copy and zero-copy paths over the baseline per size (all thread counts), with the decisions'
-    95% intervals on a log axis (decisions.py) and a marker per decision: the evidence behind Q4 and Q5."""
-    from ..analysis.answers import equivalence_margin  # only this figure needs the decisions
-    from ..analysis.decisions import decide
-
-    study, margin = study_rows(df), equivalence_margin(meta)
+def ratio_to_baseline(study):
+    """The one-copy and zero-copy paths over the baseline per size (all thread counts), with the Study's
+    decisions and their 95% intervals on a log axis and a marker per decision: the evidence behind Q4
+    and Q5, the very intervals their tables give."""
+    meta, margin = study.meta, study.margin
     fig = go.Figure()
     values = []
     for impl in COMPARED:
-        found = decide(study, impl, BASE, margin)["by_size"]
+        found = study.compare(impl)["by_size"]
         if not found:
             continue
         sizes = sorted(found)
@@ -154,7 +152,7 @@ def ratio_to_baseline(df: pd.DataFrame, meta: dict):
             error_y=dict(type="data", symmetric=False, array=[x.high - x.ratio if x.high == x.high else 0 for x in d],
                          arrayminus=[x.ratio - x.low if x.low == x.low else 0 for x in d],
                          visible=any(x.low == x.low for x in d)),
-            customdata=[[fmt_size(s), x.decision] for s, x in zip(sizes, d)],
+            customdata=[[fmt_size(s), str(x.decision)] for s, x in zip(sizes, d)],
             hovertemplate="%{customdata[0]}: %{y:.3f}× (%{customdata[1]})<extra></extra>"))
     if not values:
         return FigureNote(f"throughput relative to {impl_name(BASE)}",
@@ -162,7 +160,7 @@ def ratio_to_baseline(df: pd.DataFrame, meta: dict):
                           "the sweep has no throughput rows of both", "include them in the grid")
     fig.add_hrect(y0=1 / (1 + margin), y1=1 + margin, fillcolor="#999", opacity=0.15, line_width=0)
     fig.add_hline(y=1.0, line_dash="dot", line_color="#555")
-    fig.update_xaxes(**_size_ticks(study["msg_size"]), title_text="message size (bytes, log scale)")
+    fig.update_xaxes(**_size_ticks(study.part_e["msg_size"]), title_text="message size (bytes, log scale)")
     fig.update_yaxes(type="log", **ratio_ticks(values + [1 / (1 + margin), 1 + margin]),
                      title_text=f"throughput ÷ {impl_name(BASE)}'s (log scale)")
     return _style(fig, meta, f"Throughput relative to {impl_name(BASE)}: decisions, 95% intervals "

@@ -4,7 +4,6 @@ lacks, the native build, perf's plan and meta.json's session."""
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 from pathlib import Path

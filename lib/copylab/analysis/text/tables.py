@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..fmt import fmt_size, md_escape
-from .roles import name
-from . import findings as fnd
-from . import prose
-from .load import METRICS
-from .stats import aggregate, study_rows, throughput_rows
+from ...fmt import fmt_size, md_escape
+from ..roles import name
+from .words import q_label
+from ..load import METRICS
+from ..stats import aggregate, study_rows, throughput_rows
 
 
 def throughput_by_size(df: pd.DataFrame) -> pd.DataFrame:
@@ -79,13 +78,8 @@ def per_impl_table(df: pd.DataFrame, metrics, by: str = "impl") -> pd.DataFrame:
                                                                           "impl": "implementation"})
 
 
-def copy_evidence_text(df: pd.DataFrame) -> str:
-    """What the counters say about the copy A2 removes: user-space copy bytes and sender cost."""
-    return prose.copy_evidence_text(fnd.copy_evidence(study_rows(df)))
-
-
 def unanswered_markdown(doc: dict) -> str:
     """A list of what the answers could not state, with the reasons, or a line saying none."""
-    items = [f"- **{prose.q_label(key)}**: {md_escape(val['reason'])}."
+    items = [f"- **{q_label(key)}**: {md_escape(val['reason'])}."
              for key, val in doc.items() if isinstance(val, dict) and val.get("reason")]
     return "\n".join(items) if items else "Every question could be answered from this sweep's data."

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..fmt import fmt_num, fmt_size, markdown_table, plural
-from .explain import and_list, bound_side, wakeup_regime
-from .peers import harness_ratios, small_message_evidence
-from .roles import ONE_COPY, name, native, peer_for, peers
-from .stats import one_receive
+from ...fmt import fmt_num, fmt_size, markdown_table, plural
+from ..explain import and_list, bound_side, wakeup_regime
+from ..peers import harness_ratios, small_message_evidence
+from ..roles import ONE_COPY, name, native, peer_for, peers
+from ..stats import one_receive
 
 METRIC_WORDS = {
     "throughput": ("Throughput", "Gbit/s", "higher is better", "above 1: copylab's path moves more"),

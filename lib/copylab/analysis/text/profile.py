@@ -1,11 +1,12 @@
-"""The words of the report's evidence sections: where the copies happen (the profiles, through the
-rule-chosen explanations) and the receive strategy. Like prose.py: numbers in, text out."""
+"""The section "Where the CPU goes, measured": where the copies happen (the profiles, through the
+Study's rule-chosen explanations), the sampling's caveat, and the receive strategy's effect."""
 
 from __future__ import annotations
 
-from ..fmt import fmt_num, fmt_size, plural
-from .explain import bound_sentences
-from .roles import name
+from ...fmt import fmt_num, fmt_size, md_escape, plural
+from ..profiles import profile_finding
+from ..explain import bound_sentences
+from ..roles import name
 
 # ------------------------------------------------------------------------------------------------
 # profiles: where the copies happen, measured
@@ -14,15 +15,24 @@ def _pct(share) -> str:
     return "n/a" if share is None or share != share else f"{100 * share:.1f}%"
 
 
-def profile_text(df, doc: dict) -> str:
-    """The profile section's sentences: the rule-chosen explanations of answers.json (the copy the
-    one-copy path removes, what the zero-copy path pays and where), what every receiver copies, and
-    which side bounds each path at the profiled point (a side only where it is near 100%)."""
-    p = doc.get("profile_evidence") or {}
+def markdown(study) -> str:
+    """The section's text: why there is no profile, or what it shows and the sampling's caveat."""
+    p = profile_finding(study.profiles)
+    if "reason" in p:
+        return f"_No profile to show: {md_escape(p['reason'])}._"
+    skid = ", ".join(f"{name(i)} sender {100 * e['skid']['sender']:.0f}%" for i, e in p["impls"].items())
+    return md_escape(profile_text(study)) + "\n\n" + md_escape(PROFILE_CAVEAT.format(event=p["event"], skid=skid))
+
+
+def profile_text(study) -> str:
+    """The profile section's sentences: the Study's rule-chosen explanations (the copy the one-copy path
+    removes, what the zero-copy path pays and where), what every receiver copies, and which side bounds
+    each path at the profiled point (a side only where it is near 100%)."""
+    p, df = profile_finding(study.profiles), study.part_e
     if "reason" in p or not p:
         return ""
-    parts = [doc["explanations"][k]["text"] for k in ("removed_copy", "zero_copy_cost", "deferred_copy_site")
-             if k in doc.get("explanations", {})]
+    parts = [study.explanations[k].text for k in ("removed_copy", "zero_copy_cost", "deferred_copy_site")
+             if k in study.explanations]
     where = f"at {fmt_size(p['msg_size'])}, {plural(p['threads'], 'thread')}"
     copies = [f"{name(i)} {_pct(e['receiver']['kernel_copy_to_user'])}" for i, e in sorted(p["impls"].items())]
     parts.append(f"Every receiver copies to user memory: {', '.join(copies)} of the receiver's samples ({where}).")

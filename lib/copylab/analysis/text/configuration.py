@@ -7,10 +7,10 @@ import re
 
 import pandas as pd
 
-from ..fmt import fmt_size, plural
-from .load import METRICS
-from .roles import BASE, ONE_COPY, ZERO_COPY, name, peers
-from .stats import measured, unmeasured_reason
+from ...fmt import fmt_size, plural
+from ..load import METRICS
+from ..roles import BASE, ONE_COPY, ZERO_COPY, name, peers
+from ..stats import measured, unmeasured_reason
 
 NOT_RECORDED = "not recorded in meta.json (a sweep made before copylab recorded it)"
 

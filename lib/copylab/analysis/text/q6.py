@@ -1,17 +1,21 @@
-"""Q6: the most robust unexpected result (patterns.py), said with the correction it survived and
-explained by a rule from this run's evidence (explain.py, explain_copies.py)."""
+"""Q6. Identify one unexpected result and explain it using OS or hardware concepts.
+
+The most robust unexpected result among the Study's Q6 tests (patterns.py: the one-copy cells are
+Q4's own comparisons), said with the correction it survived (the Study's family "q6") and explained
+by the rule the Study chose from this run's evidence (explain_surprise.py)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from ..fmt import fmt_num, fmt_size, plural
-from .decided import ratio_text
-from .explain import Explanation, bound_side, hypothesis
-from .explain_copies import per_message_gap, profiled_sizes
-from .patterns import ALPHA, Test, robust_surprise, tests
-from .roles import BASE, ONE_COPY, name
-from .stats import throughput_rows
+from ...fmt import fmt_num, fmt_size, plural
+from ..decisions import ALPHA
+from ..patterns import Test
+from ..roles import BASE, ONE_COPY, name
+from ..study import Study
+from .words import ratio_text
+
+KEY, FAMILY = "q6_unexpected_result", "q6"
 
 EXPECTATIONS = {
     "one_copy_slower": "the one-copy path, which copies less, is not slower than the two-copy baseline",
@@ -45,44 +49,16 @@ def _correction(cells: list[Test], regions: list[Test]) -> str:
             f"expectation checks and {len(regions)} patterns across cells), family-wise error {ALPHA:.0%}")
 
 
-def explain_surprise(t: Test, df: pd.DataFrame, profiles: pd.DataFrame, meta: dict) -> Explanation:
-    """The rule that explains a surprise of its kind, from this run's profiles and counters."""
-    tp = throughput_rows(df)
-    if t.kind == "one_copy_slower":
-        sizes = sorted({c.where["size"] for c in (t.cells or [t])})
-        size = next((s for s in sizes if s in profiled_sizes(profiles, [ONE_COPY, BASE])), sizes[0])
-        gap = per_message_gap(profiles, ONE_COPY, BASE, size)
-        at = tp[(tp["impl"] == ONE_COPY) & (tp["msg_size"] == size)]
-        threads = t.where.get("threads", at["threads"].min() if len(at) else 1)
-        bound = bound_side(at[at["threads"] == threads], f"{name(ONE_COPY)} at {fmt_size(size)}, "
-                           f"{plural(int(threads), 'thread')}")
-        return Explanation(gap.rule, gap.verdict, f"{gap.text} {bound.text}", {**gap.evidence, "bound": bound.evidence},
-                           gap.hypothesis or bound.hypothesis, gap.decide_by or bound.decide_by)
-    if t.kind == "fewer_with_threads":
-        w = t.where
-        cores = meta.get("cores")
-        busy = f"{2 * w['to_threads']} busy threads (a sender and a receiver per connection)"
-        claim = (f"{busy} on {cores} cores time-share them; each switch costs a context switch and refills "
-                 "the caches." if cores else f"{busy} share the host's cores.")
-        return hypothesis("fewer_threads", "time_sharing", claim, "context switches and, with a PMU, cache "
-                          "misses per byte at both thread counts (perf stat on a host whose PMU perf can use)",
-                          {"cores": cores, "to_threads": w["to_threads"]})
-    w = t.where
-    return hypothesis("falls_with_size", "unknown", f"a larger message of {name(w['impl'])} may leave the caches "
-                      "or the socket's send buffer (tcp_wmem) behind.", "cache misses per byte with a PMU and the "
-                      "send buffer's fill (ss -tm) at both sizes", {"impl": w["impl"]})
-
-
-def q6_answer(df: pd.DataFrame, profiles: pd.DataFrame, meta: dict, margin: float) -> dict:
+def answer(study: Study) -> dict:
     """answers.json's q6: the surprise, its tests and the correction, and the explanation."""
-    cells, regions = tests(df, margin)
+    cells, regions = study.q6_cells, study.q6_regions
     if not any(t.p == t.p for t in cells):
         reason = ("no expectation can be tested: a single pass per point gives no interval"
                   if cells else "no pair of points to compare in throughput mode")
         return {"violations_found": 0, "tests_made": 0, "reason": reason,
                 "text": f"Cannot be answered from this sweep: {reason}."}
-    best, standing = robust_surprise(cells, regions)
-    common = {"tests_made": sum(1 for t in cells + regions if t.p == t.p), "correction": "holm",
+    best, standing = study.q6_surprise
+    common = {"tests_made": study.family(FAMILY).size, "correction": "holm",
               "violations_found": sum(1 for t in cells if t.significant and t.violates),
               "apparent_violations": sum(1 for t in cells if t.violates)}
     if best is None:
@@ -92,9 +68,14 @@ def q6_answer(df: pd.DataFrame, profiles: pd.DataFrame, meta: dict, margin: floa
                 f"{_correction(cells, regions)}. The largest shortfall, {describe(top)} "
                 f"({ratio_text(top.decision, True)}, adjusted p = {fmt_num(top.p_holm)}), is what noise gives.")
         return {**common, "kind": None, "standing": "none", "text": text}
-    why = explain_surprise(best, df, profiles, meta)
+    why = study.q6_explanation
     return {**common, "kind": best.kind, "standing": standing, "details": best.public(),
             "explanation": why.public(), "text": surprise_text(best, standing, cells, regions) + " " + why.text}
+
+
+def tables(study: Study) -> list[tuple[str, pd.DataFrame]]:
+    found = surprise_table(answer(study))
+    return [("", found)] if len(found) else []
 
 
 def surprise_text(t: Test, standing: str, cells: list[Test], regions: list[Test]) -> str:

@@ -1,38 +1,25 @@
-"""Q3: how the thread count interacts with cache contention, answered per message size, each size
-with a conclusion from its own test (the fewest against the most threads, decisions.py), the context
-switches per MB beside it, and what counting cache misses (a PMU) would add."""
+"""Q3. How does thread count interact with cache contention?
+
+Answered per message size, each size with a conclusion from its own test (the Study's comparison of
+the most against the fewest threads), the context switches per MB beside it, and what counting
+cache misses (a PMU) would add; answers.json's q3_threads_cache_contention."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from ..fmt import fmt_num, fmt_size
-from .decided import ratio_text
-from .decisions import point_stats
-from .patterns import pooled_pairs
-from .roles import STUDY, name
-from .stats import aggregate, measured, study_rows, throughput_rows
+from ...fmt import fmt_num, fmt_size
+from .. import findings as fnd
+from ..decisions import Outcome
+from ..roles import STUDY, name
+from ..stats import aggregate, measured, study_rows, throughput_rows
+from ..study import Study
+from .words import ratio_text
 
-VERDICTS = {"win": "more threads move more data", "loss": "more threads move less data",
-            "equivalent": "the thread count makes no difference", "undecided": "undecided"}
+KEY, FAMILY = "q3_threads_cache_contention", "q3"
+VERDICTS = {Outcome.WIN: "more threads move more data", Outcome.LOSS: "more threads move less data",
+            Outcome.EQUIVALENT: "the thread count makes no difference", Outcome.UNDECIDED: "undecided"}
 CONTENTION = 1.10  # misses per byte this much higher at the most threads: more misses with more threads
-
-
-def thread_decisions(df: pd.DataFrame, margin: float) -> tuple[int, int, dict]:
-    """(fewest, most threads, {size: {impl: Decision of most/fewest threads}})."""
-    tp = throughput_rows(study_rows(df))
-    threads = sorted(tp["threads"].unique())
-    if len(threads) < 2:
-        return 0, 0, {}
-    lo, hi = int(threads[0]), int(threads[-1])
-    stats = point_stats(tp)
-    out: dict[int, dict] = {}
-    for size in sorted(tp["msg_size"].unique()):
-        for impl in STUDY:
-            decided, _ = pooled_pairs(stats, [((impl, size, hi), (impl, size, lo))], margin)
-            if decided:
-                out.setdefault(int(size), {})[impl] = decided[0]
-    return lo, hi, out
 
 
 def _ratios(df: pd.DataFrame, metric: str, lo: int, hi: int) -> dict[int, float]:
@@ -56,14 +43,21 @@ def size_verdict(decided: dict) -> str:
     return found.pop() if len(found) == 1 else "mixed"
 
 
-def q3_answer(df: pd.DataFrame, meta: dict, margin: float) -> dict:
-    lo, hi, decided = thread_decisions(df, margin)
+def answer(study: Study) -> dict:
+    return {**fnd.q3_finding(study.part_e, study.meta), **_answer(study)}
+
+
+def _answer(study: Study) -> dict:
+    df, meta, fam = study.part_e, study.meta, study.family(FAMILY)
+    lo, hi, decided = study.threads
     if not decided:
         reason = "throughput mode was measured at fewer than 2 thread counts"
         return {"reason": reason, "text": f"Cannot be answered from this sweep: {reason}."}
     cs = _ratios(df, "context_switches_per_mb", lo, hi)
     misses = {lvl: _ratios(df, col, lo, hi) for lvl, col in (("L1", "l1_misses_per_byte"), ("LLC", "llc_misses_per_byte"))}
-    per_size = {str(s): {"verdict": size_verdict(d), "decisions": {i: x.to_dict() for i, x in d.items()},
+    per_size = {str(s): {"verdict": size_verdict(d),
+                         "decisions": {i: {**x.to_dict(), "p_holm": fam.p_holm(x), "stands": fam.stands(x)}
+                                       for i, x in d.items()},
                          "context_switches_per_mb_ratio": cs.get(s),
                          **{f"{lvl}_misses_per_byte_ratio": m.get(s) for lvl, m in misses.items()}}
                 for s, d in decided.items()}

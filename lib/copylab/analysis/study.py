@@ -1,0 +1,243 @@
+"""The study: every comparison the report shows, computed once per report from one population of rows.
+
+`study(df, meta, profiles)` is the only caller of the decision code (decisions.py; a layout test
+holds it; sweep/budget.py apart, which plans passes from a sweep still running). Everything the
+report shows reads the Study it returns: the notebook's cells, the figures, the summary, Part E,
+the other-paths section, the explorer and answers.json. So a comparison (an implementation against
+a baseline, at a size, a thread count or over all thread counts, for a metric) has one test, one
+interval and one decision wherever it appears.
+
+The population: the successful rows of copylab's own senders (the study's three roles and the extra
+paths) with the primary receive strategy; Part E's answers use its study roles. Each metric's log
+values, and so each pass's shift, are estimated from that one population. The receive strategies'
+comparisons (the other-paths section) are the one place where other strategies' rows enter.
+
+Every claim the report makes belongs to a family (FAMILIES), and Holm's correction runs over each
+family's comparisons: `Family.stands(decision)` says whether a win, a loss or an equivalence
+survives it. The text layer states the families once (analysis/text/methods.py).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from . import findings as fnd
+from .decisions import (ALPHA, DEFAULT_MARGIN, Decision, Outcome, cell_diffs, decide_cells, decided_crossover,
+                        holm, log_values, point_stats)
+from .explain import Explanation, bound_side
+from .explain_copies import deferred_copy_site, removed_copy, zero_copy_cost
+from .explain_surprise import explain_surprise
+from .patterns import q6_tests, robust_surprise, thread_decisions
+from ..fmt import fmt_size, plural
+from .roles import BASE, ONE_COPY, ZERO_COPY, name, native
+from .stats import one_receive, primary_receive, study_rows, throughput_rows
+
+THROUGHPUT = "throughput_gbps"
+# criterion of the summary -> (mode, metric, higher is better)
+CRITERIA = {"throughput": ("throughput", THROUGHPUT, True),
+            "cpu_per_byte": ("throughput", "cpu_ns_per_byte", False),
+            "latency": ("latency", "latency_p50_us", False)}
+
+
+@dataclass
+class Family:
+    """The comparisons behind one group of claims, with Holm's correction over them."""
+
+    name: str
+    members: list = field(default_factory=list)     # Decisions (or Q6's Tests' decisions)
+    adjusted: dict = field(default_factory=dict)    # id(decision) -> Holm-adjusted p
+    two_sided: bool = False   # Q6 tests "falls short of 1" for every comparison: the two-sided p
+
+    def claim_p(self, d: Decision) -> float:
+        """The p of the claim d makes: its equivalence's where it decided one, else ratio 1's."""
+        return d.p_equivalence if d.decision == Outcome.EQUIVALENT and not self.two_sided else d.p
+
+    def correct(self) -> Family:
+        ps = [self.claim_p(d) for d in self.members]
+        self.adjusted = {id(d): p for d, p in zip(self.members, holm(ps))}
+        return self
+
+    @property
+    def size(self) -> int:
+        """The tests made: the comparisons with a p-value."""
+        return sum(1 for d in self.members if self.claim_p(d) == self.claim_p(d))
+
+    def p_holm(self, d: Decision) -> float:
+        return self.adjusted.get(id(d), math.nan)
+
+    def stands(self, d: Decision) -> bool:
+        """Whether d's decided claim (win, loss or equivalent) survives the family's correction."""
+        p = self.p_holm(d)
+        return d.decision != Outcome.UNDECIDED and p == p and p < ALPHA
+
+
+@dataclass
+class Study:
+    """One sweep's comparisons, findings and explanations (see the module's docstring)."""
+
+    df: pd.DataFrame                 # every row loaded (peers and other strategies included)
+    rows: pd.DataFrame               # the population: copylab's senders, primary receive strategy
+    part_e: pd.DataFrame             # its study roles: what Part E compares
+    meta: dict
+    profiles: pd.DataFrame           # the profiled runs of the study roles
+    all_profiles: pd.DataFrame       # every profiled run
+    margin: float
+    comparisons: dict = field(default_factory=dict)   # (metric, impl, base) -> {"by_size", "per_threads"}
+    diffs: dict = field(default_factory=dict)         # (metric, impl, base) -> {(size, threads): Diff}
+    receive: dict = field(default_factory=dict)       # (sender, strategy) -> {"by_size", "per_threads"}
+    threads: tuple = (0, 0, {})                       # Q3: (fewest, most, {size: {impl: Decision}})
+    q6_cells: list = field(default_factory=list)      # Q6's tests (patterns.py)
+    q6_regions: list = field(default_factory=list)
+    q6_surprise: tuple = (None, "none")              # (the most robust surprise, its standing)
+    q6_explanation: Explanation | None = None
+    families: dict = field(default_factory=dict)      # name -> Family
+    explanations: dict = field(default_factory=dict)  # rule name -> Explanation
+
+    def compare(self, impl: str, base: str = BASE, metric: str = THROUGHPUT) -> dict:
+        """{"by_size": {size: Decision}, "per_threads": {threads: {size: Decision}}} (empty when not measured)."""
+        return self.comparisons.get((metric, impl, base)) or {"by_size": {}, "per_threads": {}}
+
+    def decision(self, impl: str, size: int, threads: int | None = None, base: str = BASE,
+                 metric: str = THROUGHPUT) -> Decision | None:
+        found = self.compare(impl, base, metric)
+        return found["by_size"].get(size) if threads is None else found["per_threads"].get(threads, {}).get(size)
+
+    def crossover(self, impl: str) -> int | None:
+        """The decided crossover of impl over the baseline (docs/contracts.md, "Decisions")."""
+        return decided_crossover(self.compare(impl)["by_size"])
+
+    def family(self, name: str) -> Family:
+        return self.families.get(name) or Family(name)
+
+    @property
+    def reps(self) -> tuple[int, int]:
+        return fnd.reps_range(self.part_e)
+
+    @property
+    def results_dir(self):
+        return self.df.attrs.get("results_dir")
+
+
+def equivalence_margin(meta: dict) -> float:
+    """The grid's equivalence_margin (meta.json's params), else the default."""
+    params = meta.get("params") if isinstance(meta.get("params"), dict) else {}
+    value = params.get("equivalence_margin", DEFAULT_MARGIN)
+    return float(value) if isinstance(value, (int, float)) and 0 < value <= 1 else DEFAULT_MARGIN
+
+
+def population(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows every comparison is computed from: copylab's own senders, the primary receive strategy."""
+    rows = one_receive(df)
+    rows = rows[rows["impl"].isin(native(set(rows["impl"])))]
+    if {"srv_task_clock_ms", "cli_task_clock_ms", "bytes"} <= set(rows.columns):
+        rows = rows.assign(cpu_ns_per_byte=(rows["srv_task_clock_ms"] + rows["cli_task_clock_ms"]) * 1e6
+                           / rows["bytes"].where(rows["bytes"] > 0))
+    return rows
+
+
+def study(df: pd.DataFrame, meta: dict, profiles: pd.DataFrame | None = None) -> Study:
+    """Every comparison, finding and explanation of one sweep (see the module's docstring)."""
+    rows = population(df)
+    if profiles is None:  # a results.csv of the second round carried the profile columns in its own rows
+        profiles = df[df["srv_prof_samples"].notna()] if "srv_prof_samples" in df else df.iloc[0:0]
+    s = Study(df=df, rows=rows, part_e=study_rows(rows), meta=meta, profiles=study_rows(profiles),
+              all_profiles=profiles, margin=equivalence_margin(meta))
+    _compare_paths(s)
+    _compare_receive(s, df)
+    tp_stats = point_stats(throughput_rows(s.rows))  # each pass's shift from the one population
+    s.threads = thread_decisions(tp_stats, s.margin)
+    a2 = (THROUGHPUT, ONE_COPY, BASE)
+    s.q6_cells, s.q6_regions = q6_tests(s.comparisons.get(a2, {}).get("per_threads", {}), s.diffs.get(a2, {}),
+                                        tp_stats, s.margin)
+    s.explanations = explanations(s)
+    _families(s)
+    s.q6_surprise = robust_surprise(s.q6_cells, s.q6_regions)
+    if s.q6_surprise[0] is not None:
+        s.q6_explanation = explain_surprise(s.q6_surprise[0], s.part_e, s.profiles, meta)
+    return s
+
+
+def _compare_paths(s: Study) -> None:
+    """Every sender against the baseline for each criterion, and against the one-copy path in
+    throughput (the other-paths section's second column)."""
+    impls = native(set(s.rows["impl"]))
+    for mode, metric, _ in CRITERIA.values():
+        if metric not in s.rows:
+            continue
+        values = log_values(s.rows[s.rows["mode"] == mode], metric)
+        bases = (BASE, ONE_COPY) if metric == THROUGHPUT else (BASE,)
+        for base in bases:
+            for impl in impls:
+                if impl != base:
+                    diffs = cell_diffs(values, impl, base)
+                    s.diffs[(metric, impl, base)] = diffs
+                    s.comparisons[(metric, impl, base)] = decide_cells(diffs, impl, base, s.margin)
+
+
+def contenders(df: pd.DataFrame) -> pd.DataFrame:
+    """Throughput rows of copylab's senders with each (sender, receive strategy) as one contender
+    "impl/receive" of the decisions."""
+    rows = throughput_rows(df)
+    rows = rows[rows["impl"].isin(native(set(rows["impl"])))].copy()
+    rows["receive"] = rows["receive"].fillna("message") if "receive" in rows else "message"
+    rows["impl"] = rows["impl"] + "/" + rows["receive"]
+    return rows
+
+
+def _compare_receive(s: Study, df: pd.DataFrame) -> None:
+    """Every receive strategy but the primary one against the primary one, with the same sender."""
+    if "receive" not in df or df["receive"].dropna().nunique() < 2:
+        return
+    rows, primary = contenders(df), primary_receive(df)
+    values = log_values(rows)
+    for pair in sorted(set(rows["impl"])):
+        sender, receive = pair.split("/", 1)
+        if receive != primary and f"{sender}/{primary}" in set(rows["impl"]):
+            diffs = cell_diffs(values, pair, f"{sender}/{primary}")
+            s.receive[(sender, receive)] = decide_cells(diffs, pair, f"{sender}/{primary}", s.margin)
+
+
+def explanations(s: Study) -> dict[str, Explanation]:
+    """Every rule-chosen explanation the answers cite, by name (answers.json keeps them all)."""
+    df, profiles = s.part_e, s.profiles
+    found = {"removed_copy": removed_copy(profiles), "zero_copy_cost": zero_copy_cost(df, profiles),
+             "deferred_copy_site": deferred_copy_site(profiles, s.results_dir)}
+    tp = throughput_rows(df)
+    if len(tp):
+        largest = int(tp["msg_size"].max())
+        for impl in (ONE_COPY, ZERO_COPY):
+            at = tp[(tp["impl"] == impl) & (tp["msg_size"] == largest)]
+            threads = int(at["threads"].min()) if len(at) else 1
+            found[f"bound_{impl}"] = bound_side(at[at["threads"] == threads],
+                                                f"{name(impl)} at {fmt_size(largest)}, {plural(threads, 'thread')}")
+    return found
+
+
+# the families of claims: name -> what the report claims from them (analysis/text/methods.py words them)
+FAMILIES = ("summary", "q3", "q4", "q4_per_threads", "q5", "q5_per_threads", "q6", "other_paths")
+
+
+def _families(s: Study) -> None:
+    fam = {name: Family(name, two_sided=name == "q6") for name in FAMILIES}
+    for _, metric, _ in CRITERIA.values():
+        for impl in native(set(s.rows["impl"])):
+            fam["summary"].members += list(s.compare(impl, BASE, metric)["by_size"].values())
+    for key, impl in (("q4", ONE_COPY), ("q5", ZERO_COPY)):
+        found = s.compare(impl)
+        fam[key].members += list(found["by_size"].values())
+        fam[f"{key}_per_threads"].members += [d for by in found["per_threads"].values() for d in by.values()]
+    fam["q3"].members += [d for by in s.threads[2].values() for d in by.values()]
+    fam["q6"].members += [t.decision for t in s.q6_cells + s.q6_regions]
+    for impl in native(set(s.rows["impl"])):
+        for base in (BASE, ONE_COPY):
+            if impl != base:
+                fam["other_paths"].members += list(s.compare(impl, base)["by_size"].values())
+    fam["other_paths"].members += [d for found in s.receive.values() for d in found["by_size"].values()]
+    s.families = {name: f.correct() for name, f in fam.items()}
+    # Q6 reads its tests' adjusted p from its family: one correction, the Study's
+    for t in s.q6_cells + s.q6_regions:
+        t.p, t.p_holm = t.decision.p, s.families["q6"].p_holm(t.decision)
+

@@ -1,0 +1,153 @@
+"""What Q4 and Q5 have in common: "from which size does X outperform A1", answered from the Study's
+decisions of X against the baseline (one answer with its interval, the per-size and per-thread-count
+detail as tables, how many more passes an undecided comparison likely needs, and what Holm's
+correction over the answer's comparisons leaves standing). q4.py and q5.py add each question's own
+evidence."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ...fmt import fmt_num, fmt_size
+from .. import findings as fnd
+from ..decisions import Outcome, decided_crossover
+from ..roles import BASE, name
+from ..study import Study
+from .words import decision_cell, interval, more_passes, no_pair_reason, ratio_text, reps_note, unanswerable
+
+
+def _size_list(by_size: dict) -> str:
+    return "; ".join(f"{fmt_size(s)}: {d.decision}, {ratio_text(d)}" for s, d in sorted(by_size.items()))
+
+
+def decision_text(study: Study, impl: str, family: str) -> str:
+    """The one answer: the decided crossover over all thread counts, or why there is none."""
+    by_size, margin = study.compare(impl)["by_size"], study.margin
+    x, b = name(impl), name(BASE)
+    if not by_size:
+        return f"No size where both {x} and {b} were measured in throughput mode."
+    sizes = sorted(by_size)
+    largest = by_size[sizes[-1]]
+    start = study.crossover(impl)
+    how = (f"Each decision compares {x} with {b} over all thread counts: the 95% interval of the throughput "
+           f"ratio {x}/{b} over the passes (log scale, each pass's shift removed, each point its own spread), "
+           f"'equivalent' when it lies within {fmt_num(1 / (1 + margin))}–{fmt_num(1 + margin)}.")
+    if start is not None:
+        text = (f"**{x} outperforms {b} from {fmt_size(start)} upward**: a decided win at {fmt_size(start)} "
+                f"({ratio_text(by_size[start], True)})")
+        # the largest size measured: "every larger size" would claim sizes the grid does not have
+        text += (" and at every larger size of this grid (at " f"{fmt_size(sizes[-1])}: {ratio_text(largest, True)})."
+                 if start != sizes[-1] else ", the largest size of this grid.")
+    else:
+        wins = [s for s in sizes if by_size[s].decision == Outcome.WIN]
+        text = f"**There is no size in this grid from which {x} is decided to outperform {b}.**"
+        if wins:
+            text += (f" It wins at {', '.join(fmt_size(s) for s in wins)}, but not at every larger size, so that "
+                     "is no crossover.")
+        text += f" At {fmt_size(sizes[-1])} the decision is {largest.decision} ({ratio_text(largest, True)})"
+        text += f"; {more_passes(largest)}." if largest.decision == Outcome.UNDECIDED else "."
+    return f"{text} By size: {_size_list(by_size)}. {how} {correction_text(study, impl, family, start)}"
+
+
+def correction_text(study: Study, impl: str, family: str, start: int | None) -> str:
+    """What Holm's correction over the answer's per-size comparisons leaves standing."""
+    fam, by_size = study.family(family), study.compare(impl)["by_size"]
+    decided = [s for s, d in sorted(by_size.items()) if d.decision != Outcome.UNDECIDED]
+    fallen = [s for s in decided if not fam.stands(by_size[s])]
+    if not decided:
+        return ""
+    head = f"Holm's correction over the {fam.size} comparisons of this answer"
+    if not fallen:
+        return f"{head} leaves every decision standing."
+    crossing = (" (so the crossover is not established at family-wise 95% confidence)"
+                if start is not None and any(s >= start for s in fallen) else "")
+    listed = ", ".join(f"{fmt_size(s)} (adjusted p = {fmt_num(fam.p_holm(by_size[s]))})" for s in fallen)
+    return f"{head} leaves the decisions at {listed} short of standing{crossing}."
+
+
+def decision_table(study: Study, impl: str, family: str) -> pd.DataFrame:
+    """Per size over all thread counts: ratio, interval, passes, decision, Holm-adjusted p and what an
+    undecided one needs."""
+    fam, rows = study.family(family), []
+    for size, d in sorted(study.compare(impl)["by_size"].items()):
+        rows.append({"message size": fmt_size(size), "ratio": d.ratio, "95% interval": interval(d),
+                     "passes": f"{d.n_x} / {d.n_base}", "decision": str(d.decision),
+                     "adjusted p (Holm)": fmt_num(fam.p_holm(d)), "to decide": more_passes(d) or "decided"})
+    return pd.DataFrame(rows, columns=["message size", "ratio", "95% interval", "passes", "decision",
+                                       "adjusted p (Holm)", "to decide"])
+
+
+def per_threads_table(study: Study, impl: str) -> pd.DataFrame:
+    """Rows: sizes; columns: thread counts; cells: 'win 1.12 (1.03–1.22)'."""
+    per = study.compare(impl)["per_threads"]
+    sizes = sorted({s for by in per.values() for s in by})
+    out = {"message size": [fmt_size(s) for s in sizes]}
+    for threads in sorted(per):
+        out[f"{threads} thr"] = [decision_cell(per[threads].get(s)) for s in sizes]
+    return pd.DataFrame(out)
+
+
+def sender_cost_sentence(study: Study, impl: str) -> str:
+    """The sender's CPU per byte of impl against the baseline at the largest size (task-clock), as a fact."""
+    found = fnd.sender_cost(study.part_e, impl)
+    if found is None:
+        return ""
+    largest, x, b = found
+    how = "less" if x < b else "no less"
+    return (f"{name(impl)}'s sender spends {fmt_num(x)} ns of CPU per byte at {fmt_size(largest)} against "
+            f"{name(BASE)}'s {fmt_num(b)}: {how} than the baseline's, so {'its' if x < b else 'no'} saving "
+            f"{'shows' if x < b else 'can show'} as throughput where the sender bounds it.")
+
+
+def gain_sentence(study: Study, impl: str, decision: str | None) -> str:
+    """What the side that bounds the largest size means for impl's decision there (a rule, see explain.py)."""
+    bound = study.explanations.get(f"bound_{impl}")
+    if bound is None:
+        return ""
+    if bound.verdict == "receiver" and decision != Outcome.WIN:
+        return f"{bound.text} So what {name(impl)} saves on the sending side cannot raise the rate."
+    if bound.verdict == "sender" and decision == Outcome.WIN:
+        return f"{bound.text} So a cheaper send shows as more throughput."
+    if bound.verdict == "sender":
+        return f"{bound.text} {sender_cost_sentence(study, impl)}"
+    return bound.text
+
+
+def public_numbers(study: Study, impl: str, family: str) -> dict:
+    """answers.json's keys of one crossover question (docs/contracts.md, "Analysis contract" and
+    "Decisions"): every interval and decision is the Study's."""
+    found, fam = study.compare(impl), study.family(family)
+    per_fam = study.family(f"{family}_per_threads")
+    by_means = fnd.crossover_finding(study.part_e, impl).public
+    per_threads = {str(t): decided_crossover(by) for t, by in sorted(found["per_threads"].items())}
+    return {
+        "crossover_bytes": study.crossover(impl), "per_threads": per_threads,
+        "equivalence_margin": study.margin,
+        "decision_by_size": {str(s): str(d.decision) for s, d in found["by_size"].items()},
+        "decision_per_threads": {str(t): {str(s): str(d.decision) for s, d in by.items()}
+                                 for t, by in sorted(found["per_threads"].items())},
+        "decided_crossover_bytes": study.crossover(impl),
+        "decision_detail_by_size": {str(s): {**d.to_dict(), "p_holm": fam.p_holm(d), "stands": fam.stands(d)}
+                                    for s, d in found["by_size"].items()},
+        "decision_detail_per_threads": {str(t): {str(s): {**d.to_dict(), "p_holm": per_fam.p_holm(d),
+                                                          "stands": per_fam.stands(d)} for s, d in by.items()}
+                                        for t, by in sorted(found["per_threads"].items())},
+        "family": family, "crossover_by_means": by_means,
+        "repetitions": int(min((d.n_x for d in found["by_size"].values()), default=0)),
+    }
+
+
+def answer(study: Study, impl: str, family: str, why: list[str], evidence: str = "") -> dict:
+    """One crossover question's answer: its numbers, its text and the explanations it cites (why:
+    their rule names), and evidence: the question's own last sentences."""
+    public = public_numbers(study, impl, family)
+    finding = fnd.crossover_finding(study.part_e, impl)
+    if not finding.answerable:
+        reason = no_pair_reason(impl, finding.have_throughput)
+        return {**public, "reason": reason, "text": unanswerable(reason)}
+    by_size = study.compare(impl)["by_size"]
+    largest = by_size[max(by_size)].decision if by_size else None
+    cited = [study.explanations[k] for k in why if k in study.explanations]
+    parts = ([decision_text(study, impl, family), reps_note(study.reps).strip()] + [e.text for e in cited]
+             + [gain_sentence(study, impl, largest), evidence])
+    return {**public, "explanations": [e.public() for e in cited], "text": " ".join(p for p in parts if p)}

@@ -1,0 +1,66 @@
+"""Words every section uses: how a decision, its ratio and its interval are written (one way, so a
+comparison reads the same wherever it is shown), how many more passes an undecided one needs,
+what an unanswerable question says, and the repetitions behind the means."""
+
+from __future__ import annotations
+
+from ...fmt import fmt_num
+from ..decisions import Decision, Outcome
+from ..roles import BASE, name
+from ..stats import MIN_REPS_FOR_INTERVAL
+
+
+def interval(d: Decision) -> str:
+    """'0.747–0.886', the decision's 95% interval of the ratio; 'n/a' where it has none."""
+    return f"{fmt_num(d.low)}–{fmt_num(d.high)}" if d.low == d.low and d.high == d.high else "n/a"
+
+
+def ratio_text(d: Decision, inner: bool = False) -> str:
+    """'1.12× (95% interval 1.03–1.22)' (inner: '1.12×, 95% interval 1.03–1.22', for inside brackets),
+    without the interval where it is undefined."""
+    text = f"{fmt_num(d.ratio)}×"
+    if d.low == d.low and d.high == d.high:
+        text += f", 95% interval {interval(d)}" if inner else f" (95% interval {interval(d)})"
+    return text
+
+
+def decision_cell(d: Decision | None) -> str:
+    """A table's cell for one comparison: 'win 1.12 (1.03–1.22)'; 'n/a' when not measured."""
+    if d is None:
+        return "n/a"
+    return f"{d.decision} {fmt_num(d.ratio)}" + (f" ({interval(d)})" if d.low == d.low else "")
+
+
+def more_passes(d: Decision) -> str:
+    """What an undecided comparison needs: 'about 4 more passes would likely decide it'."""
+    if d.decision != Outcome.UNDECIDED:
+        return ""
+    if min(d.n_x, d.n_base) < 2:
+        return "a second pass would give it an interval"
+    if d.passes_needed is None:
+        return "more than 100 more passes: at this spread the sweep cannot decide it"
+    return f"about {d.passes_needed} more pass{'es' if d.passes_needed != 1 else ''} would likely decide it"
+
+
+def unanswerable(reason: str, advice: str = "") -> str:
+    return f"Cannot be answered from this sweep: {reason}." + (f" {advice}" if advice else "")
+
+
+def no_pair_reason(impl: str, have_throughput) -> str:
+    return (f"no throughput-mode measurements of both {name(impl)} and {name(BASE)} "
+            f"(throughput rows exist for: {', '.join(have_throughput) or 'none'})")
+
+
+def reps_note(reps: tuple[int, int]) -> str:
+    low, high = reps
+    if high <= 1:
+        return (" This sweep has a single repetition per point, so there is no confidence "
+                "interval: a difference of a few percent may be noise.")
+    span = f"{low}" if low == high else f"{low}–{high}"
+    drawn = ("the figures draw each point's repetitions" if high < MIN_REPS_FOR_INTERVAL else
+             "the figures draw 95% intervals on the log scale")
+    return f" Means are over {span} repetitions per point; {drawn}."
+
+
+def q_label(key: str) -> str:
+    return key.split("_")[0].upper()

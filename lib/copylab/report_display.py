@@ -1,0 +1,272 @@
+"""The analysis notebook's display helpers: the author block, the host and grid the numbers come from,
+how the sweep was measured, and the program output of one real run per implementation, so the
+notebook stays narrative + calls. (The report builder that executes the notebook: report.py.)"""
+
+from __future__ import annotations
+
+import shlex
+import textwrap
+from pathlib import Path
+
+from . import escape, registry, userfiles
+from .analysis import configuration, roles
+from .errors import CopylabError
+from .fmt import fmt_num, fmt_size, plural, system_fields
+from .runners import runner_for
+
+AUTHOR_FIELDS = ("author", "roll_no", "repo_url", "ai_declaration")
+KEY_OFFLOADS = ("scatter-gather", "tcp-segmentation-offload", "generic-segmentation-offload",
+                "generic-receive-offload", "tx-checksumming", "rx-checksumming")
+WRAP = 78  # characters per line of program output; longer lines would run off the PDF page
+
+
+def resolve_author(meta: dict, results_dir=None, **given) -> dict:
+    """Author fields as text: the ones given, else meta.json["params"], else empty. The declaration
+    is text too: given (copylab report read the file the user named), else the copy the sweep
+    took into results_dir. Nothing from a results folder is ever opened as a path: meta.json's
+    params.ai_declaration is where the file was at sweep time, provenance only."""
+    params = meta.get("params") if isinstance(meta.get("params"), dict) else {}
+    out = {}
+    for field in AUTHOR_FIELDS:
+        value = given.get(field)
+        if not value and field != "ai_declaration":
+            value = params.get(field)
+        if not value and field == "ai_declaration" and results_dir is not None:
+            value = userfiles.folder_declaration(results_dir)
+        out[field] = "" if value is None else str(value).strip()
+    return out
+
+
+def author_markdown(fields: dict) -> str:
+    rows = [("Author", fields["author"]), ("Roll number", fields["roll_no"]),
+            ("Repository", fields["repo_url"])]
+    lines = [f"- **{k}:** {escape.markdown(v) if v else '_not given_'}" for k, v in rows]
+    decl = fields["ai_declaration"]
+    lines.append("")
+    label = "AI-usage declaration"
+    if decl.lower().startswith(label.lower()):
+        # the text names itself (the template in params/ does): bold its own label, do not repeat it
+        rest = decl[len(label):]
+        gap = " " if rest[:1].isspace() else ""  # the block escape trims each line
+        lines.append(f"**{escape.markdown(decl[:len(label)])}**{gap}{escape.markdown(rest, block=True)}")
+    else:
+        lines.append(f"**{label}.** " + (escape.markdown(decl, block=True) if decl else "_not given (pass "
+                     "`--ai-declaration FILE` or set `ai_declaration` in the params YAML)_"))
+    return "\n".join(lines)
+
+
+def system_markdown(meta: dict, df) -> str:
+    """The host the numbers come from, as a table, plus the grid the sweep covered."""
+    if not meta:
+        head = "_No meta.json beside results.csv: the host is unknown._\n\n"
+    else:
+        head = ""
+    f = system_fields(meta)
+    extra = configuration.rows(meta, df)  # caches, hypervisor, tools, congestion and qdisc per side ...
+    if meta.get("hosts"):  # the network settings are the hosts' own, in their table
+        extra = [(k, v) for k, v in extra if k not in ("net.core.optmem_max", "tcp_wmem", "tcp_rmem", "veth MTU")]
+    rows = list(f.items()) + [(k, v) for k, v in extra if v not in (None, "")]
+    events = meta.get("perf_events") or {}
+    if events:
+        rows.append(("perf events counted", ", ".join(e for e, ok in events.items() if ok) or "none"))
+        rows.append(("perf events not supported", ", ".join(e for e, ok in events.items() if not ok) or "none"))
+    offloads = meta.get("offloads") or {}
+    if offloads and not meta.get("hosts"):
+        # the ones that change how much a send costs; the full list stays in meta.json
+        key = [k for k in KEY_OFFLOADS if k in offloads]
+        shown = ", ".join(f"{k}={'on' if offloads[k] in (True, 'on') else 'off'}" for k in key)
+        rows.append(("veth offloads", f"{shown} ({len(offloads)} in meta.json)"))
+    table = "| setting | value |\n|:---|:---|\n" + "\n".join(
+        f"| {escape.markdown(k)} | {escape.markdown(v)} |" for k, v in rows)
+    if meta.get("hosts"):
+        table = (hosts_markdown(meta["hosts"]) + "\n\nThe driver (this table) ran the notebooks, the records and "
+                 "the report; the programs ran on the hosts above.\n\n" + table)
+    sizes = ", ".join(fmt_size(s) for s in sorted(df["msg_size"].unique()))
+    threads = ", ".join(str(t) for t in sorted(df["threads"].unique()))
+    reps = df.groupby(["impl", "mode", "msg_size", "threads"])["rep"].nunique()
+    grid = (f"\n\n**Grid measured:** implementations {', '.join(sorted(df['impl'].unique()))}; "
+            f"modes {', '.join(sorted(df['mode'].unique()))}; message sizes {sizes}; "
+            f"thread counts {threads}; {_span(reps)} per point; "
+            f"{len(df)} measurements used.")
+    failed = df.attrs.get("rows_failed", 0)
+    if failed:
+        first = df.attrs["failed"][0]
+        what = " ".join(str(first.get(k)) for k in ("impl", "mode", "msg_size"))
+        grid += (f" **{failed} point(s) failed and are left out**, e.g. {escape.markdown(what)} B × "
+                 f"{escape.markdown(first.get('threads'))} threads: "
+                 f"{escape.markdown(first.get('error') or 'no error recorded')}.")
+    warning = configuration.perf_warning(meta)
+    return head + table + grid + (f"\n\n{warning}" if warning else "")
+
+
+def hosts_markdown(hosts: dict) -> str:
+    """topology ssh: the two hosts side by side, as each contributed itself to meta.json."""
+    def cell(side: str, key: str) -> str:
+        h = hosts.get(side) or {}
+        if key == "nic":
+            nic = h.get("nic") or {}
+            value = ", ".join(f"{k} {v}" for k, v in nic.items() if v) if nic else None
+        elif key == "offloads":
+            offloads = h.get("offloads") or {}
+            value = ", ".join(f"{k}={'on' if offloads[k] else 'off'}" for k in KEY_OFFLOADS if k in offloads) or None
+        else:
+            value = h.get(key)
+        return "unknown" if value in (None, "", []) else escape.markdown(value)
+    rows = [("ssh destination", "destination"), ("data-path address", "address"), ("interface", "interface"),
+            ("NIC (ethtool -i)", "nic"), ("MTU", "veth_mtu"), ("offloads", "offloads"), ("hostname", "hostname"),
+            ("kernel", "kernel"), ("CPU", "cpu_model"), ("cores", "cores"), ("memory (GiB)", "memory_gib"),
+            ("perf", "perf_version"), ("compiler", "compiler"), ("compile command", "compile_command"),
+            ("net.core.optmem_max", "optmem_max"), ("tcp_wmem", "tcp_wmem"), ("tcp_rmem", "tcp_rmem")]
+    return ("| host | server (sender) | client (receiver) |\n|:---|:---|:---|\n"
+            + "\n".join(f"| {label} | {cell('server', key)} | {cell('client', key)} |" for label, key in rows))
+
+
+def measurement_markdown(meta: dict, df) -> str:
+    """How the numbers were taken: window, repetitions and order, the receiver, pinning, peers,
+    profiling, and what a VM changes. All read from the sweep's own grid and rows."""
+    params = meta.get("params") if isinstance(meta.get("params"), dict) else {}
+    reps = df.groupby(["impl", "mode", "msg_size", "threads"])["rep"].nunique()
+    warmups = sorted(set(df["warmup_s"].dropna()))
+    durations = df["duration_s"].dropna()
+    receive = sorted(set(df["receive"].dropna())) or ["message (not recorded)"]
+    lines = [
+        f"- **Window:** warm-up discarded {_warmups(df, warmups)}; then a measured window of "
+        f"{fmt_num(params.get('duration_s')) if params.get('duration_s') else fmt_num(durations.median())} s "
+        f"(median measured {fmt_num(durations.median())} s); perf counts both sides over the same window, which "
+        "copylab's client announces as it opens and closes it.",
+        f"- **Repetitions:** {int(reps.min()) if len(reps) else 0}–{int(reps.max()) if len(reps) else 0} per point"
+        + (", each repetition a freshly shuffled pass over the grid in blocks (a cell's implementations back to "
+           "back, so a slow drift of the host cannot line up with one implementation and cancels from their "
+           "comparison)" if params.get("shuffle") else ", in grid order")
+        + (f"; passes beyond the first {params.get('repetitions')} measured only the comparisons still too wide "
+           f"to decide, within the {params.get('budget_min'):g}-minute budget" if params.get("budget_min") else "")
+        + ".",
+        f"- **Receiver:** {escape.markdown(', '.join(map(str, receive)))} reads (`message`: each `recv` asks for the rest of one message, "
+        "as an application reading whole messages does, and as the reference programs do; `bulk`: up to 256 KiB per `recv`).",
+        f"- **Pinning:** sender on CPU {escape.markdown(params.get('pin_server') or 'any')}, receiver on CPU "
+        f"{escape.markdown(params.get('pin_client') or 'any')}.",
+    ]
+    peers = [p for p in roles.peers() if p in set(df["impl"])]
+    if peers:
+        lines.append(f"- **Reference programs:** {escape.markdown(', '.join(peers))} measured by the same engine, "
+                     "in the same namespaces and pinning under perf, each over its own window (the harness section "
+                     "says how each window opened); "
+                     + "; ".join(runner_for(p).method for p in peers) + ".")  # the runners own their text
+    prof = df[df["profile_mode"].fillna("").astype(str) != ""]
+    if len(prof):
+        modes = ", ".join(sorted(set(map(str, prof["profile_mode"]))))
+        lines.append(f"- **Profiles:** {len(prof)} points profiled ({escape.markdown(modes)}; "
+                     f"{escape.markdown(prof['profile_event'].iloc[0])}), folded stacks in `profiles/`.")
+    return "\n".join(lines)
+
+
+def _warmups(df, warmups) -> str:
+    """The warm-ups as used: fixed ones listed, steady-state ones (the client waited for steady
+    rates, up to a bound) as their range."""
+    steady = df["warmup_end"].astype(str).isin(["steady", "bound"]) if "warmup_end" in df else None
+    if steady is None or not steady.any():
+        return _joined(warmups, "s")
+    used = df.loc[steady, "warmup_s"].dropna()
+    fixed = sorted(set(df.loc[~steady, "warmup_s"].dropna()))
+    text = (f"{fmt_num(used.min())}–{fmt_num(used.max())} s (until the rates were steady: "
+            f"{int((df.loc[steady, 'warmup_end'] == 'steady').sum())} of {int(steady.sum())} runs; the rest at the bound)")
+    return text + (f", elsewhere {_joined(fixed, 's')}" if fixed else "")
+
+
+def _span(reps) -> str:
+    """Repetitions per point: one number, or the range when the budget added passes to some."""
+    low, high = (int(reps.min()), int(reps.max())) if len(reps) else (0, 0)
+    return plural(high, "repetition") if low == high else f"{low}–{high} repetitions"
+
+
+def _joined(values, unit: str) -> str:
+    return ", ".join(f"{fmt_num(v)} {unit}" for v in values) or "n/a"
+
+
+def _wrap(text: str) -> str:
+    lines = []
+    for line in text.splitlines():
+        lines.extend(textwrap.wrap(line, WRAP, subsequent_indent="    ", break_on_hyphens=False,
+                                   drop_whitespace=False) or [""])
+    return "\n".join(lines)
+
+
+def pick_runs(results_dir, df) -> dict:
+    """One real, successful run per implementation: throughput mode, the grid's middle size,
+    fewest threads, first repetition (falling back to whatever record exists)."""
+    runs_dir = Path(results_dir) / "runs"
+    picked = {}
+    if not runs_dir.is_dir():
+        return picked
+    sizes = sorted(df["msg_size"].unique())
+    mid = sizes[len(sizes) // 2] if sizes else 0
+    candidates = {}
+    for path in sorted(runs_dir.glob("*.json")):
+        rec = _run_record(runs_dir, path.name)
+        if rec is None:
+            continue
+        row = rec.get("row") or {}
+        if str(row.get("status", "ok")) != "ok" or row.get("impl") not in roles.STUDY:
+            continue
+        score = (row.get("mode") != "throughput", abs(int(row.get("msg_size") or 0) - mid),
+                 int(row.get("threads") or 0), int(row.get("rep") or 0), path.name)
+        if row["impl"] not in candidates or score < candidates[row["impl"]][0]:
+            candidates[row["impl"]] = (score, path, rec)
+    for impl, (_, path, rec) in sorted(candidates.items()):
+        picked[impl] = {"path": path, **rec}
+    return picked
+
+
+MAX_RECORD_BYTES = 64 << 20  # a point's record with both programs' (bounded) output
+
+
+def _run_record(runs_dir: Path, name: str) -> dict | None:
+    """A successful record of one of the study's implementations in runs/, its row's identity checked; None for anything else
+    (a link out of the folder, a half-written or foreign file, a row that is not one)."""
+    try:
+        data = userfiles.read_inside(runs_dir, name, MAX_RECORD_BYTES)
+        rec = userfiles.loads_json(data) if data is not None else None
+    except (CopylabError, ValueError):
+        return None
+    row = rec.get("row") if isinstance(rec, dict) else None
+    if not isinstance(row, dict) or str(row.get("status", "ok")) != "ok" or row.get("impl") not in registry.study_impls():
+        return None
+    if row.get("mode") not in ("throughput", "latency"):
+        return None
+    for key in ("msg_size", "threads", "rep"):
+        value = row.get(key)
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            return None
+        row[key] = value
+    if not isinstance(rec.get("raw"), dict):
+        rec["raw"] = {}
+    return rec
+
+
+def program_output_markdown(run: dict) -> str:
+    """Command lines, JSON output and perf stat output of one run, as the programs printed them
+    (each in a code block: whatever the programs printed is shown, never rendered)."""
+    row = run.get("row") or {}
+    parts = [f"**{escape.markdown(str(row.get('impl', '?')).upper())}**: {escape.markdown(row.get('mode'))} mode, "
+             f"{escape.markdown(fmt_size(row.get('msg_size')))} messages, "
+             f"{escape.markdown(plural(row.get('threads'), 'thread'))}; "
+             f"record:\n\n{escape.markdown_code_block(Path(run['path']).name)}"]
+    raw = run.get("raw") or {}
+    for side, who in (("server", "server (sender)"), ("client", "client (receiver)")):
+        r = raw.get(side)
+        if not isinstance(r, dict) or not r:
+            parts.append(f"_No {who} output recorded._")
+            continue
+        argv = r.get("argv") if isinstance(r.get("argv"), list) else []
+        parts.append(f"**{who}** command line:\n\n{escape.markdown_code_block(_wrap(shlex.join(map(str, argv))))}")
+        stdout, stderr, perf = (str(r.get(k) or "") for k in ("stdout", "stderr", "perf"))
+        if stdout.strip():
+            parts.append(f"{who} stdout:\n\n{escape.markdown_code_block(_wrap(stdout.strip()))}")
+        if stderr.strip():
+            tail = "\n".join(stderr.strip().splitlines()[-8:])
+            parts.append(f"{who} stderr (last lines):\n\n{escape.markdown_code_block(_wrap(tail))}")
+        if perf.strip():
+            parts.append(f"{who} `perf stat -x,` output:\n\n{escape.markdown_code_block(_wrap(perf.strip()))}")
+    return "\n\n".join(parts)
