@@ -14,6 +14,11 @@ from . import registry
 from .errors import CopylabError
 from .paths import NATIVE_DIR
 
+# what a sweep may take: the grid check refuses a longer one without --allow-large (sweep/estimate.py),
+# and a results table is read up to what such a sweep can write (analysis/load.py)
+MAX_WALL_S = 24 * 3600
+PER_POINT_OVERHEAD_S = 0.08   # measured: process start, connection set-up, drain and stop, record
+
 # what can be measured: native/registry.def, read by registry.py
 IMPLS = registry.names(kind="native")       # copylab's own senders (the study's and the extra ones)
 STUDY_IMPLS = registry.study_impls()        # the ones Part E compares (roles two_copy, one_copy, zero_copy)

@@ -8,7 +8,8 @@ floors, each importing only the floors below it:
   load), roles (which implementation plays which part, from the registry), stats (means and
   intervals over repetitions), decisions (the one test: win/loss/equivalent/undecided, Holm),
   patterns (Q6's and Q3's comparisons), findings (each answer's other numbers), profiles and
-  stacks (the profiled runs and their folded stacks), peers (the reference programs' numbers);
+  stacks (the profiled runs and their folded stacks), peers (the reference programs' numbers),
+  run_facts (how the run went: time, passes, placement, steal, precision);
 - explain: explain, explain_copies and explain_surprise (explanations chosen by rules from the
   evidence);
 - study: `study(df, meta, profiles) -> Study`, built once per report from one population of rows:
@@ -27,7 +28,7 @@ from .load import (METRICS, ROUND_TRIP_METRICS, add_derived, load_meta, load_pro
                    resolve_results_dir)
 from .stats import aggregate, measured, t_critical_95, unmeasured_reason
 from .study import Study, study
-from .text import (configuration, crossover, data_paths, harness, methods, profile, q1, q2, q3, q4, q5, q6,
+from .text import (configuration, crossover, data_paths, harness, methods, profile, q1, q2, q3, q4, q5, q6, run,
                    summary, tables)
 from .text.answers import QUESTIONS, answers, document, write_answers
 from .text.tables import per_impl_table, stability_text, throughput_by_size, unanswered_markdown, unstable_points
@@ -38,6 +39,6 @@ __all__ = [
     "system_fields", "system_summary", "answers", "document", "write_answers", "crossover_by_means", "add_derived",
     "load_meta", "load_profiles", "load_results", "resolve_results_dir", "aggregate", "measured", "t_critical_95",
     "unmeasured_reason", "per_impl_table", "stability_text", "throughput_by_size", "unanswered_markdown",
-    "unstable_points", "configuration", "crossover", "data_paths", "harness", "methods", "profile", "q1", "q2",
+    "unstable_points", "configuration", "crossover", "data_paths", "harness", "methods", "profile", "q1", "q2", "run",
     "q3", "q4", "q5", "q6", "peers", "roles", "study", "summary", "tables",
 ]

@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 
 from .. import contract, userfiles
-from ..sweep.estimate import MAX_WALL_S as _DAY_S
-from ..sweep.estimate import PER_POINT_OVERHEAD_S as _PER_POINT_S
+from ..contract import MAX_WALL_S as _DAY_S
+from ..contract import PER_POINT_OVERHEAD_S as _PER_POINT_S
 from ..errors import CopylabError
 from ..paths import PROJECT_ROOT
 from . import validate

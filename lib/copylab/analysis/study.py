@@ -33,6 +33,7 @@ from .explain_surprise import explain_surprise
 from .patterns import q6_tests, robust_surprise, thread_decisions
 from ..fmt import fmt_size, plural
 from .roles import BASE, ONE_COPY, ZERO_COPY, name, native
+from .run_facts import run_facts
 from .stats import one_receive, primary_receive, study_rows, throughput_rows
 
 THROUGHPUT = "throughput_gbps"
@@ -95,6 +96,7 @@ class Study:
     q6_explanation: Explanation | None = None
     families: dict = field(default_factory=dict)      # name -> Family
     explanations: dict = field(default_factory=dict)  # rule name -> Explanation
+    run: dict = field(default_factory=dict)           # how the run went (run_facts.py)
 
     def compare(self, impl: str, base: str = BASE, metric: str = THROUGHPUT) -> dict:
         """{"by_size": {size: Decision}, "per_threads": {threads: {size: Decision}}} (empty when not measured)."""
@@ -153,6 +155,7 @@ def study(df: pd.DataFrame, meta: dict, profiles: pd.DataFrame | None = None) ->
     s.q6_cells, s.q6_regions = q6_tests(s.comparisons.get(a2, {}).get("per_threads", {}), s.diffs.get(a2, {}),
                                         tp_stats, s.margin)
     s.explanations = explanations(s)
+    s.run = run_facts(df, meta, profiles)
     _families(s)
     s.q6_surprise = robust_surprise(s.q6_cells, s.q6_regions)
     if s.q6_surprise[0] is not None:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import math
 import random
-import time
 from dataclasses import dataclass, field, replace
 
 import pandas as pd
@@ -121,20 +120,18 @@ def extra_specs_from(records: list[dict], grid: Grid, topology: str) -> list[Poi
     return found
 
 
-def spend(sweep, started: float) -> None:
+def spend(sweep) -> None:
     """Extra passes where a comparison is too wide to decide, while they fit in budget_min
     (sweep/budget.py); each pass and the reason for stopping go to sweep.log and meta.json."""
     if not applies(sweep.grid):
         return
-    deadline = started + sweep.grid.budget_min * 60
-    reserve = sweep.reserve_s  # the profiled runs still to come
     rep = max([s.rep for s in sweep.specs.values() if not s.profile] + [sweep.grid.repetitions - 1]) + 1
     record = {"budget_min": sweep.grid.budget_min, "margin": sweep.grid.equivalence_margin,
               "target_half_width": round(target_half_width(sweep.grid.equivalence_margin), 4),
               "allocation": "by interval width only (sweep/budget.py)", "passes": []}
     while True:
-        left = deadline - time.monotonic() - reserve
-        pace = sweep.pace()  # this host's seconds per second of the grid's arithmetic
+        pace = sweep.clock.pace(sweep.accounting)  # this host's seconds per second of the grid's arithmetic
+        left = sweep.clock.left() - sweep.clock.reserve_s * pace  # the profiled runs still to come
         planned = plan_pass(sweep.rows, sweep.grid, sweep.topology, rep, left / pace, sweep.grid.seed)
         if planned is None:
             wide = wide_comparisons(sweep.rows, sweep.grid)

@@ -30,7 +30,6 @@ from pathlib import Path
 from .. import hostmeta, limits, signals, userfiles
 from ..contract import check_cpus_available
 from ..errors import CopylabError
-from ..fmt import fmt_num
 from ..fsutil import atomic_write_json, describe_os_error, shown
 from ..params import Grid, load_grid
 from ..paths import NOTEBOOKS_DIR, OUTPUT_DIR
@@ -45,6 +44,7 @@ from .groups import FIRST_GROUP_SECONDS, GROUP_SECONDS, run_group, take_group
 from .hostload import HostLoad
 from .kernel import WarmKernel, check_kernel_folders
 from .meta import SweepMeta
+from .clock import SweepClock
 from .placing import SweepPlacement
 from .prepare import build_here, plan_queue, probe, recorded_specs
 from .progress import Progress
@@ -121,16 +121,14 @@ class Sweep:
         self.missing_peers: dict[str, str] = {}  # peer -> why this host cannot run it
         self.plan: PerfPlan | None = None  # what perf can count here (perf.probe)
         self.summary: SweepSummary | None = None  # set however the session ends
-        self.started = time.monotonic()
+        self.clock = SweepClock(grid.budget_min)  # the time against budget_min (clock.py)
         self.placing: SweepPlacement | None = None  # the vCPUs' placement: calibration, allowance (placing.py)
-        self.estimated_done = 0.0  # the grid's estimate of the points measured so far (pass_seconds)
-        self.reserve_s = 0.0  # the profiled runs' estimate, while the runs before them are measured
 
     # -- the session ------------------------------------------------------------------------------
 
     def run(self) -> SweepSummary:
         # the budget bounds the whole sweep: a resumed one counts its earlier sessions' time
-        self.started = time.monotonic() - (0.0 if self.force else earlier_wall(self.out))
+        self.clock = SweepClock(self.grid.budget_min, 0.0 if self.force else earlier_wall(self.out))
         started = time.monotonic()
         status = "failed"
         stack = contextlib.ExitStack()
@@ -139,7 +137,7 @@ class Sweep:
                 self.say(f"sweep {self.grid.name}: all {len(self.specs)} points already measured -> {self.out}")
                 self.skipped = len(self.specs)
             else:
-                self._session(stack, started)
+                session(self, stack, started)
             status = "finished"
         except KeyboardInterrupt:
             status = "interrupted"
@@ -155,27 +153,6 @@ class Sweep:
                 finally:
                     stack.close()
         return self.summary
-
-    def _session(self, stack: contextlib.ExitStack, started: float) -> None:
-        """Build, plan, probe and calibrate, then measure: the base passes, the budget's extra
-        passes, the profiled runs."""
-        if self.topology == "ssh":
-            self.say(f"connecting to {self.grid.server_host} and {self.grid.client_host}, building native/ there")
-            self.remote = stack.enter_context(open_topology("ssh", self.grid.ssh))
-        build_here(self)  # first: a peer's check may need what the build makes (a peer's preload shim)
-        queue = plan_queue(self)
-        userfiles.copy_declaration(self.grid.ai_declaration, self.out)  # the report never opens the path
-        probe(self, len(queue))
-        self.placing = SweepPlacement(self)
-        self.placing.calibrate()
-        self.accounting.start(time.monotonic() - started)
-        self._start_bar()
-        profiled = [pid for pid in queue if self.specs[pid].profile]
-        self.reserve_s = budgeting.pass_seconds([self.specs[p] for p in profiled])
-        self.measure([pid for pid in queue if not self.specs[pid].profile])
-        budgeting.spend(self, self.started)
-        self.reserve_s = 0.0
-        self.measure(profiled)
 
     # -- measuring --------------------------------------------------------------------------------
 
@@ -211,37 +188,11 @@ class Sweep:
                         # that cannot be reached again stops the sweep with one line
                         break
 
-    def elapsed(self) -> float:
-        return time.monotonic() - self.started
-
-    def pace(self) -> float:
-        """This host's wall time per second the grid's arithmetic expects (budget.pass_seconds), over
-        the points measured so far, placement's cost left out; 1 before any."""
-        if self.estimated_done <= 0:
-            return 1.0
-        return max((self.accounting.wall - self.accounting.placement) / self.estimated_done, 1.0)
-
-    def behind(self, group: list[PointSpec], queue: list[str]) -> bool:
-        """Would this group and the points queued after it, at this host's pace, end after the budget?"""
-        if self.grid.budget_min is None:
-            return False
-        need = (budgeting.pass_seconds(group + [self.specs[p] for p in queue]) + self.reserve_s) * self.pace()
-        return self.elapsed() + need > self.grid.budget_min * 60
-
     def say_pace(self, queue: list[str]) -> None:
-        """After the first (short) group: how long this host needs for what is queued, at the pace it
-        has just shown, against the budget; said before the bulk of the sweep runs."""
-        need = (budgeting.pass_seconds([self.specs[p] for p in queue]) + self.reserve_s) * self.pace()
-        text = (f"pace: the first {self.measured} points took {self.pace():.2f}x the grid's arithmetic; at that pace "
-                f"this host needs about {need / 60:.1f} min for the {len(queue)} points queued")
-        if self.grid.budget_min is not None:
-            left = self.grid.budget_min * 60 - self.elapsed()
-            text += (f", {'within' if need <= left else 'MORE than'} the {max(left, 0) / 60:.1f} min left of the "
-                     f"{fmt_num(self.grid.budget_min)}-minute budget")
-            if need > left:
-                text += ": no extra pass will run, placement will not measure runs again"
-        self.log(text)
-        self.meta.session(pace=round(self.pace(), 3), queued_need_s=round(need, 1))
+        specs = [self.specs[p] for p in queue]
+        self.log(self.clock.pace_line(self.measured, specs, self.accounting))
+        self.meta.session(pace=round(self.clock.pace(self.accounting), 3),
+                          queued_need_s=round(self.clock.need(specs, self.accounting), 1))
 
     def record_failure(self, spec: PointSpec, kind: str, error: str) -> None:
         row = failed_row(spec, kind, error)
@@ -253,7 +204,7 @@ class Sweep:
         self.rows[pid] = row
         self.measured += 1
         self.point_seconds += measured_seconds(spec, row)
-        self.estimated_done += budgeting.pass_seconds([spec])
+        self.clock.point(spec)
         self.accounting.point(spec, row)
         ok = row.get("status") == "ok"
         self.failed += not ok
@@ -289,6 +240,28 @@ class Sweep:
                             time=self.accounting.summary(), host_load=self.host_load.summary())
 
 
+def session(sweep: Sweep, stack: contextlib.ExitStack, started: float) -> None:
+    """One session of a sweep: build, plan, probe and calibrate, then measure: the base passes, the
+    budget's extra passes, the profiled runs."""
+    if sweep.topology == "ssh":
+        sweep.say(f"connecting to {sweep.grid.server_host} and {sweep.grid.client_host}, building native/ there")
+        sweep.remote = stack.enter_context(open_topology("ssh", sweep.grid.ssh))
+    build_here(sweep)  # first: a peer's check may need what the build makes (a peer's preload shim)
+    queue = plan_queue(sweep)
+    userfiles.copy_declaration(sweep.grid.ai_declaration, sweep.out)  # the report never opens the path
+    probe(sweep, len(queue))
+    sweep.placing = SweepPlacement(sweep)
+    sweep.placing.calibrate()
+    sweep.accounting.start(time.monotonic() - started)
+    sweep._start_bar()
+    profiled = [pid for pid in queue if sweep.specs[pid].profile]
+    sweep.clock.reserve_s = budgeting.pass_seconds([sweep.specs[p] for p in profiled])
+    sweep.measure([pid for pid in queue if not sweep.specs[pid].profile])
+    budgeting.spend(sweep)
+    sweep.clock.reserve_s = 0.0
+    sweep.measure(profiled)
+
+
 def earlier_wall(out: Path) -> float:
     """The wall time of the earlier sessions of the sweep in out (0 for a new one)."""
     sessions = folder.previous_meta(out).get("sessions")
@@ -306,7 +279,7 @@ def nothing_left(sweep: Sweep) -> bool:
     if len(rows) < len(specs) or any(row.get("status") != "ok" for row in rows.values()):
         return False
     sweep.rows, sweep.specs = rows, specs
-    if not budgeting.applies(sweep.grid) or sweep.elapsed() >= sweep.grid.budget_min * 60:
+    if not budgeting.applies(sweep.grid) or sweep.clock.left() <= 0:
         return True
     return not budgeting.wide_comparisons(rows, sweep.grid)
 

@@ -10,15 +10,13 @@ from types import SimpleNamespace
 from .. import registry
 from ..errors import CopylabError
 from ..fmt import fmt_num
-from ..contract import PEER_MODES
+from ..contract import MAX_WALL_S, PEER_MODES, PER_POINT_OVERHEAD_S
 from ..memory import available_memory, point_memory
 from ..params import Grid
 
-PER_POINT_OVERHEAD_S = 0.08   # measured: process start, connection set-up, drain and stop, record
 PROFILE_S = 0.5               # perf record's start-up and perf script, per profiled point
 PER_GROUP_OVERHEAD_S = 0.5    # papermill on a warm kernel, once per group of points
 BUILD_S = 10.0
-MAX_WALL_S = 24 * 3600
 
 @dataclass(frozen=True)
 class Estimate:

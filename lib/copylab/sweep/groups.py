@@ -56,8 +56,9 @@ def run_group(sweep, group: list[PointSpec], topo: Topology, queue: list[str]) -
               "topology_params": topo.to_params(), "perf_plan": sweep.plan.to_dict(),
               "record_dir": str(sweep.runs), "work_dir": str(sweep.work), "profile_dir": str(sweep.out / "profiles"),
               "notebook": f"runs/{name}.ipynb", "placement": sweep.grid.placement,
-              "placement_state": sweep.placing.group_params(pass_seconds(group), sweep.elapsed(),
-                                                            sweep.behind(group, queue),
+              "placement_state": sweep.placing.group_params(pass_seconds(group), sweep.clock.elapsed(),
+                                                            sweep.clock.behind(group + [sweep.specs[p] for p in queue],
+                                                                               sweep.accounting),
                                                             profiled=all(s.profile for s in group))}
     budget = sum(_point_limit(s) for s in group) + KERNEL_START_GRACE_S
     metered = topo.kind != "ssh"  # other programs' CPU share is this host's: where the programs run

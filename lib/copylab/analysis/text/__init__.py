@@ -8,10 +8,11 @@ computes a decision (they read the Study's). Where a sentence is made:
 - configuration.py, harness.py, data_paths.py, profile.py, tables.py: the system, the harness, the
                   copies, the profiles, the evidence tables and the stability list
 - q1.py ... q6.py the Part E answers (q4.py and q5.py share crossover.py: "from which size X beats A1")
+- run.py          "How this run went": time against the budget, passes, placement, steal, precision
 - answers.py      answers.json: the Study serialised with these texts
 - words.py        how a decision, its ratio and its interval are written, everywhere
 
-A new section (for example "How this run went", from meta.json and the results) is a new module here
+A new section is a new module here
 with `markdown(study) -> str` (and `tables(study)` when it has tables), called from its cell of
 notebooks/analysis.ipynb.
 """

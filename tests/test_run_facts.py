@@ -7,7 +7,8 @@ import math
 
 import pandas as pd
 
-from copylab.analysis.how_it_went import CV_TARGET, STEAL_FLAG, how_this_run_went, precision, run_facts
+from copylab.analysis.run_facts import CV_TARGET, STEAL_FLAG, precision, run_facts
+from copylab.analysis.text.run import how_this_run_went
 
 
 def _rows(steal=0.0, apart=("False",) * 6, gbps=(10.0, 10.5, 9.5, 5.0, 5.2, 4.8)) -> pd.DataFrame:

@@ -1,10 +1,9 @@
-"""How this run went: what the host gave the sweep, from the run's own files (meta.json, results.csv,
-profiles.csv): wall time against the budget, passes, the vCPUs' placement (what the rule learned,
-the runs set aside and what they measured against the runs kept, runs kept while apart), the
-hypervisor's steal per run, and whether a profiled run was itself taken apart.
-
-`run_facts` computes (numbers only); `how_this_run_went` words them. Values read from meta.json are
-checked for type and escaped where they reach Markdown: a results folder is untrusted input.
+"""How the run went, in numbers, from the run's own files (meta.json, results.csv, profiles.csv):
+wall time against the budget, passes, the vCPUs' placement (what the rule learned, the runs set
+aside and what they measured against the runs kept, runs kept while apart), the hypervisor's steal
+per run, the points' precision, and whether a profiled run was itself taken apart. The Study holds
+them (`Study.run`); text/run.py words them. Values read from meta.json are checked for type: a
+results folder is untrusted input.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..fmt import fmt_size, md_escape, plural
+from ..fmt import fmt_size
 from .roles import STUDY, name
 
 STEAL_FLAG = 0.10    # a run with more of its CPU time stolen than this is named (steal per side)
@@ -105,80 +104,3 @@ def run_facts(df: pd.DataFrame, meta: dict, profiles: pd.DataFrame | None = None
         "profiled_apart": profiled_apart,
         **{f"precision_{k}": v for k, v in precision(df).items()},
     }
-
-
-def _pct(x: float) -> str:
-    """12%, 4.5%, 8%: whole percents from 10%, one decimal below, no trailing .0."""
-    text = f"{100 * x:.0f}" if x >= 0.1 else f"{100 * x:.1f}".removesuffix(".0")
-    return f"{text}%"
-
-
-def how_this_run_went(facts: dict) -> str:
-    """The section's Markdown: one bullet per aspect, each from facts."""
-    out = []
-    wall, budget = facts["wall_s"], facts["budget_min"]
-    if wall is not None:
-        text = f"**Time.** The sweep took {wall / 60:.1f} min of wall time over {plural(facts['sessions'], 'session')}"
-        if budget is not None:
-            text += f" against a budget of {budget:g} min"
-            if wall > budget * 60:
-                text += f" (over it by {_pct(wall / (budget * 60) - 1)})"
-        if facts["pace"] is not None:
-            text += f"; its first points ran at {facts['pace']:.2f}x the grid's arithmetic"
-        out.append(text + ".")
-    if facts["base_passes"] is not None:
-        text = f"**Passes.** {facts['base_passes']:.0f} base passes"
-        if facts["extra_passes"]:
-            text += (f" and {plural(facts['extra_passes'], 'extra pass')} ({plural(facts['extra_points'], 'point')}) "
-                     "for comparisons still too wide to decide")
-        elif budget is not None:
-            text += "; no extra pass ran"
-        if facts["budget_stopped"]:
-            text += f" (the budget stopped: {md_escape(facts['budget_stopped'])})"
-        out.append(text + ".")
-    if facts["placement_why"] or facts["runs_set_aside"] or facts["kept_apart"]:
-        text = "**Where the vCPUs were.**"
-        if facts["placement_why"]:
-            text += f" Learned from this host's cache-line round trips: {md_escape(facts['placement_why'])}."
-        effect = facts["apart_effect"]
-        if facts["runs_set_aside"]:
-            text += (f" {plural(facts['runs_set_aside'], 'run')} taken while the CPUs were apart "
-                     f"{'was' if facts['runs_set_aside'] == 1 else 'were'} set aside and measured again, at a cost of "
-                     f"{facts['placement_s']:.0f} s")
-            if wall:
-                text += f" ({_pct(facts['placement_s'] / wall)} of the wall time)"
-            if _number(effect.get("ratio")) is not None and _number(effect.get("low")) is not None:
-                text += (f"; the runs set aside were {effect['ratio']:.2f}x as fast as the runs kept in their place "
-                         f"({effect['low']:.2f}-{effect['high']:.2f}, {plural(int(effect.get('pairs') or 0), 'pair')})")
-                if effect.get("differs") is False:
-                    text += ": no difference, so the sweep stopped measuring runs again"
-            text += "."
-        else:
-            text += " No run was set aside."
-        if facts["kept_apart"]:
-            text += f" {plural(facts['kept_apart'], 'run')} kept while apart (flagged `cpus_apart`)"
-            if facts["kept_apart_ratio"] is not None:
-                text += f", at {facts['kept_apart_ratio']:.2f}x their points' other passes (throughput)"
-            text += "."
-        out.append(text)
-    if facts["steal_rows"]:
-        text = (f"**Steal.** The hypervisor took over {_pct(STEAL_FLAG)} of a pinned CPU's time in "
-                f"{facts['steal_over_flag']} of {facts['steal_rows']} runs (over {_pct(STEAL_HEAVY)} in "
-                f"{facts['steal_over_heavy']})")
-        if facts["steal_ratio"] is not None and facts["steal_over_flag"]:
-            text += f"; those throughput runs measured {facts['steal_ratio']:.2f}x their points' other passes"
-        other = facts["other_programs"]
-        if other is not None:
-            text += f"; other programs in the guest used at most {_pct(other)} of the CPUs"
-            if facts["quiet_below"] is not None and other <= facts["quiet_below"] and facts["steal_over_flag"]:
-                text += ": the guest was quiet, the physical host was not"
-        out.append(text + ".")
-    if facts["precision_points"]:
-        out.append(f"**Precision.** Median spread of a throughput point over its passes (CV) "
-                   f"{_pct(facts['precision_median_cv'])}; {facts['precision_within_target']} of "
-                   f"{facts['precision_points']} points within {_pct(CV_TARGET)}.")
-    if facts["profiled_apart"]:
-        out.append("**Profiles taken apart.** The profiled runs of " + ", ".join(md_escape(p) for p in facts["profiled_apart"])
-                   + " were taken while the CPUs were apart (kept once the placement allowance was spent): their "
-                   "shares describe that placement.")
-    return "\n".join(f"- {line}" for line in out) if out else "Nothing was recorded about how this run went."

@@ -1,0 +1,113 @@
+"""How this run went: the section that says what the host gave the sweep (analysis/run_facts.py
+computes the numbers; the Study holds them). meta.json's words are escaped: untrusted input."""
+
+from __future__ import annotations
+
+from ...fmt import md_escape, plural
+from ..run_facts import CV_TARGET, STEAL_FLAG, STEAL_HEAVY
+
+
+def _pct(x: float) -> str:
+    """12%, 4.5%, 8%: whole percents from 10%, one decimal below, no trailing .0."""
+    text = f"{100 * x:.0f}" if x >= 0.1 else f"{100 * x:.1f}".removesuffix(".0")
+    return f"{text}%"
+
+
+def markdown(study) -> str:
+    """The section's Markdown for a Study (its run facts)."""
+    return how_this_run_went(study.run)
+
+
+def how_this_run_went(facts: dict) -> str:
+    """One bullet per aspect that facts have something to say about."""
+    out = [line for line in (_time(facts), _passes(facts), _placement(facts), _steal(facts), _precision(facts),
+                             _profiles(facts)) if line]
+    return "\n".join(f"- {line}" for line in out) if out else "Nothing was recorded about how this run went."
+
+
+def _time(facts: dict) -> str:
+    wall, budget = facts["wall_s"], facts["budget_min"]
+    if wall is None:
+        return ""
+    text = f"**Time.** The sweep took {wall / 60:.1f} min of wall time over {plural(facts['sessions'], 'session')}"
+    if budget is not None:
+        text += f" against a budget of {budget:g} min"
+        if wall > budget * 60:
+            text += f" (over it by {_pct(wall / (budget * 60) - 1)})"
+    if facts["pace"] is not None:
+        text += f"; its first points ran at {facts['pace']:.2f}x the grid's arithmetic"
+    return text + "."
+
+
+def _passes(facts: dict) -> str:
+    if facts["base_passes"] is None:
+        return ""
+    text = f"**Passes.** {facts['base_passes']:.0f} base passes"
+    if facts["extra_passes"]:
+        text += (f" and {plural(facts['extra_passes'], 'extra pass')} ({plural(facts['extra_points'], 'point')}) "
+                 "for comparisons still too wide to decide")
+    elif facts["budget_min"] is not None:
+        text += "; no extra pass ran"
+    if facts["budget_stopped"]:
+        text += f" (the budget stopped: {md_escape(facts['budget_stopped'])})"
+    return text + "."
+
+
+def _placement(facts: dict) -> str:
+    if not (facts["placement_why"] or facts["runs_set_aside"] or facts["kept_apart"]):
+        return ""
+    text = "**Where the vCPUs were.**"
+    if facts["placement_why"]:
+        text += f" Learned from this host's cache-line round trips: {md_escape(facts['placement_why'])}."
+    aside, effect, wall = facts["runs_set_aside"], facts["apart_effect"], facts["wall_s"]
+    if aside:
+        text += (f" {plural(aside, 'run')} taken while the CPUs were apart {'was' if aside == 1 else 'were'} set "
+                 f"aside and measured again, at a cost of {facts['placement_s']:.0f} s")
+        if wall:
+            text += f" ({_pct(facts['placement_s'] / wall)} of the wall time)"
+        if all(isinstance(effect.get(k), (int, float)) for k in ("ratio", "low", "high")):
+            text += (f"; the runs set aside were {effect['ratio']:.2f}x as fast as the runs kept in their place "
+                     f"({effect['low']:.2f}-{effect['high']:.2f}, {plural(int(effect.get('pairs') or 0), 'pair')})")
+            if effect.get("differs") is False:
+                text += ": no difference, so the sweep stopped measuring runs again"
+        text += "."
+    else:
+        text += " No run was set aside."
+    if facts["kept_apart"]:
+        text += f" {plural(facts['kept_apart'], 'run')} kept while apart (flagged `cpus_apart`)"
+        if facts["kept_apart_ratio"] is not None:
+            text += f", at {facts['kept_apart_ratio']:.2f}x their points' other passes (throughput)"
+        text += "."
+    return text
+
+
+def _steal(facts: dict) -> str:
+    if not facts["steal_rows"]:
+        return ""
+    text = (f"**Steal.** The hypervisor took over {_pct(STEAL_FLAG)} of a pinned CPU's time in "
+            f"{facts['steal_over_flag']} of {facts['steal_rows']} runs (over {_pct(STEAL_HEAVY)} in "
+            f"{facts['steal_over_heavy']})")
+    if facts["steal_ratio"] is not None and facts["steal_over_flag"]:
+        text += f"; those throughput runs measured {facts['steal_ratio']:.2f}x their points' other passes"
+    other = facts["other_programs"]
+    if other is not None:
+        text += f"; other programs in the guest used at most {_pct(other)} of the CPUs"
+        if facts["quiet_below"] is not None and other <= facts["quiet_below"] and facts["steal_over_flag"]:
+            text += ": the guest was quiet, the physical host was not"
+    return text + "."
+
+
+def _precision(facts: dict) -> str:
+    if not facts["precision_points"]:
+        return ""
+    return (f"**Precision.** Median spread of a throughput point over its passes (CV) "
+            f"{_pct(facts['precision_median_cv'])}; {facts['precision_within_target']} of "
+            f"{facts['precision_points']} points within {_pct(CV_TARGET)}.")
+
+
+def _profiles(facts: dict) -> str:
+    if not facts["profiled_apart"]:
+        return ""
+    return ("**Profiles taken apart.** The profiled runs of " + ", ".join(md_escape(p) for p in facts["profiled_apart"])
+            + " were taken while the CPUs were apart (kept once the placement allowance was spent): their shares "
+            "describe that placement.")
