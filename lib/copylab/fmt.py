@@ -50,12 +50,12 @@ def fmt_pct(x) -> str:
 
 
 def plural(n, word: str) -> str:
-    """plural(1, 'thread') -> '1 thread', plural(8, 'thread') -> '8 threads'."""
+    """plural(1, 'thread') -> '1 thread', plural(8, 'thread') -> '8 threads', plural(2, 'pass') -> '2 passes'."""
     try:
         one = float(n) == 1
     except (TypeError, ValueError):
         one = False
-    return f"{n} {word}{'' if one else 's'}"
+    return f"{n} {word}{'' if one else ('es' if word.endswith(('s', 'sh', 'ch', 'x')) else 's')}"
 
 
 def md_escape(text: str) -> str:

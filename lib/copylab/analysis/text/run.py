@@ -109,5 +109,5 @@ def _profiles(facts: dict) -> str:
     if not facts["profiled_apart"]:
         return ""
     return ("**Profiles taken apart.** The profiled runs of " + ", ".join(md_escape(p) for p in facts["profiled_apart"])
-            + " were taken while the CPUs were apart (kept once the placement allowance was spent): their shares "
-            "describe that placement.")
+            + " were taken while the CPUs were apart (still apart after the retries the placement rule allows): "
+            "their shares describe that placement.")
