@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 
 from copylab.analysis.run_facts import CV_TARGET, STEAL_FLAG, precision, run_facts
@@ -65,3 +66,27 @@ def test_a_hostile_or_empty_meta_gives_a_section_not_a_traceback():
     assert "Steal" in text and "Time" not in text
     assert how_this_run_went(run_facts(pd.DataFrame(columns=["impl", "mode", "status", "msg_size", "threads"]), {})) \
         == "Nothing was recorded about how this run went."
+
+
+def test_the_window_this_host_rewards_follows_its_spread():
+    """Per connection 10%, within the window 2% at 1 s, 0.4 s per run beyond the window: a mean per
+    second spent is narrowest at about sqrt(b c / a) = 0.13 s, so the section says shorter windows;
+    with the spread all within the window it says longer ones."""
+    from copylab.analysis.run_facts import window_choice
+
+    rng = np.random.default_rng(1)
+    rows = []
+    for rep in range(40):
+        for impl, level in (("a1", 10.0), ("a2", 8.0)):
+            rows.append({"impl": impl, "mode": "throughput", "msg_size": 1024, "threads": 1, "rep": rep, "status": "ok",
+                         "throughput_gbps": level * math.exp(rng.normal(0, 0.10)), "interval_cv": 0.02 * math.sqrt(20),
+                         "interval_s": 0.05, "duration_s": 1.0, "warmup_s": 0.1})
+    meta = {"sessions": [{"time": {"by_kind": {"study": {"points": 80, "wall_s": 80 * 1.4, "measured_s": 80 * 1.1}}}}]}
+    found = window_choice(pd.DataFrame(rows), meta)
+    assert 0.07 < found["per_connection_cv"] < 0.14 and math.isclose(found["within_cv"], 0.02, rel_tol=0.01)
+    assert math.isclose(found["run_cost_s"], 0.4, rel_tol=0.01) and 0.05 < found["best_window_s"] < 0.3
+    text = how_this_run_went(run_facts(pd.DataFrame(rows), meta))
+    assert "shorter windows and more passes would decide more per minute" in text
+    calm = [{**r, "throughput_gbps": 10.0 if r["impl"] == "a1" else 8.0, "interval_cv": 0.5} for r in rows]
+    assert window_choice(pd.DataFrame(calm), meta)["best_window_s"] is None, "no per-connection level: no optimum"
+    assert window_choice(pd.DataFrame(rows).drop(columns="interval_cv"), meta)["per_connection_cv"] is None

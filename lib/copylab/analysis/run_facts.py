@@ -62,6 +62,51 @@ def precision(df: pd.DataFrame) -> dict:
     return {"points": int(len(cv)), "median_cv": float(cv.median()), "within_target": int((cv <= CV_TARGET).sum())}
 
 
+def window_choice(df: pd.DataFrame, meta: dict) -> dict:
+    """What this host's spread says about the window (Kalibera and Jones's levels, per throughput point
+    of the study): the run-to-run variance of log throughput splits into what the window's own
+    intervals explain (b / T: interval_cv squared times interval_s, per second of window) and a
+    per-connection level (a: the rest); each run also costs c seconds beyond its window (warm-up and
+    the sweep's measured overhead). The variance of a mean per second spent, (a + b / T)(T + c), is
+    least at T* = sqrt(b c / a): the window this host rewards. Medians over the points; None where
+    a point has fewer than 3 passes or the series were not recorded."""
+    out = {"window_s": None, "per_connection_cv": None, "within_cv": None, "run_cost_s": None, "best_window_s": None}
+    tp = df[(df["mode"] == "throughput") & df["impl"].isin(STUDY) & (df["status"] == "ok")].copy()
+    for column in ("throughput_gbps", "interval_cv", "interval_s", "duration_s", "warmup_s"):
+        tp[column] = _numeric(tp, column)
+    tp = tp[(tp["throughput_gbps"] > 0) & tp["interval_cv"].notna() & (tp["interval_s"] > 0)]
+    if tp.empty:
+        return out
+    tp["log"] = np.log(tp["throughput_gbps"])
+    per_point = []
+    for _, g in tp.groupby(["impl", "msg_size", "threads"]):
+        if len(g) < 3:
+            continue
+        within = float((g["interval_cv"] ** 2 * g["interval_s"] / g["duration_s"]).mean())  # b / T, averaged
+        total = float(g["log"].var(ddof=1))
+        per_point.append((max(total - within, 0.0), within * float(g["duration_s"].mean())))
+    if not per_point:
+        return out
+    a = float(np.median([p[0] for p in per_point]))
+    b = float(np.median([p[1] for p in per_point]))
+    window = float(tp["duration_s"].median())
+    study = _dict(_dict(_dict(_last_session(meta).get("time")).get("by_kind")).get("study"))
+    points, wall, measured = (_number(study.get(k)) for k in ("points", "wall_s", "measured_s"))
+    overhead = (wall - measured) / points if points and wall is not None and measured is not None else None
+    cost = float(tp["warmup_s"].median()) + (max(overhead, 0.0) if overhead is not None else 0.0)
+    out.update(window_s=window, per_connection_cv=math.sqrt(a), within_cv=math.sqrt(b / window),
+               run_cost_s=cost if overhead is not None else None)
+    if overhead is not None and a > 0:
+        out["best_window_s"] = math.sqrt(b * cost / a)
+    return out
+
+
+def _last_session(meta: dict) -> dict:
+    sessions = meta.get("sessions")
+    found = [s for s in sessions if isinstance(s, dict)] if isinstance(sessions, list) else []
+    return found[-1] if found else {}
+
+
 def run_facts(df: pd.DataFrame, meta: dict, profiles: pd.DataFrame | None = None) -> dict:
     """The numbers of the section, from the run's own files."""
     sessions = [s for s in meta.get("sessions", []) if isinstance(s, dict)] if isinstance(meta.get("sessions"), list) else []
@@ -103,4 +148,5 @@ def run_facts(df: pd.DataFrame, meta: dict, profiles: pd.DataFrame | None = None
         "quiet_below": min((q for q in quiet if q is not None), default=None),
         "profiled_apart": profiled_apart,
         **{f"precision_{k}": v for k, v in precision(df).items()},
+        **{f"window_{k}": v for k, v in window_choice(df, meta).items()},
     }

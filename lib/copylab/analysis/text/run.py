@@ -6,6 +6,8 @@ from __future__ import annotations
 from ...fmt import md_escape, plural
 from ..run_facts import CV_TARGET, STEAL_FLAG, STEAL_HEAVY
 
+WINDOW_SLACK = 1.5  # a best window within this factor of the grid's is no reason to change it
+
 
 def _pct(x: float) -> str:
     """12%, 4.5%, 8%: whole percents from 10%, one decimal below, no trailing .0."""
@@ -21,7 +23,7 @@ def markdown(study) -> str:
 def how_this_run_went(facts: dict) -> str:
     """One bullet per aspect that facts have something to say about."""
     out = [line for line in (_time(facts), _passes(facts), _placement(facts), _steal(facts), _precision(facts),
-                             _profiles(facts)) if line]
+                             _spread(facts), _profiles(facts)) if line]
     return "\n".join(f"- {line}" for line in out) if out else "Nothing was recorded about how this run went."
 
 
@@ -103,6 +105,24 @@ def _precision(facts: dict) -> str:
     return (f"**Precision.** Median spread of a throughput point over its passes (CV) "
             f"{_pct(facts['precision_median_cv'])}; {facts['precision_within_target']} of "
             f"{facts['precision_points']} points within {_pct(CV_TARGET)}.")
+
+
+def _spread(facts: dict) -> str:
+    """Where the spread comes from, and the window this host rewards (run_facts.window_choice)."""
+    per_connection, within, window = facts["window_per_connection_cv"], facts["window_within_cv"], facts["window_window_s"]
+    if per_connection is None or within is None:
+        return ""
+    text = (f"**Where the spread comes from.** Between connections {_pct(per_connection)} (the level each new "
+            f"connection settles at), within a {window:.2g} s window {_pct(within)} (its 50 ms intervals, taken as "
+            "independent: a lower bound)")
+    best, cost = facts["window_best_window_s"], facts["window_run_cost_s"]
+    if best is not None and cost is not None:
+        text += (f"; each run costs {cost:.2f} s beyond its window, so the narrowest intervals per second spent come "
+                 f"from windows of about {best:.2g} s")
+        if not window / WINDOW_SLACK <= best <= window * WINDOW_SLACK:
+            text += (f", not this grid's {window:.2g} s: on this host, {'shorter' if best < window else 'longer'} "
+                     f"windows and {'more' if best < window else 'fewer'} passes would decide more per minute")
+    return text + "."
 
 
 def _profiles(facts: dict) -> str:
