@@ -3,6 +3,8 @@ docs/contracts.md names every results column contract.py defines."""
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import re
 
 from conftest import ROOT
@@ -55,7 +57,7 @@ def test_the_measurements_page_is_what_its_records_give():
     """docs/measurements.md is written by tools/measurements.py from docs/measurements/*.json (host, date,
     command and values of each measurement): a record added or changed without re-running the tool, or
     the page edited by hand, fails here."""
-    import importlib.util
+
 
     spec = importlib.util.spec_from_file_location("measurements", ROOT / "tools" / "measurements.py")
     tool = importlib.util.module_from_spec(spec)
@@ -63,3 +65,25 @@ def test_the_measurements_page_is_what_its_records_give():
     records = tool.load()
     assert len(records) >= 10 and all(r["host"] and r["date"] and r["command"] for r in records)
     assert (ROOT / "docs" / "measurements.md").read_text() == tool.render(records)
+
+
+def test_a_record_of_sweeps_reads_every_number_from_their_files(tmp_path):
+    """tools/measurements.py from-sweep: the numbers a record gives for a sweep are its files', not typed."""
+    import shutil
+
+    spec = importlib.util.spec_from_file_location("measurements", ROOT / "tools" / "measurements.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    folder = tmp_path / "sweep"
+    shutil.copytree(ROOT / "tests" / "data" / "analysis" / "default-like", folder)
+    meta = json.loads((folder / "meta.json").read_text())
+    (folder / "meta.json").write_text(json.dumps({**meta, "started_at": "2026-11-25T13:58:00+00:00"}))
+    (folder / "answers.json").write_text(json.dumps({"q4_one_copy_vs_two_copy": {"decision_by_size": {"64": "loss",
+                                                     "1024": "undecided"}}, "q5_zero_copy_vs_two_copy": {}}))
+    record = tool.from_sweeps([folder], "t", "c", "", {"make report": "8:24"})
+    row = dict(zip(record["table"]["columns"], record["table"]["rows"][0]))
+    assert row["Q4/Q5 undecided"] == "1 of 2" and record["values"][0] == {"quantity": "wall time: make report",
+                                                                         "value": "8:24"}
+    assert row["median CV (points within 8%)"].endswith(")") and "%" in row["median CV (points within 8%)"]
+    assert record["host"].startswith("Linux") and record["date"] == "2026-11-25"
+    assert row["sweep (start, UTC)"] == "2026-11-25 13:58"

@@ -3,6 +3,8 @@
 
     .venv/bin/python tools/measurements.py           # (re)write docs/measurements.md
     .venv/bin/python tools/measurements.py --check   # exit 1 when the page is not its records' (a test runs this)
+    .venv/bin/python tools/measurements.py from-sweep OUT [OUT ...] --title T --command C [--wall LABEL=SECONDS ...]
+                                                     # a record made from sweep folders' own files
 
 A record is one measurement as it was taken: where (`host`), when (`date`), what ran (`command`),
 under which `conditions`, its `values` (quantity, value), optionally a `table` (columns, rows) and a
@@ -68,7 +70,67 @@ def _cell(text: str) -> str:
     return markdown_prose(text).replace("\n", " ")
 
 
+SWEEP_COLUMNS = ["sweep (start, UTC)", "wall", "base passes + extra", "median CV (points within 8%)",
+                 "Q4/Q5 undecided", "overhead", "placement: line; set aside; kept apart", "steal > 10%",
+                 "other programs"]
+
+
+def from_sweeps(folders: list[Path], title: str, command: str, conditions: str, walls: dict[str, str]) -> dict:
+    """A record whose every number is read from the sweep folders' own files (meta.json, results.csv,
+    profiles.csv, answers.json), one table row per sweep; walls: extra wall times measured outside
+    them (e.g. `make report` as a whole), by label."""
+    import pandas as pd
+
+    from copylab.analysis.load import load_meta
+    from copylab.analysis.run_facts import run_facts
+    from copylab.fmt import system_summary
+
+    rows, host = [], None
+    for folder in folders:
+        meta = load_meta(folder)
+        df = pd.read_csv(folder / "results.csv", low_memory=False)
+        df = df[df.get("run_kind", "measure") == "measure"] if "run_kind" in df else df
+        facts = run_facts(df, meta)
+        answers = json.loads((folder / "answers.json").read_text()) if (folder / "answers.json").is_file() else {}
+        decisions = [d for key in ("q4_one_copy_vs_two_copy", "q5_zero_copy_vs_two_copy")
+                     for d in answers.get(key, {}).get("decision_by_size", {}).values()]
+        session = (meta.get("sessions") or [{}])[-1]
+        placed = meta.get("placement") or {}
+        line = placed.get("line_ns")
+        rows.append([
+            str(meta.get("started_at", "?"))[:16].replace("T", " "),
+            f"{facts['wall_s'] / 60:.1f} min" if facts["wall_s"] else "?",
+            f"{facts['base_passes']:.0f} + {facts['extra_passes']}" if facts["base_passes"] else "?",
+            f"{100 * facts['precision_median_cv']:.1f}% ({facts['precision_within_target']} of "
+            f"{facts['precision_points']})" if facts["precision_points"] else "?",
+            f"{sum(d == 'undecided' for d in decisions)} of {len(decisions)}" if decisions else "no answers.json",
+            f"{session.get('overhead')}x ({session.get('overhead_without_placement')}x without placement)",
+            f"{'one mode' if line is None else f'{line:.0f} ns'}; {facts['runs_set_aside']}; {facts['kept_apart']}",
+            f"{facts['steal_over_flag']} of {facts['steal_rows']} runs",
+            f"{100 * facts['other_programs']:.1f}%" if facts["other_programs"] is not None else "?"])
+        virt = meta.get("virtualization") if isinstance(meta.get("virtualization"), dict) else {}
+        host = host or system_summary(meta) + (f" · {virt['hypervisor_vendor']} guest" if virt.get("hypervisor_vendor") else "")
+    values = [{"quantity": f"wall time: {label}", "value": value} for label, value in walls.items()]
+    values.append({"quantity": "sweeps", "value": str(len(folders))})
+    return {"title": title, "date": rows[0][0][:10] if rows else "?", "host": host or "?", "command": command,
+            "conditions": conditions, "values": values, "table": {"columns": SWEEP_COLUMNS, "rows": rows}}
+
+
 def main() -> int:
+    if len(sys.argv) > 1 and sys.argv[1] == "from-sweep":
+        parser = argparse.ArgumentParser(prog="measurements.py from-sweep")
+        parser.add_argument("folders", nargs="+", type=Path)
+        parser.add_argument("--title", required=True)
+        parser.add_argument("--command", required=True)
+        parser.add_argument("--conditions", default="")
+        parser.add_argument("--wall", action="append", default=[], help="LABEL=VALUE, e.g. 'make report 1=8:24'")
+        parser.add_argument("--out", type=Path, required=True, help="the record file to write (docs/measurements/...json)")
+        args = parser.parse_args(sys.argv[2:])
+        walls = dict(item.split("=", 1) for item in args.wall)
+        record = from_sweeps(args.folders, args.title, args.command, args.conditions, walls)
+        args.out.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+        print(args.out)
+        return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 when docs/measurements.md is out of date")
     args = parser.parse_args()
