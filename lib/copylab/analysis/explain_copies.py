@@ -266,7 +266,7 @@ def why_at_size(df: pd.DataFrame, profiles: pd.DataFrame, impl: str, size: int) 
     idle, sched = share(rows, "srv", "idle"), share(rows, "srv", "scheduling")
     evidence["sender_shares"] = {k: v.to_dict() for k, v in parts.items()}
     facts = (f"{who}: {busy}; its sender's profile ({parts['waiting'].over()}) is {idle.pct()} idle and "
-             f"{sched.pct()} scheduling, pinning, deferred copy and completions {parts['zero-copy work'].pct()}, "
+             f"{sched.pct()} scheduling; pinning, deferred copy and completions {parts['zero-copy work'].pct()}; "
              f"copies from user memory {parts['copies'].pct()}.")
     work = parts["zero-copy work"] if impl == ZERO_COPY else parts["copies"]
     if srv == srv and cli == cli and cli >= NEAR_FULL and cli - srv >= CLEAR_GAP:

@@ -98,8 +98,13 @@ def per_impl_table(df: pd.DataFrame, metrics, by: str = "impl") -> pd.DataFrame:
                                                                           "impl": "implementation"})
 
 
+def _first_clause(reason: str) -> str:
+    """A reason's head ('L1 and LLC misses were not measured'): its answer gives the rest in full."""
+    return reason.split(": ", 1)[0].rstrip(".")
+
+
 def unanswered_markdown(doc: dict) -> str:
     """A list of what the answers could not state, with the reasons, or a line saying none."""
-    items = [f"- **{q_label(key)}**: {md_escape(val['reason'])}."
+    items = [f"- **{q_label(key)}**: {md_escape(_first_clause(val['reason']))} (see {q_label(key)})."
              for key, val in doc.items() if isinstance(val, dict) and val.get("reason")]
     return "\n".join(items) if items else "Every question could be answered from this sweep's data."
