@@ -2,7 +2,8 @@
 #   make report   sweep the default grid, then write the PDF/HTML report (prints the PDF path last)
 #   make test     the test suite (what CI runs)
 #   make check    the fast subset: no root, no namespaces, nothing slow (under a minute)
-#   make bundle   ROLL=<roll no.>: the course submission <ROLL>_PA02/ + .zip from RESULTS (output/default)
+#   make bundle   ROLL=<roll no.>: the course submission <ROLL>_PA02/ + .zip from RESULTS (output/default);
+#                 refused while author fields or the declaration are placeholders, unless DRAFT=1
 #   make lab      JupyterLab on RESULTS (output/default): prints the one URL to open
 PYTHON  ?= python3
 PARAMS  ?= params/default.yaml
@@ -28,7 +29,7 @@ sweep: deps $(STAMP)
 
 # without ROLL the roll number comes from the report or the params YAML; none at all is refused
 bundle: deps $(STAMP)
-	$(PY) -m copylab bundle $(RESULTS) $(if $(ROLL),--roll '$(ROLL)')
+	$(PY) -m copylab bundle $(RESULTS) $(if $(ROLL),--roll '$(ROLL)') $(if $(DRAFT),--draft)
 
 # JupyterLab on RESULTS, at a working copy of the analysis (RESULTS/work/); templates stay untouched
 lab: deps $(STAMP)

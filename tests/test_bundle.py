@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 from conftest import QUICK_AUTHOR, QUICK_DECLARATION, run_copylab
-from copylab import report
+from copylab import report, report_display
 from copylab.analysis import load_results
 from copylab.bundle import csource
 from copylab.errors import CopylabError
@@ -38,6 +38,7 @@ PLOT_NAMES = ("throughput_vs_size", "latency_vs_threads", "cache_misses_vs_size"
 PLOT_IMPORTS = {"json", "math", "textwrap", "pathlib", "matplotlib", "matplotlib.pyplot"}
 PER_BYTE = {"cycles_per_byte": "cycles", "srv_cycles_per_byte": "srv_cycles", "cli_cycles_per_byte": "cli_cycles",
             "l1_misses_per_byte": "l1_misses", "llc_misses_per_byte": "llc_misses"}
+TEMPLATE_DECLARATION = (Path(__file__).resolve().parents[1] / "params" / "AI_DECLARATION.md").read_text().strip()
 SWEEP_FILES = ("results.csv", "meta.json", "report.pdf", "analysis.ipynb", "report.json")
 
 
@@ -393,7 +394,11 @@ def sources(reported, tmp_path_factory) -> dict:
     manifest = json.loads((no_roll / "report.json").read_text())
     manifest["fields"]["roll_no"] = ""  # a report built without one
     (no_roll / "report.json").write_text(json.dumps(manifest))
-    return {"valid": variant("valid"), "no-roll": no_roll,
+    placeholder = variant("placeholders")  # a report built from a grid whose fields were left as shipped
+    manifest = json.loads((placeholder / "report.json").read_text())
+    manifest["fields"].update(author="", repo_url="", ai_declaration=TEMPLATE_DECLARATION)
+    (placeholder / "report.json").write_text(json.dumps(manifest))
+    return {"valid": variant("valid"), "no-roll": no_roll, "placeholders": placeholder,
             "no-results": variant("no-results", drop=("results.csv",)),
             "no-report": variant("no-report", drop=("report.pdf",))}
 
@@ -406,6 +411,7 @@ BAD_INPUTS = {
     "no results.csv": ("no-results", ["--roll", ROLL], "results.csv"),
     "no report.pdf": ("no-report", ["--roll", ROLL], "report.pdf"),
     "--out is a file": ("valid", ["--roll", ROLL, "--out", "{file}"], "not a folder"),
+    "placeholders": ("placeholders", [], "not bundled: still placeholders: author, repo_url, the AI declaration"),
 }
 
 
@@ -435,6 +441,33 @@ def test_unwritable_out_is_one_line_and_writes_nothing(sources, tmp_path):
                           cwd=Path(__file__).resolve().parents[1])
     assert_one_line_error(proc, "not writable")
     assert list(out.iterdir()) == []
+
+
+def test_placeholders_are_named_in_one_line():
+    """What `make report` warns about and `copylab bundle` refuses: empty author fields, and the declaration
+    empty or still the shipped template's text."""
+    filled = {**QUICK_AUTHOR, "ai_declaration": DECLARATION}
+    assert report_display.placeholders(filled) == [] and report_display.placeholder_line([]) == ""
+    assert report_display.placeholders({**filled, "ai_declaration": TEMPLATE_DECLARATION}) == ["ai_declaration"]
+    missing = report_display.placeholders({"author": "", "roll_no": None, "repo_url": "", "ai_declaration": ""})
+    assert missing == ["author", "roll_no", "repo_url", "ai_declaration"]
+    line = report_display.placeholder_line(missing)
+    assert "\n" not in line and all(f in line for f in ("author", "roll_no", "repo_url", "--roll-no", "AI declaration"))
+    assert "pass --roll)" in report_display.placeholder_line(["roll_no"], "--roll")
+
+
+@pytest.mark.slow
+def test_a_draft_bundles_placeholders_and_says_so(sources, tmp_path):
+    """--draft takes the placeholders the bundle otherwise refuses (test_bad_input_is_one_line_and_writes_nothing),
+    and the warning names them in one line."""
+    from copylab import bundle as bundle_module
+
+    with pytest.raises(CopylabError, match="--draft"):
+        bundle_module.check_inputs(sources["placeholders"], out_dir=tmp_path)
+    inputs = bundle_module.check_inputs(sources["placeholders"], out_dir=tmp_path, draft=True)
+    said = bundle_module.readme.warnings(inputs, {"results": {"sweep_status": "finished", "git_revision": "x"},
+                                                  "sources": {"git_revision": "x"}})
+    assert said == ["a draft: " + report_display.placeholder_line(["author", "repo_url", "ai_declaration"], "--roll")]
 
 
 def test_generated_c_that_warns_is_refused(tmp_path):

@@ -160,10 +160,16 @@ def paths_figure(df: pd.DataFrame, meta: dict):
 
 
 def cpu_by_path(profiles: pd.DataFrame, meta: dict):
-    """Where each side's CPU goes, for every send path that was profiled."""
+    """Where each side's CPU goes, for every send path that was profiled; a line pointing back to Part E's
+    figure when only the study's paths were profiled (the same figure again would be a duplicate)."""
     from .figures import cpu_breakdown
+    from .figures.study import Merged
 
-    return cpu_breakdown(profiles, meta, impls=native_paths(profiles))
+    paths = native_paths(profiles) if "impl" in profiles else []
+    if not [p for p in paths if registry.role(p) not in registry.STUDY_ROLES]:
+        return Merged("Where each side's CPU goes, per path", "Only the study's three send paths were profiled, so "
+                      "this figure would repeat the one in \"Where the CPU goes, measured\".")
+    return cpu_breakdown(profiles, meta, impls=paths)
 
 
 def cpu_by_receive(profiles: pd.DataFrame, meta: dict):

@@ -13,7 +13,7 @@ from . import escape, fsutil, tools, userfiles
 from .analysis import load_results
 from .fsutil import atomic_write_bytes, atomic_write_json, atomic_write_text
 from .errors import CopylabError
-from .report_display import resolve_author
+from .report_display import placeholder_line, placeholders, resolve_author
 from .paths import NOTEBOOKS_DIR, PROJECT_ROOT
 
 NOTEBOOK = NOTEBOOKS_DIR / "analysis.ipynb"
@@ -81,6 +81,9 @@ def build_report(results_dir, output_dir=None, author=None, roll_no=None, repo_u
     declaration = userfiles.read_declaration(ai_declaration) if ai_declaration else declaration_text
     fields = resolve_author(meta, results_dir, author=author, roll_no=roll_no, repo_url=repo_url,
                             ai_declaration=declaration)
+    unfilled = placeholders(fields)
+    if unfilled:  # the report is built all the same: a draft is worth reading; the bundle refuses it
+        _say(progress, f"copylab report: warning: {placeholder_line(unfilled)}")
     # imported once the input is known good: nbconvert alone takes ~2 s to import
     import nbformat
 

@@ -8,6 +8,8 @@ import shlex
 import textwrap
 from pathlib import Path
 
+import pandas as pd
+
 from . import escape, registry, userfiles
 from .analysis import configuration, roles
 from .errors import CopylabError
@@ -37,11 +39,39 @@ def resolve_author(meta: dict, results_dir=None, **given) -> dict:
     return out
 
 
+# the author fields the hand-in needs, with the flag and the params key that set each
+HAND_IN = {"author": ("--author", "author"), "roll_no": ("--roll-no", "roll_no"), "repo_url": ("--repo-url", "repo_url"),
+           "ai_declaration": ("--ai-declaration FILE", "ai_declaration")}
+TEMPLATE_MARK = "edit before you hand in"  # params/AI_DECLARATION.md as shipped: its text is a placeholder
+
+
+def placeholders(fields: dict) -> list[str]:
+    """The hand-in's fields still placeholders: empty, or (the declaration) the template's own text."""
+    out = [f for f in ("author", "roll_no", "repo_url") if not fields.get(f)]
+    decl = fields.get("ai_declaration") or ""
+    if not decl or TEMPLATE_MARK in decl:
+        out.append("ai_declaration")
+    return out
+
+
+def placeholder_line(missing: list[str], roll_flag: str = "--roll-no") -> str:
+    """One line naming the placeholders and how to fill them ('' when there are none)."""
+    if not missing:
+        return ""
+    words = [("the AI declaration (params/AI_DECLARATION.md's template text)" if f == "ai_declaration" else f)
+             for f in missing]
+    flags = [roll_flag if f == "roll_no" else HAND_IN[f][0] for f in missing]
+    return (f"still placeholders: {', '.join(words)}; set {', '.join(HAND_IN[f][1] for f in missing)} in the "
+            f"params YAML (or pass {', '.join(flags)}) before you hand it in")
+
+
 def author_markdown(fields: dict) -> str:
     rows = [("Author", fields["author"]), ("Roll number", fields["roll_no"]),
             ("Repository", fields["repo_url"])]
     lines = [f"- **{k}:** {escape.markdown(v) if v else '_not given_'}" for k, v in rows]
     decl = fields["ai_declaration"]
+    if "ai_declaration" in placeholders(fields) and decl:
+        lines.append("- **Declaration:** _still the template's placeholder text: edit it before handing in_")
     lines.append("")
     label = "AI-usage declaration"
     if decl.lower().startswith(label.lower()):
@@ -127,20 +157,16 @@ def measurement_markdown(meta: dict, df) -> str:
     params = meta.get("params") if isinstance(meta.get("params"), dict) else {}
     reps = df.groupby(["impl", "mode", "msg_size", "threads"])["rep"].nunique()
     warmups = sorted(set(df["warmup_s"].dropna()))
-    durations = df["duration_s"].dropna()
     receive = sorted(set(df["receive"].dropna())) or ["message (not recorded)"]
     lines = [
         f"- **Window:** warm-up discarded {_warmups(df, warmups)}; then a measured window of "
-        f"{fmt_num(params.get('duration_s')) if params.get('duration_s') else fmt_num(durations.median())} s "
-        f"(median measured {fmt_num(durations.median())} s); perf counts both sides over the same window, which "
+        f"{_windows(df, params)}; perf counts both sides over the same window, which "
         "copylab's client announces as it opens and closes it.",
         f"- **Repetitions:** {int(reps.min()) if len(reps) else 0}–{int(reps.max()) if len(reps) else 0} per point"
         + (", each repetition a freshly shuffled pass over the grid in blocks (a cell's implementations back to "
            "back, so a slow drift of the host cannot line up with one implementation and cancels from their "
            "comparison)" if params.get("shuffle") else ", in grid order")
-        + (f"; passes beyond the first {params.get('repetitions')} measured only the comparisons still too wide "
-           f"to decide, within the {params.get('budget_min'):g}-minute budget" if params.get("budget_min") else "")
-        + ".",
+        + _extra_passes(meta, params) + ".",
         f"- **Receiver:** {escape.markdown(', '.join(map(str, receive)))} reads (`message`: each `recv` asks for the rest of one message, "
         "as an application reading whole messages does, and as the reference programs do; `bulk`: up to 256 KiB per `recv`).",
         f"- **Pinning:** sender on CPU {escape.markdown(params.get('pin_server') or 'any')}, receiver on CPU "
@@ -158,6 +184,35 @@ def measurement_markdown(meta: dict, df) -> str:
         lines.append(f"- **Profiles:** {len(prof)} points profiled ({escape.markdown(modes)}; "
                      f"{escape.markdown(prof['profile_event'].iloc[0])}), folded stacks in `profiles/`.")
     return "\n".join(lines)
+
+
+def _windows(df, params: dict) -> str:
+    """Each mode's window as set and as measured (median): the modes' windows differ (latency_duration_s),
+    so one median over both would describe neither."""
+    parts = []
+    for mode, key in (("throughput", "duration_s"), ("latency", "latency_duration_s")):
+        measured = pd.to_numeric(df.loc[df["mode"] == mode, "duration_s"], errors="coerce").dropna()
+        if measured.empty:
+            continue
+        set_to = params.get(key) or params.get("duration_s")
+        text = f"{fmt_num(set_to)} s in {mode} mode" if isinstance(set_to, (int, float)) else f"{mode} mode"
+        parts.append(f"{text} (median measured {fmt_num(measured.median())} s)")
+    return "; ".join(parts) or "n/a"
+
+
+def _extra_passes(meta: dict, params: dict) -> str:
+    """What the budget added after the base passes: said only when it ran any (How this run went has
+    the details)."""
+    budget = meta.get("budget") if isinstance(meta.get("budget"), dict) else {}
+    passes = budget.get("passes") if isinstance(budget.get("passes"), list) else []
+    if not params.get("budget_min"):
+        return ""
+    if not passes:
+        return (f"; the {fmt_num(params['budget_min'])}-minute budget added no pass beyond the first "
+                f"{params.get('repetitions')}")
+    return (f"; {plural(len(passes), 'pass')} beyond the first {params.get('repetitions')} measured only the "
+            f"comparisons still too wide to decide, within the {fmt_num(params['budget_min'])}-minute budget "
+            "(\"How this run went\")")
 
 
 def _warmups(df, warmups) -> str:

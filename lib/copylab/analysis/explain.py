@@ -56,6 +56,15 @@ def pct(x) -> str:
     return "n/a" if x is None or x != x else f"{100 * x:.0f}%"
 
 
+def share_of(part: float, whole: float) -> str:
+    """How much of a whole a part is, in words that follow from the numbers: 'most (61%)' only above
+    half, else the percentage alone ('41%')."""
+    if not (whole == whole and part == part) or whole <= 0:
+        return "an unknown share"
+    fraction = part / whole
+    return f"most ({100 * fraction:.0f}%)" if fraction > 0.5 else f"{100 * fraction:.0f}%"
+
+
 def flag(values: pd.Series) -> pd.Series:
     """A True/False column as read from CSV (bool, 'True', 'true' or empty) as booleans."""
     return values.astype("string").str.strip().str.lower().eq("true").fillna(False).astype(bool)
@@ -152,3 +161,36 @@ def wakeup_regime(row: pd.Series, who: str | None = None) -> Explanation:
     return hypothesis("wakeup_regime", "mixed", f"{who}: {counts}: wake-ups take part, but do not set the pace "
                       "of every message.", "the time the woken side waits to run (perf sched latency) against the "
                       "time per message", evidence)
+
+
+# ------------------------------------------------------------------------------------------------
+# threads: why more connections move more (or less) data
+
+
+def thread_effect(lo_rows: pd.DataFrame, hi_rows: pd.DataFrame, who: str, outcome: str, lo: int, hi: int) -> Explanation:
+    """Why a decided thread effect (outcome win or loss, hi threads against lo) happened, from the pinned
+    CPUs' busy shares and the context switches per MB at both thread counts: a sender that waited at lo
+    and is busy at hi was filled by the extra connections; a side already saturated at lo cannot give
+    more, so extra threads only add switching. Anything else is a hypothesis with the numbers."""
+    busy = {(side, n): mean_of(rows, f"{side}_cpu_busy") for side in ("srv", "cli")
+            for n, rows in ((lo, lo_rows), (hi, hi_rows))}
+    cs = {n: mean_of(rows, "context_switches_per_mb") for n, rows in ((lo, lo_rows), (hi, hi_rows))}
+    evidence = {"outcome": outcome, "busy": {f"{s}_{n}": v for (s, n), v in busy.items()}, "cs_per_mb": cs}
+    if any(v != v for v in busy.values()):
+        return hypothesis("thread_effect", "unknown", f"{who}: why cannot be told without the CPUs' busy shares.",
+                          "the pinned CPUs' busy shares (grid keys pin_server and pin_client)", evidence)
+    facts = (f"{who}: the sender's CPU was busy {pct(busy[('srv', lo)])} of the window with {lo} and "
+             f"{pct(busy[('srv', hi)])} with {hi}, the receiver's {pct(busy[('cli', lo)])} and {pct(busy[('cli', hi)])}"
+             + (f"; context switches per MB {fmt_num(cs[lo])} and {fmt_num(cs[hi])}" if cs[lo] == cs[lo] and cs[hi] == cs[hi]
+                else "") + ".")
+    for side, words in (("srv", "sender"), ("cli", "receiver")):
+        rise = busy[(side, hi)] - busy[(side, lo)]
+        if outcome == "win" and busy[(side, lo)] < NEAR_FULL and rise >= CLEAR_GAP:
+            return Explanation("thread_effect", f"filled_{words}", f"{facts} More connections fill the time the "
+                               f"{words} spent waiting at {lo}: its CPU had room, and the extra connections use it.",
+                               evidence)
+    if outcome == "loss" and max(busy[("srv", lo)], busy[("cli", lo)]) >= NEAR_FULL:
+        return Explanation("thread_effect", "saturated", f"{facts} A CPU was already saturated with {lo}: the extra "
+                           "connections cannot add CPU time, only switching between them.", evidence)
+    return hypothesis("thread_effect", "mixed", "the busy shares do not show where the change comes from.",
+                      "the wake-up latency (perf sched latency) at both thread counts", evidence, facts=facts)

@@ -12,7 +12,7 @@ import pandas as pd
 from ..contract import PROFILE_BUCKETS
 from ..fmt import fmt_num, fmt_size, plural
 from . import stacks
-from .explain import Explanation, flag, hypothesis
+from .explain import CLEAR_GAP, NEAR_FULL, Explanation, flag, hypothesis, mean_of, pct, share_of
 from .profiles import bucket_cost, point_rows, profiled, share, wilson
 from .roles import BASE, ONE_COPY, ZERO_COPY, name
 from .stats import throughput_rows
@@ -223,7 +223,61 @@ def per_message_gap(profiles: pd.DataFrame, x: str, base: str, size: int) -> Exp
                            f"{per_msg}. Gathering 8 separately allocated fields of about {fmt_size(size // 8)} each "
                            f"costs more than {name(base)}'s one memcpy and one kernel copy of a contiguous "
                            f"{fmt_size(size)}.", evidence)
-    return hypothesis("per_message_gap", top, f"the gap comes mostly from {top.replace('_', ' ')}, the largest "
-                      f"increase per message ({fmt_num(delta[top])} µs).", f"profiles sampled with PMU cycles (not "
+    # "mostly" only where the numbers say so: the largest increase may be well under half the gap
+    part = share_of(delta[top], gap)
+    said = (f"{part} of the gap comes from {top.replace('_', ' ')} ({fmt_num(delta[top])} µs per message)"
+            if part.startswith("most") else f"the largest increase per message is {top.replace('_', ' ')} "
+            f"({fmt_num(delta[top])} µs, {part} of the gap)")
+    evidence["largest_increase_share"] = delta[top] / gap
+    return hypothesis("per_message_gap", top, f"{said}.", f"profiles sampled with PMU cycles (not "
                       f"timer ticks) and more profiled runs at {fmt_size(size)}", evidence,
                       facts=f"At {at} {shares}: the copy accounts for {per_msg}.")
+
+
+# ------------------------------------------------------------------------------------------------
+# one size: why a path is slower there, from that size's own evidence
+
+WAITING = ("idle", "scheduling")
+ZC_WORK = tuple(ZC_COSTS)
+COPIES = ("user_copy", "kernel_copy_from_user")
+
+
+def why_at_size(df: pd.DataFrame, profiles: pd.DataFrame, impl: str, size: int) -> Explanation:
+    """Why impl moves what it moves at size, from that size's evidence: its sender's busy share (the
+    measured runs at the profiled thread count), and its sender profile's waiting (idle, scheduling),
+    zero-copy work (pinning, deferred copy, completions) and copies. A sender well short of busy whose
+    profile waits more than it works is paced by waiting; a saturated sender whose largest busy part is
+    the zero-copy work pays for it; anything else is a hypothesis with the numbers."""
+    rows = point_rows(profiles, impl, size)
+    threads = int(rows["threads"].iloc[0]) if len(rows) else 1
+    tp = throughput_rows(df)
+    at = tp[(tp["impl"] == impl) & (tp["msg_size"] == size) & (tp["threads"] == threads)]
+    srv, cli = mean_of(at, "srv_cpu_busy"), mean_of(at, "cli_cpu_busy")
+    who = f"{name(impl)} at {fmt_size(size)}, {plural(threads, 'thread')}"
+    evidence = {"impl": impl, "msg_size": size, "threads": threads, "sender_busy": srv, "receiver_busy": cli}
+    busy = (f"its sender's CPU was busy {pct(srv)} of the window, the receiver's {pct(cli)}"
+            if srv == srv and cli == cli else "the CPUs' busy shares were not recorded")
+    if rows.empty:
+        return hypothesis("why_at_size", "unknown", f"{who}: {busy}; without a profile of this size what its "
+                          "sender spends the time on cannot be told.", f"a profiled run of {name(impl)} at "
+                          f"{fmt_size(size)} (grid key profile)", evidence)
+    parts = {"waiting": share(rows, "srv", WAITING), "zero-copy work": share(rows, "srv", ZC_WORK),
+             "copies": share(rows, "srv", COPIES)}
+    idle, sched = share(rows, "srv", "idle"), share(rows, "srv", "scheduling")
+    evidence["sender_shares"] = {k: v.to_dict() for k, v in parts.items()}
+    facts = (f"{who}: {busy}; its sender's profile ({parts['waiting'].over()}) is {idle.pct()} idle and "
+             f"{sched.pct()} scheduling; pinning, deferred copy and completions {parts['zero-copy work'].pct()}; "
+             f"copies from user memory {parts['copies'].pct()}.")
+    work = parts["zero-copy work"] if impl == ZERO_COPY else parts["copies"]
+    if srv == srv and cli == cli and cli >= NEAR_FULL and cli - srv >= CLEAR_GAP:
+        return Explanation("why_at_size", "receiver", f"{facts} The receiver bounds it: its CPU is saturated and "
+                           "the sender's is not.", evidence)
+    if srv == srv and srv < NEAR_FULL - CLEAR_GAP and parts["waiting"].above(work):
+        return Explanation("why_at_size", "waiting", f"{facts} The sender waits more than it works: at this size "
+                           "what paces it is waiting to be woken (each send's completion and the receiver's wake-ups), "
+                           "not the copy work.", evidence)
+    if srv == srv and srv >= NEAR_FULL and work.above(parts["waiting"]):
+        what = "the zero-copy work" if impl == ZERO_COPY else "copying"
+        return Explanation("why_at_size", "work", f"{facts} The sender is saturated and {what} is the larger part "
+                           "of its samples: at this size it pays for that work.", evidence)
+    return hypothesis("why_at_size", "mixed", "neither waiting nor the copy work stands out beyond the intervals.", f"more profiled runs of {name(impl)} at {fmt_size(size)}", evidence, facts=facts)

@@ -119,15 +119,6 @@ def q1_finding(df: pd.DataFrame, break_even) -> tuple[dict, pd.Series | None]:
     return out, best
 
 
-def sender_cost(df: pd.DataFrame, impl: str) -> tuple[int, float, float] | None:
-    """(largest size, impl's and the baseline's sender CPU ns per byte there), task-clock; None without both."""
-    largest = throughput_rows(df)["msg_size"].max()
-    at = size_means(df, ["srv_cpu_ns_per_byte"], largest)["srv_cpu_ns_per_byte"].dropna()
-    if impl not in at.index or BASE not in at.index:
-        return None
-    return int(largest), float(at[impl]), float(at[BASE])
-
-
 def data_path(df: pd.DataFrame) -> str:
     """'local' when server and client shared a host (netns, loopback: the kernel copies every
     MSG_ZEROCOPY send on delivery), 'hosts' when they were two machines (topology ssh)."""

@@ -12,18 +12,20 @@ from .roles import STUDY, peer_for
 from .stats import throughput_rows
 
 
-def _means(df: pd.DataFrame, metric: str) -> pd.Series:
-    """Mean over repetitions per (impl, threads, msg_size) of the rows with message-sized reads."""
+def _medians(df: pd.DataFrame, metric: str) -> pd.Series:
+    """Median over the passes per (impl, threads, msg_size) of the rows with message-sized reads: a
+    reference program has few passes, and one pass taken under heavy steal would decide a mean."""
     rows = df[(df["receive"].fillna("message") == "message") & df[metric].notna()]
-    return rows.groupby(["impl", "threads", "msg_size"])[metric].mean()
+    return rows.groupby(["impl", "threads", "msg_size"])[metric].median()
 
 
 def harness_ratios(df: pd.DataFrame) -> pd.DataFrame:
     """Per size (and thread count): each implementation's throughput over the bulk reference's, and
-    its p50 round trip over the ping-pong reference's. Empty when the sweep measured no peer."""
+    its p50 round trip over the ping-pong reference's, each the median of its passes. Empty when the
+    sweep measured no peer."""
     rows = []
-    tp = _means(throughput_rows(df), "throughput_gbps")
-    lat = _means(df[df["mode"] == "latency"], "latency_p50_us")
+    tp = _medians(throughput_rows(df), "throughput_gbps")
+    lat = _medians(df[df["mode"] == "latency"], "latency_p50_us")
     for peer, means, metric in ((peer_for("throughput"), tp, "throughput"), (peer_for("latency"), lat, "p50 round trip")):
         if peer is None or peer not in means.index.get_level_values("impl"):
             continue

@@ -75,6 +75,17 @@ def unmeasured_reason(df: pd.DataFrame, meta: dict, column: str) -> str:
     return f"the {column} column of results.csv is empty (perf counters were not recorded)"
 
 
+SEE_PERF_NOTE = "the perf note in \"System configuration\" says why"
+
+
+def unmeasured_short(df: pd.DataFrame, meta: dict, column: str) -> str:
+    """unmeasured_reason said once: where it is the host's perf note (printed in full in the system
+    configuration), a pointer to it; otherwise the reason itself."""
+    reason = unmeasured_reason(df, meta, column)
+    note = str(meta.get("perf_note") or "").rstrip(".")
+    return SEE_PERF_NOTE if note and reason == note else reason
+
+
 def primary_receive(df: pd.DataFrame) -> str:
     """The receive strategy the report's answers and figures use: message when measured."""
     strategies = set(df["receive"].dropna()) if "receive" in df else set()

@@ -28,7 +28,7 @@ from . import findings as fnd
 from .decisions import (ALPHA, DEFAULT_MARGIN, Decision, Outcome, cell_diffs, decide_cells, decided_crossover,
                         holm, log_values, point_stats)
 from .explain import Explanation, bound_side
-from .explain_copies import deferred_copy_site, removed_copy, zero_copy_cost
+from .explain_copies import deferred_copy_site, removed_copy, why_at_size, zero_copy_cost
 from .explain_surprise import explain_surprise
 from .patterns import q6_tests, robust_surprise, thread_decisions
 from ..fmt import fmt_size, plural
@@ -41,6 +41,9 @@ THROUGHPUT = "throughput_gbps"
 CRITERIA = {"throughput": ("throughput", THROUGHPUT, True),
             "cpu_per_byte": ("throughput", "cpu_ns_per_byte", False),
             "latency": ("latency", "latency_p50_us", False)}
+# each side's CPU time per byte (throughput mode, lower is better): the evidence sentences that say a
+# path costs its sender or receiver less cite these decisions, never the means alone
+SIDE_CPU = {"sender": "srv_cpu_ns_per_byte", "receiver": "cli_cpu_ns_per_byte"}
 
 
 @dataclass
@@ -83,9 +86,10 @@ class Study:
     rows: pd.DataFrame               # the population: copylab's senders, primary receive strategy
     part_e: pd.DataFrame             # its study roles: what Part E compares
     meta: dict
-    profiles: pd.DataFrame           # the profiled runs of the study roles
-    all_profiles: pd.DataFrame       # every profiled run
+    profiles: pd.DataFrame           # the profiled runs of the study roles taken while the CPUs were near
+    all_profiles: pd.DataFrame       # every profiled run taken while the CPUs were near
     margin: float
+    profiles_apart: pd.DataFrame = field(default_factory=pd.DataFrame)  # left out of the evidence (apart)
     comparisons: dict = field(default_factory=dict)   # (metric, impl, base) -> {"by_size", "per_threads"}
     diffs: dict = field(default_factory=dict)         # (metric, impl, base) -> {(size, threads): Diff}
     receive: dict = field(default_factory=dict)       # (sender, strategy) -> {"by_size", "per_threads"}
@@ -145,8 +149,10 @@ def study(df: pd.DataFrame, meta: dict, profiles: pd.DataFrame | None = None) ->
     rows = population(df)
     if profiles is None:  # a results.csv of the second round carried the profile columns in its own rows
         profiles = df[df["srv_prof_samples"].notna()] if "srv_prof_samples" in df else df.iloc[0:0]
-    s = Study(df=df, rows=rows, part_e=study_rows(rows), meta=meta, profiles=study_rows(profiles),
-              all_profiles=profiles, margin=equivalence_margin(meta))
+    apart = _apart(profiles)
+    near = profiles[~apart]
+    s = Study(df=df, rows=rows, part_e=study_rows(rows), meta=meta, profiles=study_rows(near),
+              all_profiles=near, profiles_apart=study_rows(profiles[apart]), margin=equivalence_margin(meta))
     _compare_paths(s)
     _compare_receive(s, df)
     tp_stats = point_stats(throughput_rows(s.rows))  # each pass's shift from the one population
@@ -163,15 +169,24 @@ def study(df: pd.DataFrame, meta: dict, profiles: pd.DataFrame | None = None) ->
     return s
 
 
+def _apart(profiles: pd.DataFrame) -> pd.Series:
+    """The profiled runs taken while the two vCPUs were apart (profiles.csv's cpus_apart): their shares
+    describe that placement, so they are no evidence for the measured runs."""
+    if "cpus_apart" not in profiles:
+        return pd.Series(False, index=profiles.index)
+    return profiles["cpus_apart"].astype(str).str.strip().str.lower().eq("true")
+
+
 def _compare_paths(s: Study) -> None:
     """Every sender against the baseline for each criterion, and against the one-copy path in
-    throughput (the other-paths section's second column)."""
+    throughput (the other-paths section's second column) and in each side's CPU per byte."""
     impls = native(set(s.rows["impl"]))
-    for mode, metric, _ in CRITERIA.values():
+    side_metrics = [("throughput", m, False) for m in SIDE_CPU.values()]
+    for mode, metric, _ in list(CRITERIA.values()) + side_metrics:
         if metric not in s.rows:
             continue
         values = log_values(s.rows[s.rows["mode"] == mode], metric)
-        bases = (BASE, ONE_COPY) if metric == THROUGHPUT else (BASE,)
+        bases = (BASE, ONE_COPY) if metric == THROUGHPUT or metric in SIDE_CPU.values() else (BASE,)
         for base in bases:
             for impl in impls:
                 if impl != base:
@@ -209,6 +224,8 @@ def explanations(s: Study) -> dict[str, Explanation]:
     found = {"removed_copy": removed_copy(profiles), "zero_copy_cost": zero_copy_cost(df, profiles),
              "deferred_copy_site": deferred_copy_site(profiles, s.results_dir)}
     tp = throughput_rows(df)
+    for size in sorted(set(tp.loc[tp["impl"] == ZERO_COPY, "msg_size"])):  # Q1: each size from its own evidence
+        found[f"why_{ZERO_COPY}_{int(size)}"] = why_at_size(df, profiles, ZERO_COPY, int(size))
     if len(tp):
         largest = int(tp["msg_size"].max())
         for impl in (ONE_COPY, ZERO_COPY):
@@ -220,7 +237,7 @@ def explanations(s: Study) -> dict[str, Explanation]:
 
 
 # the families of claims: name -> what the report claims from them (analysis/text/methods.py words them)
-FAMILIES = ("summary", "q3", "q4", "q4_per_threads", "q5", "q5_per_threads", "q6", "other_paths")
+FAMILIES = ("summary", "q3", "q4", "q4_per_threads", "q5", "q5_per_threads", "q6", "other_paths", "cpu_sides")
 
 
 def _families(s: Study) -> None:
@@ -239,6 +256,11 @@ def _families(s: Study) -> None:
             if impl != base:
                 fam["other_paths"].members += list(s.compare(impl, base)["by_size"].values())
     fam["other_paths"].members += [d for found in s.receive.values() for d in found["by_size"].values()]
+    for metric in SIDE_CPU.values():
+        for impl in native(set(s.rows["impl"])):
+            for base in (BASE, ONE_COPY):
+                if impl != base:
+                    fam["cpu_sides"].members += list(s.compare(impl, base, metric)["by_size"].values())
     s.families = {name: f.correct() for name, f in fam.items()}
     # Q6 reads its tests' adjusted p from its family: one correction, the Study's
     for t in s.q6_cells + s.q6_regions:

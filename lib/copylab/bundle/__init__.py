@@ -29,7 +29,7 @@ from ..fsutil import atomic_write_bytes, atomic_write_json, atomic_write_text
 from ..hostmeta import git_revision
 from ..analysis.load import MAX_CSV_BYTES
 from ..report import MANIFEST, read_manifest
-from ..report_display import AUTHOR_FIELDS, resolve_author
+from ..report_display import AUTHOR_FIELDS, placeholder_line, placeholders, resolve_author
 from ..sweep.records import now
 from . import csource, plots, readme, runall
 
@@ -104,8 +104,9 @@ def check_report(results_dir: Path) -> tuple[bytes, bytes]:
 
 
 def check_inputs(results_dir, roll=None, out_dir=None, author=None, repo_url=None,
-                 ai_declaration=None) -> Inputs:
-    """Read and check everything; raise CopylabError naming the first problem. Writes nothing."""
+                 ai_declaration=None, draft: bool = False) -> Inputs:
+    """Read and check everything; raise CopylabError naming the first problem. Writes nothing.
+    Author fields or a declaration still placeholders are refused unless draft."""
     if roll is not None:
         check_roll(roll, "--roll")
     results_dir = resolve_results_dir(results_dir).resolve()
@@ -121,6 +122,9 @@ def check_inputs(results_dir, roll=None, out_dir=None, author=None, repo_url=Non
                            "and rebuild the report)")
     check_roll(fields["roll_no"], "--roll" if roll else "the report's roll_no" if (recorded or {}).get("roll_no")
                else "roll_no in meta.json's params")
+    unfilled = placeholders(fields)
+    if unfilled and not draft:
+        raise CopylabError(f"not bundled: {placeholder_line(unfilled, '--roll')}; or pass --draft to bundle it as it is")
     stale = [f for f in AUTHOR_FIELDS if recorded is not None and fields[f] != recorded[f]]
     out_dir = Path(out_dir).resolve() if out_dir else results_dir
     _check_out_dir(out_dir, f"{fields['roll_no']}_PA02")
@@ -241,14 +245,14 @@ def _zip(folder: Path, archive: Path) -> None:
 
 
 def build_bundle(results_dir, roll=None, out_dir=None, author=None, repo_url=None,
-                 ai_declaration=None, progress=None) -> dict:
+                 ai_declaration=None, progress=None, draft: bool = False) -> dict:
     """Write <ROLL>_PA02/ and <ROLL>_PA02.zip into out_dir (default results_dir).
 
     When the flags give author fields the report does not show (a roll number given only now),
     the report is rebuilt with them first, so the PDF in the bundle carries them. Returns
     {"folder", "zip", "record", "warnings"}. Raises CopylabError (or OSError) and leaves out_dir
     as it was on any bad input."""
-    inputs = check_inputs(results_dir, roll, out_dir, author, repo_url, ai_declaration)
+    inputs = check_inputs(results_dir, roll, out_dir, author, repo_url, ai_declaration, draft)
     if inputs.stale_fields:
         from ..report import build_report
 
@@ -257,7 +261,7 @@ def build_bundle(results_dir, roll=None, out_dir=None, author=None, repo_url=Non
         build_report(inputs.results_dir, author=inputs.fields["author"], roll_no=inputs.roll,
                      repo_url=inputs.fields["repo_url"], declaration_text=inputs.fields["ai_declaration"],
                      progress=progress)
-        inputs = check_inputs(results_dir, roll, out_dir, author, repo_url, ai_declaration)
+        inputs = check_inputs(results_dir, roll, out_dir, author, repo_url, ai_declaration, draft)
     name = inputs.name
     staging = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=inputs.out_dir))
     try:

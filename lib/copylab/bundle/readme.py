@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from .. import escape, registry
 from ..fmt import system_summary
+from ..report_display import placeholder_line, placeholders
 from .plots import PLOTS
 
 PART_OF = {"A1": "A1 server: serialises the 8 fields into one buffer, then send() (two copies)",
            "A2": "A2 server: one sendmsg() over an iovec of the 8 fields (one copy)",
            "A3": "A3 server: sendmsg(MSG_ZEROCOPY), completions read from the error queue"}
-TEMPLATE_MARK = "edit before you hand in"  # params/AI_DECLARATION.md, as shipped
 
 
 def _sources_note(record: dict) -> str:
@@ -120,12 +120,9 @@ and writes the PNG of the same name beside itself:
 def warnings(inputs, record: dict) -> list[str]:
     """What the author should fix before handing in; the bundle is written anyway."""
     fields, out = inputs.fields, []
-    for field, flag in (("author", "--author"), ("repo_url", "--repo-url"),
-                        ("ai_declaration", "--ai-declaration FILE")):
-        if not fields[field]:
-            out.append(f"no {field} given ({flag}, or {field} in the params YAML; then rebuild the report)")
-    if TEMPLATE_MARK in fields["ai_declaration"]:
-        out.append("the AI-usage declaration is still the template's text: edit it and rebuild the report")
+    line = placeholder_line(placeholders(fields), "--roll")  # only a --draft bundle gets here with any
+    if line:
+        out.append(f"a draft: {line}")
     if record["results"]["sweep_status"] not in (None, "finished"):
         out.append(f"the sweep's status is {record['results']['sweep_status']!r}, not finished")
     if not _sources_note(record).startswith("from the same revision"):

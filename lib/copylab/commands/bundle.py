@@ -16,6 +16,8 @@ def register(subparsers) -> None:
     p.add_argument("--author", help="author name (default: the report's, else the params YAML's)")
     p.add_argument("--repo-url", help="repository URL (default: the report's, else the params YAML's)")
     p.add_argument("--ai-declaration", metavar="FILE", help="file holding the AI-usage declaration")
+    p.add_argument("--draft", action="store_true",
+                   help="bundle although author fields or the declaration are still placeholders")
     p.set_defaults(func=run)
 
 
@@ -24,7 +26,8 @@ def run(args: argparse.Namespace) -> int:
     from ..report import main_progress
 
     result = build_bundle(args.results_dir, roll=args.roll, out_dir=args.out, author=args.author,
-                          repo_url=args.repo_url, ai_declaration=args.ai_declaration, progress=main_progress)
+                          repo_url=args.repo_url, ai_declaration=args.ai_declaration, progress=main_progress,
+                          draft=args.draft)
     for warning in result["warnings"]:
         print(f"copylab bundle: warning: {warning}", file=sys.stderr)
     print(result["folder"])

@@ -3,6 +3,8 @@ completions, and each path against the baseline with the decisions' intervals.""
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 import plotly
 import plotly.graph_objects as go
@@ -35,7 +37,8 @@ def user_copy_per_message(df: pd.DataFrame, meta: dict):
         g = g.sort_values("msg_size")
         fig.add_trace(go.Bar(x=[fmt_size(s) for s in g["msg_size"]], y=g["user_copy_share"],
                              name=IMPL_LABELS[impl], marker_color=IMPL_COLORS[impl], legendgroup=impl,
-                             text=[f"{v:.2f}" for v in g["user_copy_share"]], textposition="outside",
+                             text=[f"{v:.2f}" if v > 0.005 else "" for v in g["user_copy_share"]],
+                             textposition="outside",
                              textfont=dict(size=FONT["tick"]),
                              customdata=g["msg_size"] * g["user_copy_share"],
                              hovertemplate=(f"<b>{IMPL_LABELS[impl]}</b><br>%{{x}}, mean over thread counts<br>"
@@ -80,7 +83,7 @@ def zerocopy_completions(df: pd.DataFrame, meta: dict):
     saving = _sender_saving(rows)
     titles = ["send calls completed / message", "copied (solid), not (dotted), %"]
     if saving is not None:
-        titles.append(f"sender saving vs {impl_name(BASE)} (%)")
+        titles.append(f"sender CPU per byte ÷ {impl_name(BASE)}'s")
     fig = make_subplots(rows=1, cols=len(titles), horizontal_spacing=0.08, subplot_titles=titles)
     palette = plotly.colors.qualitative.Plotly
     for k, (threads, g) in enumerate(agg.groupby("threads")):
@@ -96,26 +99,28 @@ def zerocopy_completions(df: pd.DataFrame, meta: dict):
                           row=1, col=col)
         if saving is not None:
             s = saving[saving["threads"] == threads].sort_values("msg_size")
-            fig.add_trace(go.Scatter(x=s["msg_size"], y=s["saving_pct"], mode="lines+markers", name=label,
+            fig.add_trace(go.Scatter(x=s["msg_size"], y=s["ratio"], mode="lines+markers", name=label,
                                      line=dict(color=color), legendgroup=str(threads), showlegend=False,
                                      customdata=[fmt_size(v) for v in s["msg_size"]],
                                      hovertemplate=(f"<b>{label}</b>, %{{customdata}}<br>sender CPU per byte "
-                                                    "saved against A1: %{y:.1f}%<extra></extra>")),
+                                                    "÷ A1's: %{y:.3f}×<extra></extra>")),
                           row=1, col=3)
     fig.update_xaxes(**_size_ticks(agg["msg_size"], compact=True))
     _shared_title(fig, "x", "message size (bytes, log scale)")
     fig.update_yaxes(title_text="send calls covered ÷ messages (the server's count)", row=1, col=1)
     fig.update_yaxes(title_text="share of completions (%)", range=[0, 105], row=1, col=2)
     if saving is not None:
-        fig.update_yaxes(title_text=f"1 − {zname}/{impl_name(BASE)} sender ns per byte (%)", row=1, col=3)
-    fig = _style(fig, meta, f"{zname} MSG_ZEROCOPY: its server's own counts, and the sender's saving")
+        fig.add_hline(y=1.0, line_dash="dot", line_color="#555", row=1, col=3)
+        fig.update_yaxes(title_text=f"{zname} ÷ {impl_name(BASE)} (log scale)",
+                         type="log", **ratio_ticks(list(saving["ratio"]) + [1.0]), row=1, col=3)
+    fig = _style(fig, meta, f"{zname} MSG_ZEROCOPY: its server's own counts, and the sender's CPU per byte")
     fig.update_layout(legend_title_text="thread count")
     return fig
 
 
 def _sender_saving(rows: pd.DataFrame) -> pd.DataFrame | None:
-    """(threads, msg_size, saving_pct): 1 - zero-copy/baseline sender CPU per byte, from the means; None
-    without both implementations' sender CPU time."""
+    """(threads, msg_size, ratio): zero-copy/baseline sender CPU per byte, from the means; None without both
+    implementations' sender CPU time."""
     pair = rows[rows["impl"].isin([BASE, ZERO_COPY])]
     if not measured(pair[pair["impl"] == ZERO_COPY], "srv_cpu_ns_per_byte") or \
             not measured(pair[pair["impl"] == BASE], "srv_cpu_ns_per_byte"):
@@ -124,8 +129,8 @@ def _sender_saving(rows: pd.DataFrame) -> pd.DataFrame | None:
     means = means.dropna()
     if means.empty:
         return None
-    means["saving_pct"] = (1 - means[ZERO_COPY] / means[BASE]) * 100
-    return means.reset_index()[["threads", "msg_size", "saving_pct"]]
+    means["ratio"] = means[ZERO_COPY] / means[BASE]
+    return means.reset_index()[["threads", "msg_size", "ratio"]]
 
 
 DECISION_MARKERS = {"win": "triangle-up", "loss": "triangle-down", "equivalent": "square", "undecided": "circle"}
@@ -176,6 +181,12 @@ def ratio_ticks(values) -> dict:
     ticks = [t for t in RATIO_TICKS if low <= t <= high]
     while len(ticks) > 7:
         ticks = [t for i, t in enumerate(ticks) if i % 2 == 0 or t == 1.0]
+    gap = (math.log10(high) - math.log10(low)) / 10  # labels closer than this on the axis would collide
+    kept = [1.0] if 1.0 in ticks else []
+    for t in sorted(ticks, key=lambda t: abs(math.log10(t))):  # 1 first, then outwards
+        if all(abs(math.log10(t) - math.log10(k)) >= gap for k in kept):
+            kept.append(t)
+    ticks = sorted(kept)
     return dict(tickvals=ticks, ticktext=[f"{t:g}" for t in ticks], minor=dict(showgrid=False))
 
 

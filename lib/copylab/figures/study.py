@@ -13,8 +13,8 @@ from plotly.subplots import make_subplots
 
 from ..analysis import aggregate, measured
 from ..analysis.stats import one_receive
-from ..fmt import IMPL_LABELS, fmt_size, impl_name, md_escape, plural
-from .style import (IMPL_COLORS, _grid, _impl_trace, _is_spread, _log_ticks, _note_for, _shared_title,
+from ..fmt import fmt_size, md_escape
+from .style import (threads_ticks, _grid, _impl_trace, _is_spread, _log_ticks, _note_for, _shared_title,
                     _style, _with_note, rep_dots)
 
 
@@ -79,61 +79,38 @@ def cpu_time_per_byte_vs_size(df: pd.DataFrame, meta: dict):
 
 
 def latency_vs_threads(df: pd.DataFrame, meta: dict):
-    """Latency-mode p50 per thread count with a band up to p99, one panel per message size."""
+    """Latency-mode p50 (the summary's criterion) per thread count on its own scale, one panel per message
+    size, on a log thread axis. p99 is left out: its tail stretches the axis and flattens the p50 lines
+    the decisions are about (results.csv keeps latency_p99_us; the explorer plots it)."""
     lat = one_receive(df)
     lat = lat[lat["mode"] == "latency"]
     center = "latency_p50_us" if measured(lat, "latency_p50_us") else "latency_us"
     if not measured(lat, center):
         return _note_for(df, meta, "latency vs thread count", [center], "latency")
-    metrics = [center] + (["latency_p99_us"] if measured(lat, "latency_p99_us") else [])
-    agg = aggregate(lat, metrics)
+    agg = aggregate(lat, [center])
     sizes = sorted(agg["msg_size"].unique())
     cols = min(len(sizes), 3)
     rows = math.ceil(len(sizes) / cols)
-    # one y range for all panels: latencies of every size are comparable at a glance
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=[f"size = {fmt_size(s)}" for s in sizes],
                         shared_yaxes="all", horizontal_spacing=0.03, vertical_spacing=0.12)
     for i, size in enumerate(sizes):
         r, c = i // cols + 1, i % cols + 1
         for impl, g in agg[agg["msg_size"] == size].groupby("impl"):
             g = g.sort_values("threads")
-            color = IMPL_COLORS.get(impl)
-            if "latency_p99_us" in metrics:
-                # band from p50 up to p99: invisible lower edge, filled upper edge
-                fig.add_trace(go.Scatter(x=g["threads"], y=g[center], mode="lines", line=dict(width=0),
-                                         showlegend=False, legendgroup=impl, hoverinfo="skip"), row=r, col=c)
-                fig.add_trace(go.Scatter(x=g["threads"], y=g["latency_p99_us"], mode="lines",
-                                         line=dict(width=0), fill="tonexty", fillcolor=_alpha(color, 0.10),
-                                         name=f"{impl_name(impl)} {'p50' if center == 'latency_p50_us' else 'mean'}–p99 band", legendgroup=impl,
-                                         showlegend=i == 0, customdata=[plural(int(t), "thread") for t in g["threads"]],
-                                         hovertemplate=(f"<b>{IMPL_LABELS.get(impl, impl)}</b><br>{fmt_size(size)}, "
-                                                        "%{customdata}<br>latency p99: %{y:.4g} µs<extra></extra>")),
-                              row=r, col=c)
             fig.add_trace(_impl_trace(g, impl, "threads", center, i == 0), row=r, col=c)
             dots = rep_dots(lat[lat["msg_size"] == size], g, impl, "threads", center)
             if dots is not None:
                 fig.add_trace(dots, row=r, col=c)
-        fig.update_xaxes(tickvals=sorted(agg["threads"].unique()), row=r, col=c)
-    _shared_title(fig, "x", "client threads (connections)")
-    band = pd.concat([agg[m] for m in metrics])
-    y_text = "round-trip latency (µs)"
-    if _is_spread(band):
-        fig.update_yaxes(type="log", **_log_ticks(band))
+    fig.update_xaxes(**threads_ticks(agg["threads"], log=True))
+    _shared_title(fig, "x", "client threads (connections, log scale)")
+    y_text = "round-trip latency, " + ("p50" if center == "latency_p50_us" else "mean") + " (µs)"
+    if _is_spread(agg[center]):
+        fig.update_yaxes(type="log", **_log_ticks(agg[center]))
         y_text = _with_note(y_text, "log scale")
     _shared_title(fig, "y", y_text)
-    if "latency_p99_us" in metrics:
-        title = ("Round-trip latency vs threads: median (p50) line, band up to p99"
-                 if center == "latency_p50_us" else
-                 "Round-trip latency vs threads: mean line, band up to p99")
-    else:
-        title = "Round-trip latency vs threads: " + ("median (p50)" if center == "latency_p50_us"
-                                                     else "mean (no percentiles recorded)")
+    title = ("Round-trip latency vs threads: median (p50; p99 in results.csv)" if center == "latency_p50_us"
+             else "Round-trip latency vs threads: mean (no percentiles recorded)")
     return _style(fig, meta, title, height=250 + 240 * rows)
-
-
-def _alpha(hex_color: str, a: float) -> str:
-    h = hex_color.lstrip("#")
-    return f"rgba({int(h[0:2], 16)},{int(h[2:4], 16)},{int(h[4:6], 16)},{a})"
 
 
 def throughput_vs_threads(df: pd.DataFrame, meta: dict):

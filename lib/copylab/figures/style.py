@@ -15,8 +15,8 @@ from plotly.io._base_renderers import NotebookRenderer as _NotebookRenderer
 from plotly.subplots import make_subplots
 
 from .. import escape, registry, tools
-from ..analysis import METRICS, aggregate, measured, unmeasured_reason
-from ..analysis.stats import MIN_REPS_FOR_INTERVAL, one_receive
+from ..analysis import METRICS, aggregate, measured
+from ..analysis.stats import MIN_REPS_FOR_INTERVAL, one_receive, unmeasured_short
 from ..fmt import IMPL_LABELS, fmt_size, md_escape, plural, system_summary
 
 # every implementation's colour, from native/registry.def
@@ -104,7 +104,7 @@ def _style(fig: go.Figure, meta: dict, title: str, height: int = PDF_HEIGHT,
     fig.update_layout(
         title=dict(text=title, font=dict(size=FONT["title"]),
                    subtitle=dict(text=escape.html(system_summary(meta)), font=dict(size=FONT["subtitle"]))),
-        height=height, margin=dict(t=100, l=80, r=30, b=110),
+        height=height, margin=dict(t=100, l=80, r=30, b=140),
         legend=dict(title=legend_title, orientation="h", yref="container", y=0.01, yanchor="bottom",
                     x=0, font=dict(size=FONT["tick"])),
         font=dict(size=FONT["base"]),
@@ -246,11 +246,11 @@ def hover_data(g: pd.DataFrame, impl: str, metric: str) -> list[list]:
     return [[IMPL_LABELS.get(impl, impl), s, t, n] for s, t, n in zip(sizes, threads, counts)]
 
 
-def threads_ticks(threads) -> dict:
-    """A thread-count axis with a tick at every measured count, 1 included; log-spaced when the
-    counts span more than a factor 8 (1, 2, 4 ... 256 would crowd the small ones)."""
+def threads_ticks(threads, log: bool = False) -> dict:
+    """A thread-count axis with a tick at every measured count, 1 included; log-spaced when asked or when
+    the counts span more than a factor 8 (1, 2, 4 ... 256 would crowd the small ones)."""
     threads = sorted(set(int(t) for t in threads))
-    spread = len(threads) > 1 and threads[-1] / max(threads[0], 1) > 8
+    spread = len(threads) > 1 and (log or threads[-1] / max(threads[0], 1) > 8)
     return dict(type="log" if spread else "linear", tickvals=threads, ticktext=[str(t) for t in threads],
                 tickangle=0, minor=dict(showgrid=False))
 
@@ -334,8 +334,8 @@ def _axis_titles(fig: go.Figure, agg: pd.DataFrame, x: str, facets: int, y_text:
         compact = "; 1K = 1024" if facets > 2 else ""
         _shared_title(fig, "x", f"message size (bytes, log scale{compact})")
     else:
-        fig.update_xaxes(tickvals=sorted(agg["threads"].unique()))
-        _shared_title(fig, "x", "client threads (connections)")
+        fig.update_xaxes(**threads_ticks(agg["threads"], log=True))
+        _shared_title(fig, "x", "client threads (connections, log scale)")
     if log_rows and not mixed:
         y_text = _with_note(y_text, "log scale")
     elif mixed:
@@ -371,7 +371,11 @@ def _note_for(df, meta, title, metrics, mode) -> FigureNote:
                           f"include mode {mode} in the sweep's parameter grid")
     counter = next((raw[m] for m in metrics if m in raw), None)
     if counter:
-        return FigureNote(title, missing, unmeasured_reason(df, meta, counter))
+        how = HOW_TO_MEASURE
+        if counter in ("l1_misses", "llc_misses"):  # the PMU-free evidence of the cache levels
+            how += (" Without a PMU, a grid that varies `working_set` across this host's cache levels "
+                    "(`params/cache.yaml`) shows the caches' effect on throughput and CPU per byte instead.")
+        return FigureNote(title, missing, unmeasured_short(df, meta, counter), how)
     return FigureNote(title, missing, "the sweep recorded no values for "
                       + ", ".join(metrics) + " (results.csv has only the required columns?)",
                       "run the sweep with this project's engine, which records them")

@@ -10,7 +10,7 @@ import pandas as pd
 from ...fmt import fmt_size, plural
 from ..load import METRICS
 from ..roles import BASE, ONE_COPY, ZERO_COPY, name, peers
-from ..stats import measured, unmeasured_reason
+from ..stats import measured, unmeasured_short
 
 NOT_RECORDED = "not recorded in meta.json (a sweep made before copylab recorded it)"
 
@@ -154,7 +154,7 @@ def intro_markdown(meta: dict, df: pd.DataFrame, profiles: pd.DataFrame | None =
     """The report's opening: the study, and what this sweep measured (nothing it could not count)."""
     what = counted(df, meta)
     missing = [] if measured(df, "l1_misses") or df.empty else [
-        f"cache misses could not be counted on this host ({unmeasured_reason(df, meta, 'l1_misses')})"]
+        f"cache misses could not be counted on this host ({unmeasured_short(df, meta, 'l1_misses')})"]
     profiled = profiles is not None and len(profiles) > 0
     text = (f"This report measures three ways of sending the same message over TCP: **{name(BASE)}** serialises the "
             f"message's 8 heap-allocated fields into one buffer and calls `send()`; **{name(ONE_COPY)}** hands the "

@@ -10,10 +10,11 @@ import pandas as pd
 
 from ...fmt import fmt_num, fmt_size
 from .. import findings as fnd
-from ..decisions import Outcome, decided_crossover
+from ..decisions import Decision, Outcome, decided_crossover
 from ..roles import BASE, name
-from ..study import Study
-from .words import decision_cell, interval, more_passes, no_pair_reason, ratio_text, reps_note, unanswerable
+from ..study import SIDE_CPU, Study
+from .words import (PROFILE_SECTION, cost_claim, cost_verdict, decision_cell, interval, more_passes, no_pair_reason, ratio_text,
+                    refer_back, reps_note, unanswerable)
 
 
 def _size_list(by_size: dict) -> str:
@@ -87,30 +88,41 @@ def per_threads_table(study: Study, impl: str) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def sender_cost(study: Study, impl: str) -> tuple[int, Decision | None]:
+    """(largest size, the Study's decision of impl's sender CPU per byte against the baseline there)."""
+    sizes = study.compare(impl)["by_size"]
+    largest = max(sizes) if sizes else None
+    return largest, (study.decision(impl, largest, metric=SIDE_CPU["sender"]) if largest is not None else None)
+
+
 def sender_cost_sentence(study: Study, impl: str) -> str:
-    """The sender's CPU per byte of impl against the baseline at the largest size (task-clock), as a fact."""
-    found = fnd.sender_cost(study.part_e, impl)
-    if found is None:
+    """impl's sender CPU per byte against the baseline at the largest size, said as decided (task-clock)."""
+    largest, d = sender_cost(study, impl)
+    if d is None:
         return ""
-    largest, x, b = found
-    how = "less" if x < b else "no less"
-    return (f"{name(impl)}'s sender spends {fmt_num(x)} ns of CPU per byte at {fmt_size(largest)} against "
-            f"{name(BASE)}'s {fmt_num(b)}: {how} than the baseline's, so {'its' if x < b else 'no'} saving "
-            f"{'shows' if x < b else 'can show'} as throughput where the sender bounds it.")
+    return f"At {fmt_size(largest)} {cost_claim(d, f'{name(impl)}’s sender')} (perf task-clock)."
 
 
 def gain_sentence(study: Study, impl: str, decision: str | None) -> str:
-    """What the side that bounds the largest size means for impl's decision there (a rule, see explain.py)."""
+    """What the side that bounds the largest size means for impl's decision there (a rule, see explain.py):
+    a cheaper send shows as throughput only where the sender bounds and its saving is decided."""
     bound = study.explanations.get(f"bound_{impl}")
     if bound is None:
         return ""
     if bound.verdict == "receiver" and decision != Outcome.WIN:
         return f"{bound.text} So what {name(impl)} saves on the sending side cannot raise the rate."
-    if bound.verdict == "sender" and decision == Outcome.WIN:
-        return f"{bound.text} So a cheaper send shows as more throughput."
-    if bound.verdict == "sender":
-        return f"{bound.text} {sender_cost_sentence(study, impl)}"
-    return bound.text
+    if bound.verdict not in ("sender", "receiver"):  # a hypothesis the profile section words in full
+        return (f"Which side bounds {name(impl)} at the largest size is not decided by the busy shares "
+                f"({bound.verdict}: see \"{PROFILE_SECTION}\").")
+    if bound.verdict != "sender":
+        return bound.text
+    cost = sender_cost_sentence(study, impl)
+    saved = cost_verdict(sender_cost(study, impl)[1]) == "less"
+    if decision == Outcome.WIN and saved:
+        return f"{bound.text} {cost} So the cheaper send shows as more throughput."
+    if saved:
+        return f"{bound.text} {cost} Its saving has not shown as decided throughput here."
+    return f"{bound.text} {cost}"
 
 
 def public_numbers(study: Study, impl: str, family: str) -> dict:
@@ -148,6 +160,7 @@ def answer(study: Study, impl: str, family: str, why: list[str], evidence: str =
     by_size = study.compare(impl)["by_size"]
     largest = by_size[max(by_size)].decision if by_size else None
     cited = [study.explanations[k] for k in why if k in study.explanations]
-    parts = ([decision_text(study, impl, family), reps_note(study.reps).strip()] + [e.text for e in cited]
-             + [gain_sentence(study, impl, largest), evidence])
+    # the profile section gave these in full: one line refers back to it
+    parts = [decision_text(study, impl, family), reps_note(study.reps).strip(), refer_back(study, why),
+             gain_sentence(study, impl, largest), evidence]
     return {**public, "explanations": [e.public() for e in cited], "text": " ".join(p for p in parts if p)}

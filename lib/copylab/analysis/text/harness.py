@@ -33,7 +33,8 @@ def metric_tables(df: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
             row.update({f"{name(r['impl'])} / {name(peer)}": r["ratio"] for _, r in at.iterrows()})
             rows.append(row)
         caption = (f"**{what} ({unit}, {direction})** at {plural(int(g['threads'].min()), 'thread')}, against {name(peer)}; "
-                   f"ratio {reading}.")
+                   f"ratio {reading}. Each value is the median of its passes, so one pass taken under heavy steal "
+                   "or apart does not decide a row.")
         out.append((caption, pd.DataFrame(rows)))
     return out
 

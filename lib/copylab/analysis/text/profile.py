@@ -18,10 +18,22 @@ def _pct(share) -> str:
 def markdown(study) -> str:
     """The section's text: why there is no profile, or what it shows and the sampling's caveat."""
     p = profile_finding(study.profiles)
+    apart = apart_note(study)
     if "reason" in p:
-        return f"_No profile to show: {md_escape(p['reason'])}._"
+        return f"_No profile to show: {md_escape(p['reason'])}._" + (f"\n\n{apart}" if apart else "")
     skid = ", ".join(f"{name(i)} sender {100 * e['skid']['sender']:.0f}%" for i, e in p["impls"].items())
-    return md_escape(profile_text(study)) + "\n\n" + md_escape(PROFILE_CAVEAT.format(event=p["event"], skid=skid))
+    return (md_escape(profile_text(study)) + "\n\n" + md_escape(PROFILE_CAVEAT.format(event=p["event"], skid=skid))
+            + (f"\n\n{apart}" if apart else ""))
+
+
+def apart_note(study) -> str:
+    """The profiled runs left out of the evidence because the CPUs were apart when they were taken."""
+    left = study.run.get("profiled_apart") or []
+    if not left:
+        return ""
+    return md_escape(f"Left out of this evidence: {plural(len(left), 'profiled run')} taken while the two CPUs were "
+                     f"apart ({', '.join(left)}), still apart after the retries the placement rule allows: their "
+                     "shares describe that placement, not the one the measured runs had.")
 
 
 def profile_text(study) -> str:

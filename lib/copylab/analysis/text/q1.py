@@ -12,19 +12,23 @@ from ...fmt import fmt_num, fmt_pct, fmt_size
 from .. import findings as fnd
 from ..roles import BASE, ONE_COPY, ZERO_COPY, name
 from .tables import throughput_by_size
-from ..study import Study
-from .words import unanswerable
+from ..study import SIDE_CPU, Study
+from .words import cost_claim, cost_verdict, ratio_text, refer_back, unanswerable
 
 KEY = "q1_zero_copy_not_always_best"
-CITED = ("zero_copy_cost", "deferred_copy_site", f"bound_{ZERO_COPY}")
+# said in "Where the CPU goes, measured": Q1 refers back to them in a line (refer_back)
+IN_PROFILE = ("zero_copy_cost", "deferred_copy_site")
 
 
 def answer(study: Study) -> dict:
     numbers, best = fnd.q1_finding(study.part_e, study.crossover(ZERO_COPY))
     if best is None:
         return {**numbers, "text": unanswerable(numbers["reason"])}
-    cited = [study.explanations[k] for k in CITED if k in study.explanations]
-    text = q1_text(numbers, best, study.compare(ZERO_COPY)["by_size"]) + " " + " ".join(e.text for e in cited)
+    not_best = numbers["zero_copy_not_best_sizes"]
+    per_size = [study.explanations[k] for k in (f"why_{ZERO_COPY}_{s}" for s in not_best) if k in study.explanations]
+    cited = per_size + [study.explanations[k] for k in IN_PROFILE if k in study.explanations]
+    text = " ".join(p for p in [q1_text(numbers, best, study), *(e.text for e in per_size),
+                                refer_back(study, IN_PROFILE)] if p)
     return {**numbers, "explanations": [e.public() for e in cited], "text": text}
 
 
@@ -32,9 +36,10 @@ def tables(study: Study) -> list[tuple[str, pd.DataFrame]]:
     return [("", throughput_by_size(study.part_e))]
 
 
-def zero_copy_share_sentence(share: float, path: str, saving_pct: float | None) -> str:
+def zero_copy_share_sentence(share: float, path: str) -> str:
     """What the COPIED share means on this sweep's path: between namespaces every send is copied
-    on delivery; between hosts the share not copied is what the NIC sent from user pages."""
+    on delivery; between hosts the share not copied is what the NIC sent from user pages. (What that
+    saves the sender is said with its decision: _cpu_sentence.)"""
     zc = name(ZERO_COPY)
     if path == "local" or (share >= 99.5 and path != "hosts"):
         return (f"Of {zc}'s zero-copy completions, {fmt_pct(share)} carried SO_EE_CODE_ZEROCOPY_COPIED (its "
@@ -52,16 +57,15 @@ def zero_copy_share_sentence(share: float, path: str, saving_pct: float | None) 
                  "by DMA")
         text += (", and a copied completion is the kernel falling back (a device or route that "
                  "cannot take user pages, or sends the kernel chose to copy)." if share >= 0.5 else ".")
-    if saving_pct is not None:
-        text += (f" At the largest size the sender spends {fmt_pct(abs(saving_pct))} "
-                 f"{'less' if saving_pct >= 0 else 'more'} CPU per byte with {zc} than with {name(BASE)}.")
     return text
 
 
-def q1_text(f: dict, best, decisions: dict) -> str:
-    """Q1's facts: where the zero-copy path is not the fastest, its decisions against the baseline, the
-    kernel's COPIED flags and each side's CPU per byte (the explanations follow, chosen by rules)."""
+def q1_text(f: dict, best, study: Study) -> str:
+    """Q1's facts: where the zero-copy path is not the fastest by means, its decisions against the baseline
+    and the one-copy path (what is decided of "not the fastest"), the kernel's COPIED flags and each side's
+    CPU per byte (the explanations follow, chosen by rules)."""
     zc, parts = name(ZERO_COPY), []
+    decisions = study.compare(ZERO_COPY)["by_size"]
     not_best = f["zero_copy_not_best_sizes"]
     if len(not_best) == len(best):
         parts.append(f"{zc} is the fastest path at none of the {len(best)} message sizes (means over thread counts).")
@@ -72,35 +76,38 @@ def q1_text(f: dict, best, decisions: dict) -> str:
         parts.append(f"In this sweep {zc} is the fastest path at every one of the {len(best)} message sizes (means "
                      "over thread counts).")
     if decisions:
-        listed = "; ".join(f"{fmt_size(s)} {d.decision} ({fmt_num(d.ratio)}×)" for s, d in sorted(decisions.items()))
+        listed = "; ".join(f"{fmt_size(s)} {d.decision} ({ratio_text(d, True)})" for s, d in sorted(decisions.items()))
         parts.append(f"Against {name(BASE)} its decisions by size (Q5) are: {listed}.")
+    against_one = study.compare(ZERO_COPY, ONE_COPY)["by_size"]
+    if against_one:
+        listed = "; ".join(f"{fmt_size(s)} {d.decision} ({ratio_text(d, True)})" for s, d in sorted(against_one.items()))
+        parts.append(f"Against {name(ONE_COPY)}: {listed}. Where a decision is undecided, \"not the fastest\" "
+                     "holds for the means only.")
     parts.append(f"It is decided to beat {name(BASE)} from {fmt_size(f['break_even_bytes'])} on (Q5)."
                  if f["break_even_bytes"] is not None else f"It is not decided to beat {name(BASE)} for good at any "
                  "size of this grid (Q5).")
     share = f["zc_copied_share_pct"]
     if share is not None:
-        parts.append(zero_copy_share_sentence(share, f.get("path", "local"),
-                                              f.get("sender_cpu_saving_vs_base_pct_at_largest_size")))
+        parts.append(zero_copy_share_sentence(share, f.get("path", "local")))
     else:
         parts.append("The zero-copy completion counters were not recorded in this sweep, so the "
                      "share the kernel copied after all cannot be stated.")
     cpu = f.get("cpu_ns_per_byte_at_largest_size")
     if cpu:
-        parts.append(_cpu_sentence(cpu))
+        parts.append(_cpu_sentence(cpu, study))
     return " ".join(parts)
 
 
-def _cpu_sentence(cpu: dict) -> str:
-    """Each side's CPU per byte of the zero-copy against the one-copy path, and what moved where."""
-    srv, cli, zc, one = cpu["sender"], cpu["receiver"], ZERO_COPY, ONE_COPY
-    text = (f"At {fmt_size(cpu['msg_size'])} the sender spends {fmt_num(srv[zc])} ns of CPU per byte with "
-            f"{name(zc)} against {fmt_num(srv[one])} with {name(one)}, the receiver {fmt_num(cli[zc])} against "
-            f"{fmt_num(cli[one])} (perf task-clock)")
-    if srv[zc] < srv[one] and cli[zc] >= cli[one]:
+def _cpu_sentence(cpu: dict, study: Study) -> str:
+    """Each side's CPU per byte of the zero-copy against the one-copy path, and what moved where, as the
+    Study's decisions of each side decide it (the means alone claim nothing)."""
+    size, zc, one = cpu["msg_size"], ZERO_COPY, ONE_COPY
+    found = {side: study.decision(zc, size, base=one, metric=metric) for side, metric in SIDE_CPU.items()}
+    text = (f"At {fmt_size(size)} {cost_claim(found['sender'], f'{name(zc)}’s sender')}; "
+            f"{cost_claim(found['receiver'], 'its receiver')} (perf task-clock, against {name(one)})")
+    verdicts = {side: cost_verdict(d) for side, d in found.items()}
+    if verdicts["sender"] == "less" and verdicts["receiver"] == "more":
         return text + ": the sender saves and the receiver pays more."
-    if srv[zc] >= srv[one]:
+    if verdicts["sender"] in ("more", "the same"):
         return text + f": {name(zc)} saves its sender no CPU per byte here."
     return text + "."
-
-
-

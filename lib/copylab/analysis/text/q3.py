@@ -11,6 +11,7 @@ import pandas as pd
 from ...fmt import fmt_num, fmt_size
 from .. import findings as fnd
 from ..decisions import Outcome
+from ..explain import thread_effect
 from ..roles import STUDY, name
 from ..stats import aggregate, measured, study_rows, throughput_rows
 from ..study import Study
@@ -22,19 +23,50 @@ VERDICTS = {Outcome.WIN: "more threads move more data", Outcome.LOSS: "more thre
 CONTENTION = 1.10  # misses per byte this much higher at the most threads: more misses with more threads
 
 
-def _ratios(df: pd.DataFrame, metric: str, lo: int, hi: int) -> dict[int, float]:
-    """Per size: the metric's mean at hi threads over its mean at lo, averaged over the implementations."""
+def _ratios(df: pd.DataFrame, metric: str, lo: int, hi: int) -> dict[int, dict[str, float]]:
+    """Per size: the metric's mean at hi threads over its mean at lo, per implementation (never averaged:
+    paths whose factors go opposite ways would cancel)."""
     tp = throughput_rows(study_rows(df))
     if not measured(tp, metric):
         return {}
     agg = aggregate(tp, metric).set_index(["impl", "msg_size", "threads"])[metric]
     out = {}
     for size in sorted(tp["msg_size"].unique()):
-        ratios = [agg[(i, size, hi)] / agg[(i, size, lo)] for i in STUDY
-                  if (i, size, hi) in agg.index and (i, size, lo) in agg.index and agg[(i, size, lo)] > 0]
+        ratios = {i: float(agg[(i, size, hi)] / agg[(i, size, lo)]) for i in STUDY
+                  if (i, size, hi) in agg.index and (i, size, lo) in agg.index and agg[(i, size, lo)] > 0}
         if ratios:
-            out[int(size)] = float(sum(ratios) / len(ratios))
+            out[int(size)] = ratios
     return out
+
+
+def factors(ratios: dict[str, float] | None) -> str:
+    """'×0.72–0.86' when every path's factor goes the same way, else each path's: 'A1 ×1.05, A2 ×0.75'."""
+    if not ratios:
+        return ""
+    values = list(ratios.values())
+    if all(v >= 1 for v in values) or all(v <= 1 for v in values):
+        low, high = min(values), max(values)
+        return f"×{fmt_num(low)}" if fmt_num(low) == fmt_num(high) else f"×{fmt_num(low)}–{fmt_num(high)}"
+    return ", ".join(f"{name(i)} ×{fmt_num(v)}" for i, v in ratios.items())
+
+
+def thread_effects(study: Study) -> list[str]:
+    """Why each decided thread effect happened (explain.thread_effect), one sentence per path and size."""
+    lo, hi, decided = study.threads
+    tp = throughput_rows(study.part_e)
+    out = []
+    for size, by_impl in decided.items():
+        for impl, d in by_impl.items():
+            if d.decision not in (Outcome.WIN, Outcome.LOSS):
+                continue
+            at = tp[(tp["impl"] == impl) & (tp["msg_size"] == size)]
+            who = f"{name(impl)} at {fmt_size(size)} ({ratio_text(d, True)}, {d.decision})"
+            out.append(thread_effect(at[at["threads"] == lo], at[at["threads"] == hi], who, str(d.decision), lo, hi).text)
+    return out
+
+
+def decided_any(decided: dict) -> bool:
+    return any(d.decision in (Outcome.WIN, Outcome.LOSS) for by in decided.values() for d in by.values())
 
 
 def size_verdict(decided: dict) -> str:
@@ -63,7 +95,8 @@ def _answer(study: Study) -> dict:
                 for s, d in decided.items()}
     lines = [_size_line(s, d, cs.get(s), {lvl: m.get(s) for lvl, m in misses.items()}) for s, d in decided.items()]
     text = (f"Per message size, throughput with {hi} client threads against {lo} (ratio, 95% interval, decision "
-            f"per implementation):\n\n" + "\n\n".join(lines) + "\n\n" + _cores(meta, hi) + " " + _cache(misses, lo, hi))
+            f"per implementation):\n\n" + "\n\n".join(lines) + "\n\n" + " ".join(thread_effects(study))
+            + ("\n\n" if decided_any(decided) else "") + _cores(meta, hi) + " " + _cache(misses, lo, hi))
     return {"threads": [lo, hi], "cores": meta.get("cores"), "per_size": per_size, "text": text}
 
 
@@ -71,10 +104,10 @@ def _size_line(size: int, decided: dict, cs, misses: dict) -> str:
     parts = "; ".join(f"{name(i)} {ratio_text(d)} {d.decision}" for i, d in decided.items())
     verdict = size_verdict(decided)
     conclusion = VERDICTS.get(verdict, "the implementations differ")
-    extra = [f"context switches per MB ×{fmt_num(cs)}"] if cs is not None else []
-    extra += [f"{lvl} misses per byte ×{fmt_num(r)}" for lvl, r in misses.items() if r is not None]
-    if verdict in ("loss", "equivalent") and any(r is not None for r in misses.values()):
-        rising = [lvl for lvl, r in misses.items() if r is not None and r >= CONTENTION]
+    extra = [f"context switches per MB {factors(cs)}"] if cs else []
+    extra += [f"{lvl} misses per byte {factors(r)}" for lvl, r in misses.items() if r]
+    if verdict in ("loss", "equivalent") and any(r for r in misses.values()):
+        rising = [lvl for lvl, r in misses.items() if r and all(v >= CONTENTION for v in r.values())]
         conclusion += (f", with {' and '.join(rising)} misses per byte rising: consistent with cache contention"
                        if rising else ", with no rise in misses per byte: not cache contention")
     return f"**{fmt_size(size)}: {conclusion}.** {parts}" + (f"; {', '.join(extra)}." if extra else ".")

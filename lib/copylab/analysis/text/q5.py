@@ -12,8 +12,9 @@ from ...fmt import fmt_num, fmt_pct, fmt_size
 from .. import findings as fnd
 from ..decisions import Outcome
 from ..roles import BASE, ZERO_COPY, name
-from ..study import Study
+from ..study import SIDE_CPU, Study
 from . import crossover
+from .words import cost_claim
 
 KEY, FAMILY = "q5_zero_copy_vs_two_copy", "q5"
 
@@ -27,7 +28,7 @@ def answer(study: Study) -> dict:
         largest = by_size[max(by_size)].decision
         said = (bound is not None and bound.verdict == "sender" and largest != Outcome.WIN
                 and zc.size == max(by_size))  # the gain sentence gave the sender's CPU per byte there
-        evidence = zero_copy_evidence_text(zc, sender_cpu_said=said)
+        evidence = zero_copy_evidence_text(zc, study, sender_cpu_said=said)
     return crossover.answer(study, ZERO_COPY, FAMILY, ["zero_copy_cost", "deferred_copy_site"], evidence)
 
 
@@ -37,9 +38,10 @@ def tables(study: Study) -> list[tuple[str, pd.DataFrame]]:
             ("Per thread count (decision, ratio and 95% interval):", crossover.per_threads_table(study, ZERO_COPY))]
 
 
-def zero_copy_evidence_text(zc, sender_cpu_said: bool = False) -> str:
+def zero_copy_evidence_text(zc, study: Study, sender_cpu_said: bool = False) -> str:
     """What the COPIED share (the program's own count of the kernel's flags) and per-side CPU say at the
-    crossover size (or the largest); only the receiver's CPU when a sentence before gave the sender's."""
+    crossover size (or the largest), each side as the Study decides it; only the receiver's when a
+    sentence before gave the sender's."""
     share = zc.copied_share_pct
     text = (f"{fmt_pct(share)} of {name(ZERO_COPY)}'s completions were flagged SO_EE_CODE_ZEROCOPY_COPIED "
             "(counted by its server)")
@@ -48,16 +50,10 @@ def zero_copy_evidence_text(zc, sender_cpu_said: bool = False) -> str:
     else:
         text += (f"; the other {fmt_pct(100 - share)} left without a copy: the device read the pinned user pages "
                  "itself (DMA), the case MSG_ZEROCOPY exists for")
-    at = zc.cpu_at_size
-    if {BASE, ZERO_COPY} <= set(at.dropna().index):
-        srv, cli = at["srv_cpu_ns_per_byte"], at["cli_cpu_ns_per_byte"]
-        if sender_cpu_said:
-            text += (f". At {fmt_size(zc.size)} the receiver spends {fmt_num(cli[ZERO_COPY])} ns of CPU per byte "
-                     f"with {name(ZERO_COPY)} against {fmt_num(cli[BASE])} with {name(BASE)} (perf task-clock)")
-        else:
-            text += (f". At {fmt_size(zc.size)} the sender spends {fmt_num(srv[ZERO_COPY])} ns of CPU per byte "
-                     f"with {name(ZERO_COPY)} against {fmt_num(srv[BASE])} with {name(BASE)}, the receiver "
-                     f"{fmt_num(cli[ZERO_COPY])} against {fmt_num(cli[BASE])} (perf task-clock)")
+    size = int(zc.size)
+    found = {side: study.decision(ZERO_COPY, size, metric=metric) for side, metric in SIDE_CPU.items()}
+    said = [cost_claim(found["receiver"], "its receiver")] if sender_cpu_said else [
+        cost_claim(found["sender"], f"{name(ZERO_COPY)}'s sender"), cost_claim(found["receiver"], "its receiver")]
+    if any(d is not None for d in found.values()):
+        text += f". At {fmt_size(size)} " + "; ".join(said) + " (perf task-clock)"
     return text + "."
-
-

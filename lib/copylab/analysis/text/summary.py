@@ -102,7 +102,13 @@ def table(study: Study) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def advice(entry: dict) -> str:
+def _faster_by_means(entry: dict, higher: bool) -> list[str]:
+    """The undecided paths better than the baseline by their ratio (of the pass-adjusted means)."""
+    return [name(i) for i, v in sorted(entry["others"].items())
+            if v["verdict"] == Verdict.UNDECIDED and v["decision"].ratio != 1 and (v["decision"].ratio > 1) == higher]
+
+
+def advice(entry: dict, higher: bool = True) -> str:
     """What to use at one size: the path decided better, or the baseline with what is known of the others
     (a verdict the correction does not leave standing is said as such, not as a verdict)."""
     pick, others = entry["choice"], entry["others"]
@@ -116,6 +122,10 @@ def advice(entry: dict) -> str:
     text = f"{name(BASE)}, or equally {and_list(equivalent)}" if equivalent else name(BASE)
     notes = ([f"{and_list(undecided)} undecided against it"] if undecided else []) + [
         f"{and_list(names)} {verdict} only before the correction" for verdict, names in fallen.items() if names]
+    faster = _faster_by_means(entry, higher)
+    if faster:
+        notes.append(f"{and_list(faster)} {'is' if len(faster) == 1 else 'are'} better by means but not decided better, "
+                     f"so {name(BASE)} stays named")
     if notes:
         text += f" ({'; '.join(notes)})"
     elif not equivalent and others:
@@ -125,12 +135,12 @@ def advice(entry: dict) -> str:
 
 def ranges_text(study: Study, criterion: str) -> str:
     """'A1 at 64 B–1 KiB; A2 at 4 KiB–64 KiB (1.12×, 95% interval 1.03–1.22, A1 at 64 KiB)'."""
-    found = choices(study, criterion)
+    found, higher = choices(study, criterion), CRITERIA[criterion][2]
     if not found:
         return "not measured"
     groups: list[list[int]] = []
     for size in sorted(found):
-        if groups and advice(found[groups[-1][-1]]) == advice(found[size]):
+        if groups and advice(found[groups[-1][-1]], higher) == advice(found[size], higher):
             groups[-1].append(size)
         else:
             groups.append([size])
@@ -138,7 +148,7 @@ def ranges_text(study: Study, criterion: str) -> str:
     for g in groups:
         entry = found[g[-1]]
         span = fmt_size(g[0]) if len(g) == 1 else f"{fmt_size(g[0])}–{fmt_size(g[-1])}"
-        text = f"at {span}: {advice(entry)}"
+        text = f"at {span}: {advice(entry, higher)}"
         if entry["choice"] != BASE:
             d = entry["others"][entry["choice"]]["decision"]
             text += f" ({fmt_num(d.ratio)}× {name(BASE)}'s at {fmt_size(g[-1])}, 95% interval {interval(d)})"

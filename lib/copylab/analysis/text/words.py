@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ...fmt import fmt_num
 from ..decisions import Decision, Outcome
-from ..roles import BASE, name
+from ..roles import BASE, ONE_COPY, ZERO_COPY, name
 from ..stats import MIN_REPS_FOR_INTERVAL
 
 
@@ -64,3 +64,55 @@ def reps_note(reps: tuple[int, int]) -> str:
 
 def q_label(key: str) -> str:
     return key.split("_")[0].upper()
+
+
+# ------------------------------------------------------------------------------------------------
+# claims about a cost (lower is better): stated as a fact only when decided
+
+COST_VERDICTS = {Outcome.WIN: "more", Outcome.LOSS: "less", Outcome.EQUIVALENT: "the same", Outcome.UNDECIDED: "undecided"}
+
+
+def cost_verdict(d: Decision | None) -> str:
+    """'less', 'more', 'the same' (equivalent within the margin) or 'undecided' for a cost ratio x/base."""
+    return "undecided" if d is None else COST_VERDICTS[d.decision]
+
+
+def cost_claim(d: Decision | None, who: str, what: str = "CPU time per byte") -> str:
+    """A cost of x against base in words that claim no more than its decision: 'A2's sender spends
+    0.815× A1's CPU time per byte (95% interval 0.618–1.08): undecided, so a saving is not established'."""
+    if d is None:
+        return f"{who}: {what} not compared (a side was not measured)"
+    head = f"{who} spends {ratio_text(d)} {name(d.base)}'s {what}"
+    verdict = cost_verdict(d)
+    if verdict == "undecided":
+        return f"{head}: undecided, so neither a saving nor an extra cost is established"
+    if verdict == "the same":
+        return f"{head}: equivalent within the margin, the same cost"
+    return f"{head}: decided {'lower' if verdict == 'less' else 'higher'}"
+
+
+
+# ------------------------------------------------------------------------------------------------
+# each paragraph once: a later section refers back in a line
+
+PROFILE_SECTION = "Where the CPU goes, measured"
+SHORT = {"zero_copy_cost": "what {zc}'s sender pays instead of the copy ({verdict})",
+         "deferred_copy_site": "where its deferred copy runs ({verdict})",
+         "removed_copy": "which copy {one} removes ({verdict})"}
+VERDICT_WORDS = {"deferred_copy": "the deferred copy, most", "zerocopy_pin": "pinning, most",
+                 "zerocopy_completion": "completions, most", "sendmsg": "inside the sender's sendmsg",
+                 "recv": "inside the receiver's recv", "softirq_thread": "in a softirq thread",
+                 "interrupt": "in interrupt context", "split": "in several places", "removed": "the user-space copy",
+                 "reduced": "part of the user-space copy"}
+
+
+def refer_back(study, rules, section: str = PROFILE_SECTION) -> str:
+    """One line pointing at the section that gave these explanations in full, with each one's verdict."""
+    found = [study.explanations[r] for r in rules if r in study.explanations]
+    found = [e for e in found if e.verdict != "unknown"]
+    if not found:
+        return ""
+    said = [SHORT[e.rule].format(zc=name(ZERO_COPY), one=name(ONE_COPY),
+                                 verdict=("a hypothesis: " if e.hypothesis else "") + VERDICT_WORDS.get(e.verdict, e.verdict))
+            for e in found]
+    return f"{said[0][0].upper() + said[0][1:]}" + "".join(f"; {x}" for x in said[1:]) + f": see \"{section}\"."
