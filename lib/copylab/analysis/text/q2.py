@@ -75,8 +75,16 @@ def _where_placed(study: Study) -> str:
 def _where(c: CacheLevels, key: str, size: int) -> str:
     """'L2/2: 512 KiB, in L2' (the bytes cycled at this size and the level they fit in)."""
     used, level = c.used.get((key, size)), c.residency.get((key, size))
-    lives = "beyond the LLC" if level == cachelevels.BEYOND else (f"in {level}" if level else "level unknown")
+    lives = "beyond the LLC" if level == cachelevels.BEYOND else (f"in {_level_words(c, level)}" if level
+                                                                  else "level unknown")
     return f"{key} ({fmt_size(used)}, {lives})"
+
+
+def _level_words(c: CacheLevels, level: str | None) -> str:
+    """'L2'; the last level as 'the LLC (L3)'."""
+    if level == cachelevels.last_level(c.caches):
+        return f"the LLC ({level})"
+    return level or "an unknown level"
 
 
 def _crossed(c: CacheLevels, lower: str, upper: str, size: int) -> bool:
@@ -87,7 +95,7 @@ def _step_name(c: CacheLevels, lower: str, upper: str, size: int) -> str:
     a, b = c.residency.get((lower, size)), c.residency.get((upper, size))
     if a == b:
         return f"{lower} → {upper} (both {('beyond the LLC' if a == cachelevels.BEYOND else f'in {a}')}: no level crossed)"
-    return f"{lower} → {upper} (out of {a})"
+    return f"{lower} → {upper} (out of {_level_words(c, a)})"
 
 
 def _step_table(study: Study, size: int) -> pd.DataFrame:
@@ -170,13 +178,20 @@ def placed_answer(study: Study) -> dict:
                 parts.append(f"{name(impl)}: no step is decided to raise its sender CPU per byte")
                 costly[impl] = None
                 continue
-            level = c.residency.get((step.lower, size))
+            level = _level_words(c, c.residency.get((step.lower, size)))
             falls = [s for s in c.step(impl, size, THROUGHPUT) if (s.lower, s.upper) == (step.lower, step.upper)]
             tp_text = (f", throughput {ratio_text(falls[0].decision, inner=True)} {falls[0].decision.decision}"
                        if falls else "")
-            parts.append(f"{name(impl)}: leaving {level} costs most ({step.lower} → {step.upper}: sender CPU per byte "
-                         f"{ratio_text(step.decision, inner=True)}{tp_text})")
-            costly[impl] = {"from": step.lower, "to": step.upper, "leaving": level, **step.decision.to_dict(),
+            numbers = (f"{step.lower} → {step.upper}: sender CPU per byte {ratio_text(step.decision, inner=True)}"
+                       f"{tp_text}")
+            if _crossed(c, step.lower, step.upper, size):
+                parts.append(f"{name(impl)}: leaving {level} costs most ({numbers})")
+            else:  # the largest rise is within one level: not a level's residency, and the text says so
+                parts.append(f"{name(impl)}: the largest rise crosses no cache level ({numbers}; both working sets "
+                             f"fit {level}), so it is not a level's residency: more pages, the TLB or the "
+                             "prefetcher are candidates this sweep cannot tell apart")
+            level = c.residency.get((step.lower, size)) if _crossed(c, step.lower, step.upper, size) else None
+            costly[impl] = {"from": step.lower, "to": step.upper, "leaving": level, "crosses_a_level": level is not None, **step.decision.to_dict(),
                             "p_holm": fam.p_holm(step.decision), "stands": True,
                             "throughput_rise_step": None if tp is None else {"from": tp.lower, "to": tp.upper}}
         extra_text, extra = _extra_copy_text(study, size)
