@@ -180,7 +180,10 @@ def test_the_figure_marks_the_cache_sizes_on_a_log_axis(tmp_path):
     fig = figures.cost_vs_working_set(study_of(tmp_path))
     assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
     assert {a.text for a in fig.layout.annotations} >= {"L1d", "L2", "L3"}
-    assert {t.name for t in fig.data} >= {"A1 two-copy (send)"} or len(fig.data) == 6
+    assert len(fig.data) == 6 and all(t.hovertemplate for t in fig.data)  # 3 paths x 2 sizes
+    assert fig.layout.title.subtitle.text  # the system configuration, as every figure states it
+    assert {a.text for a in fig.layout.annotations} >= {
+        "working set cycled through per connection (bytes, log scale)"}
 
 
 def test_one_working_set_points_q2_to_the_cache_grid(tmp_path):

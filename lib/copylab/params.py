@@ -377,7 +377,7 @@ class Grid:
                     need = point_memory(impl, size, threads, ws, spec.ring_memory)
                     if need > best[0]:
                         where = f"{impl}, {threads} threads x {size} B messages" + (
-                            f", working set {level} = {ws} B" if self.varies_working_set else "")
+                            f", working set {level or ws} = {ws} B" if self.varies_working_set or level else "")
                         best = (need, where)
         return best
 

@@ -28,7 +28,8 @@ ALL_FIGURES = (
 )
 
 # the figures that show the Study's comparisons take the Study (analysis.study), not (df, meta)
-STUDY_FIGURES = (("ratio-to-baseline", ratio_to_baseline), ("cost-vs-working-set", cost_vs_working_set))
+STUDY_FIGURES = (("ratio-to-baseline", ratio_to_baseline),)
+# drawn only for a sweep across working sets (params/cache.yaml), in Q2's cell: cost_vs_working_set
 
 __all__ = ["IMPL_COLORS", "FigureNote", "setup_rendering", "icicle", "ALL_FIGURES", "STUDY_FIGURES", "ratio_to_baseline",
            "cost_vs_working_set", *(name.replace("-", "_") for name, _ in ALL_FIGURES)]

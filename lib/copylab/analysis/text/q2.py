@@ -133,7 +133,9 @@ def _extra_copy_text(study: Study, size: int) -> tuple[str, dict]:
     mean = means.set_index(["impl", "working_set"])[SENDER_CPU]
     extra = {k: mean.get((BASE, k), float("nan")) - mean.get((ONE_COPY, k), float("nan")) for k in c.keys}
     last = next((k for k in reversed(c.keys) if extra.get(k) == extra.get(k)), None)
-    per = "; ".join(f"{k} {ratio_text(d, inner=True)} {d.decision}" for k, d in found["per_key"].items())
+    per = "; ".join(f"{k} {ratio_text(d, inner=True)} {d.decision}"
+                    + (" †" if d.decision != Outcome.UNDECIDED and not fam.stands(d) else "")
+                    for k, d in found["per_key"].items())
     text = (f"{name(BASE)}'s sender CPU per byte over {name(ONE_COPY)}'s (what its extra copy costs): {per}.")
     detail = {"per_working_set": {k: {**d.to_dict(), "p_holm": fam.p_holm(d), "stands": fam.stands(d)}
                                   for k, d in found["per_key"].items()},
@@ -146,14 +148,38 @@ def _extra_copy_text(study: Study, size: int) -> tuple[str, dict]:
                                 "stands": fam.stands(d), "share_of_extra_at_largest": share})
         if d.decision == Outcome.WIN and fam.stands(d) and _crossed(c, s.lower, s.upper, size):
             appears.append(f"{fmt_pct(100 * share)} of it (the extra {fmt_num(extra[last])} ns/B at {last}, "
-                           f"means) appears only once the source leaves {c.residency[(s.lower, size)]} "
+                           f"means) appears only once the source leaves {_level_words(c, c.residency[(s.lower, size)])} "
                            f"({s.lower} → {s.upper}: the ratio grows {ratio_text(d, inner=True)})")
-    if appears:
+    costs_more = [k for k, d in found["per_key"].items() if d.decision == Outcome.WIN and fam.stands(d)]
+    if not costs_more:
+        some = any(d.decision == Outcome.WIN for d in found["per_key"].values())
+        text += (f" {name(BASE)} is not decided to spend more sender CPU per byte than {name(ONE_COPY)} at any "
+                 "working set here" + (f" once the correction over the family {FAMILY} is applied (the wins above "
+                                       "do not survive it)" if some else "")
+                 + ", so no share of its extra copy's cost can be placed at a level from this sweep.")
+    elif appears:
         text += " Of that extra cost, " + "; ".join(appears) + "."
     else:
-        text += (" No step of the working set is decided to raise that ratio after the correction: the extra "
-                 "copy costs about as much whichever level its source sits in, as far as this sweep can tell.")
+        text += (" No step of the working set is decided to raise that ratio after the correction (the steps are "
+                 "undecided or equivalent), so this sweep cannot place any of the extra copy's cost at the moment "
+                 "its source leaves a level.")
     return text, detail
+
+
+def _against_expectation(study: Study, size: int) -> str:
+    """Steps whose decided, standing claim is that a larger working set made a path cheaper or faster:
+    moving the source further from the core cannot do that, so the host, not the caches, moved them."""
+    c, fam = study.cache, study.family(FAMILY)
+    odd = [s for s in c.steps if s.size == size and fam.stands(s.decision) and (
+        (s.metric == THROUGHPUT and s.decision.decision == Outcome.WIN)
+        or (s.metric == SENDER_CPU and s.decision.decision == Outcome.LOSS))]
+    if not odd:
+        return ""
+    listed = "; ".join(f"{name(s.impl)} {METRIC_WORDS[s.metric]} {s.lower} → {s.upper} "
+                       f"{ratio_text(s.decision, inner=True)}" for s in odd)
+    return (f" Against expectation: {listed}. A working set further from the core cannot make sending cheaper or "
+            "faster, so these steps say how much the host moved between the blocks (other programs' load, the "
+            "passes' drift: \"How this run went\"), and the steps beside them are no firmer than these.")
 
 
 def placed_answer(study: Study) -> dict:
@@ -175,7 +201,7 @@ def placed_answer(study: Study) -> dict:
             step = costliest(study, impl, size)
             tp = costliest(study, impl, size, THROUGHPUT)
             if step is None:
-                parts.append(f"{name(impl)}: no step is decided to raise its sender CPU per byte")
+                parts.append(f"{name(impl)}: no step is decided to raise its sender CPU per byte (after the correction)")
                 costly[impl] = None
                 continue
             level = _level_words(c, c.residency.get((step.lower, size)))
@@ -195,7 +221,8 @@ def placed_answer(study: Study) -> dict:
                             "p_holm": fam.p_holm(step.decision), "stands": True,
                             "throughput_rise_step": None if tp is None else {"from": tp.lower, "to": tp.upper}}
         extra_text, extra = _extra_copy_text(study, size)
-        lines.append(f"**{fmt_size(size)}.** " + "; ".join(parts) + ". " + extra_text)
+        lines.append(f"**{fmt_size(size)}.** " + "; ".join(parts) + "." + _against_expectation(study, size)
+                     + " " + extra_text)
         per_size[str(size)] = {"costliest_step": costly, "extra_copy": extra,
                                "working_sets": {k: {"bytes": c.used.get((k, size)),
                                                     "resides": c.residency.get((k, size))} for k in c.keys}}
