@@ -21,6 +21,7 @@
 #define RING_MESSAGES_MIN 4            /* distinct messages at least (A3 needs some in flight) */
 #define RING_MEMORY_MAX 8388608        /* bytes per connection, counting whole pages per field */
 #define RING_BUDGET 268435456          /* bytes for all connections' rings together: 256 MiB */
+#define RING_MEMORY_LIMIT 17179869184  /* bytes: the most --ring-memory may raise the bound per connection to */
 #define RECV_BULK_BYTES 262144         /* bytes per recv() with --receive bulk */
 #define STEADY_INTERVALS 4             /* intervals the steady-state test looks at */
 #define STEADY_TOLERANCE 0.10          /* their rates within this share of their mean: steady */

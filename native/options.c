@@ -14,7 +14,7 @@
 #include "registry.h"
 
 enum opt_kind { OPT_ADDR, OPT_PORT, OPT_PORT_OR_ZERO, OPT_MSG_SIZE, OPT_MODE, OPT_RECEIVE, OPT_THREADS, OPT_DURATION,
-		OPT_SECONDS_OR_ZERO, OPT_INTERVAL, OPT_BYTES, OPT_CONGESTION, OPT_PATH, OPT_SWITCH };
+		OPT_SECONDS_OR_ZERO, OPT_INTERVAL, OPT_BYTES, OPT_RING_MEMORY, OPT_CONGESTION, OPT_PATH, OPT_SWITCH };
 
 struct opt_spec {
 	const char *name;
@@ -154,6 +154,12 @@ static void take_value(const char *prog, struct opt_spec *s, const char *value)
 			fail(prog, "%s: must be a number of bytes from 1 to %u, got '%s'", s->name, WORKING_SET_MAX, value);
 		*(size_t *)s->dst = (size_t)u;
 		break;
+	case OPT_RING_MEMORY:
+		if (parse_uint(value, RING_MEMORY_MAX, RING_MEMORY_LIMIT, &u) < 0)
+			fail(prog, "%s: must be a number of bytes from %llu to %llu, got '%s'", s->name,
+			     (unsigned long long)RING_MEMORY_MAX, (unsigned long long)RING_MEMORY_LIMIT, value);
+		*(size_t *)s->dst = (size_t)u;
+		break;
 	case OPT_CONGESTION:
 		if (!congestion_name_ok(value))
 			fail(prog, "%s: must be the name of a TCP congestion control (letters, digits, '_' or '-', "
@@ -183,7 +189,7 @@ static void usage_line(FILE *f, const char *prog, const struct opt_spec *specs, 
 		case OPT_RECEIVE: meta = receive_names(); break;
 		case OPT_THREADS: meta = " N"; break;
 		case OPT_DURATION: case OPT_SECONDS_OR_ZERO: case OPT_INTERVAL: meta = " SECONDS"; break;
-		case OPT_BYTES: meta = " BYTES"; break;
+		case OPT_BYTES: case OPT_RING_MEMORY: meta = " BYTES"; break;
 		case OPT_CONGESTION: meta = " NAME"; break;
 		case OPT_PATH: meta = " FILE"; break;
 		case OPT_SWITCH: break;
@@ -244,6 +250,7 @@ void parse_server_options(int argc, char **argv, const char *prog, struct server
 		{"--msg-size", OPT_MSG_SIZE, &o->msg_size, 1, 0},
 		{"--mode", OPT_MODE, &o->mode, 1, 0},
 		{"--working-set", OPT_BYTES, &o->working_set, 0, 0},
+		{"--ring-memory", OPT_RING_MEMORY, &o->ring_memory, 0, 0},
 		{"--congestion", OPT_CONGESTION, &o->congestion, 0, 0},
 		{"--max-connections", OPT_THREADS, &o->max_connections, 0, 0},
 		{"--json", OPT_SWITCH, &o->json, 0, 0},

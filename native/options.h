@@ -20,6 +20,7 @@ struct server_options {
 	size_t msg_size;
 	int mode;      /* enum mode */
 	size_t working_set; /* bytes of distinct messages each connection cycles through */
+	size_t ring_memory; /* the bound on one connection's ring; 0: RING_MEMORY_MAX (ring.h) */
 	const char *congestion; /* TCP congestion control of every connection; NULL: the host's */
 	unsigned max_connections; /* served at once; 0: derived (server_common.c, connection_cap) */
 	int json;

@@ -10,6 +10,22 @@
 
 /* Bytes of RING_BUDGET reserved by live rings (may exceed it: the minimum is always granted). */
 static atomic_size_t budget_used;
+/* the bounds in force: limits.h's, or raised by ring_set_memory() */
+static size_t memory_max = RING_MEMORY_MAX;
+static size_t budget = RING_BUDGET;
+
+void ring_set_memory(size_t per_connection)
+{
+	if (per_connection <= RING_MEMORY_MAX)
+		return;
+	memory_max = per_connection;
+	budget = per_connection / RING_MEMORY_MAX * RING_BUDGET; /* as many connections' worth */
+}
+
+size_t ring_budget(void)
+{
+	return budget;
+}
 
 static size_t page_size(void)
 {
@@ -43,7 +59,7 @@ static size_t slot_cost(size_t msg_size, size_t page)
 unsigned ring_messages(size_t msg_size, size_t working_set)
 {
 	size_t want = (working_set + msg_size - 1) / msg_size;
-	size_t fit = RING_MEMORY_MAX / paged_message(msg_size, page_size());
+	size_t fit = memory_max / paged_message(msg_size, page_size());
 	size_t n = want < fit ? want : fit;
 
 	return n < RING_MESSAGES_MIN ? RING_MESSAGES_MIN : (unsigned)n;
@@ -62,7 +78,7 @@ static unsigned budget_reserve(unsigned want, size_t cost)
 	unsigned n;
 
 	do {
-		size_t left = used < RING_BUDGET ? RING_BUDGET - used : 0;
+		size_t left = used < budget ? budget - used : 0;
 		size_t fit = left / cost;
 		n = fit < want ? (unsigned)fit : want;
 		if (n < RING_MESSAGES_MIN)

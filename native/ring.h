@@ -11,7 +11,11 @@
  * left of the budget, else as many messages as fit, and never fewer than RING_MESSAGES_MIN, even
  * past the budget (a client that was accepted is served; a small ring only lowers that
  * connection's working set). A ring keeps its size for the life of the connection. With one or a
- * few connections nothing is cut: a whole ring fits. */
+ * few connections nothing is cut: a whole ring fits.
+ *
+ * --ring-memory raises the bound per connection (a working set placed beyond the last-level cache
+ * must be held exactly, not cut to 8 MiB: params.py, cachelevels.py) and the process budget with it
+ * (the same number of connections' worth); the caller has checked the host can give it. */
 #ifndef COPYLAB_RING_H
 #define COPYLAB_RING_H
 
@@ -37,6 +41,11 @@ struct ring {
 	size_t reserved; /* bytes of RING_BUDGET this ring holds, returned by ring_free() */
 };
 
+/* Raise the bound per connection to per_connection bytes (at least RING_MEMORY_MAX) and the
+ * process budget in proportion; called once, before any ring exists. */
+void ring_set_memory(size_t per_connection);
+/* The process budget for all rings in force. */
+size_t ring_budget(void);
 /* How many distinct messages a connection wants for working_set bytes of msg_size-byte messages,
  * before the process budget: at least RING_MESSAGES_MIN, within RING_MEMORY_MAX. */
 unsigned ring_messages(size_t msg_size, size_t working_set);

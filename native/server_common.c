@@ -350,7 +350,7 @@ static void start_conn(int fd, const struct sockaddr *peer)
 
 /* The most connections served at once (docs/reliability.md, "Connection cap"). A client opens one
  * per thread, at most THREADS_MAX, so more are not one run of ours. And every connection holds at
- * least its minimum ring (granted even past RING_BUDGET, ring.h) and, for A1, a serialised copy of
+ * least its minimum ring (granted even past the rings' budget, ring.h) and, for A1, a serialised copy of
  * one message: no more connections than the host's memory can give that, beyond the budget.
  * --max-connections may only lower it. */
 static unsigned connection_cap(void)
@@ -358,7 +358,9 @@ static unsigned connection_cap(void)
 	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
 	uint64_t memory = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
 	uint64_t each = ring_min_bytes(opts.msg_size) + opts.msg_size;
-	uint64_t fit = memory > RING_BUDGET ? (memory - RING_BUDGET) / each : 1;
+	/* a budget raised by --ring-memory past half the memory is the caller's, checked against the host */
+	uint64_t reserved = ring_budget() < memory / 2 ? ring_budget() : memory / 2;
+	uint64_t fit = memory > reserved ? (memory - reserved) / each : 1;
 	unsigned n = fit < THREADS_MAX ? (unsigned)(fit ? fit : 1) : THREADS_MAX;
 
 	return opts.max_connections && opts.max_connections < n ? opts.max_connections : n;
@@ -411,6 +413,7 @@ static void report(int64_t wall_ns)
 	out_str(&o, "mode", mode_name(opts.mode));
 	out_u64(&o, "msg_size", opts.msg_size);
 	out_u64(&o, "working_set", opts.working_set);
+	out_u64(&o, "ring_memory", opts.ring_memory ? opts.ring_memory : RING_MEMORY_MAX);
 	out_str(&o, "congestion_asked", opts.congestion ? opts.congestion : "host");
 	out_str(&o, "congestion", congestion_used[0] ? congestion_used : "?");
 	out_u64(&o, "ring_messages", ring_min);
@@ -450,6 +453,7 @@ int server_main(int argc, char **argv, const struct send_strategy *s)
 		return 1;
 	}
 	parse_server_options(argc, argv, prog, &opts);
+	ring_set_memory(opts.ring_memory);
 
 	signal(SIGPIPE, SIG_IGN); /* a vanished client must end its connection, not the server */
 	/* blocked before any thread exists, so SIGINT/SIGTERM only ever arrive through the signalfd */

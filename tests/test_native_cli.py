@@ -51,6 +51,9 @@ BAD = [
     ("a2_server", SERVER_OK + ["--json=yes"], "--json"),
     ("a3_server", SERVER_OK + ["--max-connections", "0"], "--max-connections"),
     ("a1_server", SERVER_OK + ["--max-connections", "1025"], "--max-connections"),  # above THREADS_MAX
+    # below the default bound (it only raises it), above RING_MEMORY_LIMIT
+    ("a1_server", SERVER_OK + ["--ring-memory", "4096"], "--ring-memory"),
+    ("a3_server", SERVER_OK + ["--ring-memory", "17179869185"], "--ring-memory"),
     ("client", with_flag(CLIENT_OK, "--threads", "0"), "--threads"),
     ("client", with_flag(CLIENT_OK, "--threads", "1025"), "--threads"),
     ("client", with_flag(CLIENT_OK, "--threads", "2.5"), "--threads"),

@@ -195,7 +195,7 @@ def test_changing_one_run_changes_every_consumer_together(tmp_path):
 
 DECIDING = {"cell_diffs", "decide_cells", "decide_diff", "point_diff", "pool", "compare_values", "log_values",
             "point_stats", "q6_tests", "thread_decisions"}
-BUILDER = {"analysis/study.py", "analysis/decisions.py", "analysis/patterns.py"}
+BUILDER = {"analysis/study.py", "analysis/decisions.py", "analysis/patterns.py", "analysis/levels.py"}
 # the budget plans extra passes from a sweep still running: it decides nothing the report shows
 PLANNER = {"sweep/budget.py"}
 

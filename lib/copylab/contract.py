@@ -138,6 +138,8 @@ EXTRA = (
                                   "ring_messages x msg_size (the working set asked for, rounded up to whole "
                                   "messages, at least 4, within the ring's memory bounds: native/ring.h)"),
     _numeric("ring_messages", "distinct messages the sender's connections cycled through (the fewest of any)"),
+    _text("working_set_level", "the cache level the working set was placed by (L1d/2, L2/2, LLC/2, LLC*4: "
+                               "cachelevels.py, resolved from the host's caches), empty when given in bytes"),
     _numeric("steady_max_s", "how much later than warmup_s a steady state was awaited (0: fixed warm-up)"),
     _text("warmup_end", "what ended the warm-up: fixed, steady (the rates settled), bound (steady_max_s "
                         "reached), timer or peer (the peer's own)"),

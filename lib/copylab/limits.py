@@ -82,9 +82,9 @@ def check_memory(peak: int, what: str, allow_large: bool) -> None:
 
 
 def check_point(impl: str, msg_size: int, threads: int, what: str, allow_large: bool = False,
-                working_set: int | None = None) -> None:
+                working_set: int | None = None, ring_memory: int = 0) -> None:
     """Everything above for one point on this host."""
-    memory = point_memory(impl, msg_size, threads, *([working_set] if working_set else []))
+    memory = point_memory(impl, msg_size, threads, *([working_set, ring_memory] if working_set else []))
     check_open_files(threads, what)
     check_address_space(memory, threads, what)
     check_memory(memory, what, allow_large)
@@ -93,8 +93,6 @@ def check_point(impl: str, msg_size: int, threads: int, what: str, allow_large: 
 def check_grid(grid, what: str) -> None:
     """A grid's largest point against the process limits (host memory: estimate.check)."""
     threads = max(list(grid.threads) + (list(grid.peers.threads) if grid.peers else []))
-    size = max(grid.msg_sizes)
-    ring = [grid.working_set] if getattr(grid, "working_set", None) else []
-    memory = max(point_memory(impl, size, max(grid.threads), *ring) for impl in grid.impls)
+    memory, _ = grid.peak_memory()
     check_open_files(threads, what)
     check_address_space(memory, max(grid.threads), what)

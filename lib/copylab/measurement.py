@@ -446,7 +446,8 @@ def empty_row(spec, topology: str) -> dict:
                pin_server=spec.pin_server or "", pin_client=spec.pin_client or "", warmup_s=spec.warmup_s,
                receive=spec.receive, verified="", congestion=spec.congestion, srv_congestion="",
                cli_congestion="", steady_max_s=spec.steady_max_s, rps=bool(spec.rps),
-               working_set_bytes=spec.working_set if spec.impl in contract.IMPLS else math.nan, warmup_end="",
+               working_set_bytes=spec.working_set if spec.impl in contract.IMPLS else math.nan,
+               working_set_level=spec.working_set_level if spec.impl in contract.IMPLS else "", warmup_end="",
                bimodal="", receive_note="", cycles_source="", counters_note="", window_source="", profile_mode="", profile_event="",
                profile_note="", cpus_apart="", placement_note="", status="failed", error="", error_kind="")
     return row

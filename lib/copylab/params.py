@@ -15,10 +15,11 @@ from typing import Annotated, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from . import contract, userfiles, yamlsafe
+from . import cachelevels, contract, userfiles, yamlsafe
 from .errors import CopylabError
 from .hosts import SshSettings, is_destination
 from .paths import PROJECT_ROOT
+from .memory import point_memory
 from .point import POINT_DEFAULTS, PointSpec
 
 _NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
@@ -75,8 +76,9 @@ class GridSchema(BaseModel):
     threads: Annotated[list[Threads], Field(min_length=1)]
     receive: Annotated[list[Literal[contract.RECEIVE_STRATEGIES]], Field(min_length=1)] = [POINT_DEFAULTS["receive"]]  # type: ignore[valid-type]
     congestion: Annotated[list[str], Field(min_length=1)] = [POINT_DEFAULTS["congestion"]]
-    working_set: Annotated[int, Field(ge=contract.WORKING_SET_RANGE[0], le=contract.WORKING_SET_RANGE[1])] = \
-        POINT_DEFAULTS["working_set"]
+    # bytes, a cache level of this host (cachelevels.py: L1d/2, L2/2, LLC/2, LLC*4), or a list of them:
+    # each is a level of the grid (the sweep's working-set axis)
+    working_set: Union[int, str, Annotated[list[Union[int, str]], Field(min_length=1)]] = POINT_DEFAULTS["working_set"]
     steady_max_s: _seconds(contract.STEADY_MAX_RANGE) = POINT_DEFAULTS["steady_max_s"]
     rps: bool = POINT_DEFAULTS["rps"]
     placement: bool = True  # runs taken while the two pinned CPUs are near (placement.py)
@@ -124,10 +126,30 @@ class GridSchema(BaseModel):
             return [_whole(v) for v in value]
         return value
 
-    @field_validator("repetitions", "seed", "working_set", mode="before")
+    @field_validator("repetitions", "seed", mode="before")
     @classmethod
     def _whole_number(cls, value):
         return _whole(value)
+
+    @field_validator("working_set", mode="before")
+    @classmethod
+    def _working_sets(cls, value):
+        """Each entry a number of bytes in range or a cache level's name (resolved in parse_grid)."""
+        many = isinstance(value, list)
+        items = [_whole(v) for v in value] if many else [_whole(value)]
+        for k, item in enumerate(items):
+            where = f"entry {k + 1}: " if many else ""
+            if isinstance(item, bool) or not isinstance(item, (int, str)):
+                raise ValueError(f"{where}must be a number of bytes or a cache level such as L2/2 or LLC*4")
+            low, high = contract.WORKING_SET_RANGE
+            if isinstance(item, int) and not low <= item <= high:
+                raise ValueError(f"{where}must be a number of bytes from {low} to {high}")
+            if isinstance(item, str) and not cachelevels.is_level_name(item):
+                raise ValueError(f"{where}{item!r} is neither a number of bytes nor a cache level such as L1d/2, "
+                                 "L2/2, LLC/2 or LLC*4")
+        if len(set(map(str, items))) < len(items):
+            raise ValueError("an entry is listed twice")
+        return items if many else items[0]
 
     @field_validator("impls", "modes", "msg_sizes", "threads", "receive", "congestion")
     @classmethod
@@ -227,7 +249,8 @@ class Grid:
     threads: tuple[int, ...]
     receive: tuple[str, ...] = (POINT_DEFAULTS["receive"],)
     congestion: tuple[str, ...] = (POINT_DEFAULTS["congestion"],)
-    working_set: int = POINT_DEFAULTS["working_set"]
+    working_set: tuple[int, ...] = (POINT_DEFAULTS["working_set"],)  # bytes, one per level of the axis
+    working_set_levels: tuple[str, ...] = ("",)  # the cache level each was placed by ("" : given in bytes)
     steady_max_s: float = POINT_DEFAULTS["steady_max_s"]
     rps: bool = POINT_DEFAULTS["rps"]
     placement: bool = True
@@ -264,7 +287,7 @@ class Grid:
         return SshSettings(self.server_host, self.client_host, self.server_addr, self.client_addr, self.ssh_config)
 
     def points(self, topology: str) -> list[PointSpec]:
-        """Every (impl, mode, size, threads, receive, congestion, rep), repetition by repetition,
+        """Every (impl, mode, size, threads, receive, congestion, working set, rep), repetition by repetition,
         then the profiled runs. With shuffle each repetition is a freshly shuffled full pass, in
         blocks (shuffled_blocks): the implementations of one (mode, size, threads, receive,
         congestion) cell one after another in random order, the cells in random order. A slow drift
@@ -290,9 +313,10 @@ class Grid:
 
     def pass_points(self, rep: int, topology: str, keep=None) -> list[PointSpec]:
         """One pass over the study's grid (unshuffled); keep(spec) selects a part of it."""
-        specs = [self._spec(impl, mode, size, thr, receive, cc, rep, topology)
+        specs = [self._spec(impl, mode, size, thr, receive, cc, rep, topology, ws)
                  for impl in self.impls for mode in self.modes for size in self.msg_sizes
-                 for thr in self.threads for receive in self.receive for cc in self.congestion]
+                 for thr in self.threads for receive in self.receive for cc in self.congestion
+                 for ws in range(len(self.working_set))]
         return [s for s in specs if keep is None or keep(s)]
 
     def profile_points(self, topology: str) -> list[PointSpec]:
@@ -312,11 +336,12 @@ class Grid:
     def duration_of(self, mode: str) -> float:
         return self.latency_duration_s if mode == "latency" and self.latency_duration_s else self.duration_s
 
-    def _spec(self, impl, mode, size, threads, receive, congestion, rep, topology) -> PointSpec:
+    def _spec(self, impl, mode, size, threads, receive, congestion, rep, topology, ws: int = 0) -> PointSpec:
+        """ws: which of the grid's working sets (a peer point takes the first: it has no ring)."""
         return PointSpec(impl=impl, mode=mode, msg_size=size, threads=threads, rep=rep, duration_s=self.duration_of(mode),
                          warmup_s=self.warmup_s, topology=topology, pin_server=self.pin_server,
                          pin_client=self.pin_client, verify=self.verify, receive=receive, congestion=congestion,
-                         working_set=self.working_set, rps=self.rps,
+                         working_set=self.working_set[ws], working_set_level=self.working_set_levels[ws], rps=self.rps,
                          # the steady-state test is for streams; round trips take a fixed warm-up
                          steady_max_s=self.steady_max_s if mode == "throughput" else 0.0)
 
@@ -328,12 +353,38 @@ class Grid:
             out["profile"] = self.profile.model_dump(exclude_none=True)
         if self.peers is not None:
             out["peers"] = self.peers.model_dump()
+        # one working set in bytes is written as before (a folder's fingerprint stays); levels by name too
+        out["working_set"] = self.working_set[0] if len(self.working_set) == 1 else list(self.working_set)
+        if any(self.working_set_levels):
+            out["working_set_levels"] = dict(zip(self.working_set_levels, self.working_set))
         return out
+
+    @property
+    def varies_working_set(self) -> bool:
+        return len(self.working_set) > 1
+
+    def peak_memory(self) -> tuple[int, str]:
+        """(bytes, which point) of the grid's largest point in memory: over every implementation, size and
+        working set at the most threads (a ring of small page-aligned messages may cost more than one of
+        large ones: memory.py), each with the --ring-memory its point will ask for."""
+        threads = max(self.threads)
+        best = (0, "")
+        for impl in self.impls:
+            for size in self.msg_sizes:
+                for ws, level in zip(self.working_set, self.working_set_levels):
+                    spec = self._spec(impl, self.modes[0], size, threads, self.receive[0], self.congestion[0], 0,
+                                      "netns", self.working_set.index(ws))
+                    need = point_memory(impl, size, threads, ws, spec.ring_memory)
+                    if need > best[0]:
+                        where = f"{impl}, {threads} threads x {size} B messages" + (
+                            f", working set {level or ws} = {ws} B" if self.varies_working_set or level else "")
+                        best = (need, where)
+        return best
 
 
 def block_key(spec: PointSpec) -> tuple:
     """The cell a run is compared within: everything but the implementation and the repetition."""
-    return (spec.mode, spec.msg_size, spec.threads, spec.receive, spec.congestion)
+    return (spec.mode, spec.msg_size, spec.threads, spec.receive, spec.congestion, spec.working_set)
 
 
 def shuffled_blocks(specs: list[PointSpec], rng: random.Random) -> list[PointSpec]:
@@ -368,8 +419,9 @@ def _first_error(exc: ValidationError, source: str) -> str:
     return f"{key}{where}: {message}, got {shown}"
 
 
-def parse_grid(data, source: str = "<params>") -> Grid:
-    """Validate a loaded YAML mapping; every problem is a CopylabError naming the key."""
+def parse_grid(data, source: str = "<params>", caches: dict[str, int] | None = None) -> Grid:
+    """Validate a loaded YAML mapping; every problem is a CopylabError naming the key. Working sets
+    named by cache level are resolved from caches ({"L1d": bytes, ...}; default: this host's)."""
     if not isinstance(data, dict):
         raise CopylabError(f"{source}: must be a YAML mapping of keys (name, impls, modes, msg_sizes, threads, ...)")
     bad_keys = [k for k in data if not isinstance(k, str)]
@@ -382,6 +434,7 @@ def parse_grid(data, source: str = "<params>") -> Grid:
     values = schema.model_dump()
     for key in ("impls", "modes", "msg_sizes", "threads", "receive", "congestion"):
         values[key] = tuple(values[key])
+    values["working_set"], values["working_set_levels"] = _resolve_working_sets(schema.working_set, caches)
     values["profile"] = schema.profile
     values["peers"] = schema.peers
     values["description"] = values["description"] or ""
@@ -390,6 +443,33 @@ def parse_grid(data, source: str = "<params>") -> Grid:
     if values.get("ssh_config"):
         values["ssh_config"] = _declaration_file(values["ssh_config"], source, "ssh_config")
     return Grid(**values, source=source)
+
+
+def _resolve_working_sets(asked, caches: dict[str, int] | None) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """(bytes, level names) of the grid's working sets, level names resolved from the host's caches."""
+    items = asked if isinstance(asked, list) else [asked]
+    if caches is None and any(isinstance(v, str) for v in items):
+        caches = cachelevels.host_cache_sizes()
+    sizes, names = [], []
+    for k, item in enumerate(items):
+        where = f"working_set (entry {k + 1})" if isinstance(asked, list) else "working_set"
+        if isinstance(item, int):
+            sizes.append(item)
+            names.append("")
+            continue
+        try:
+            size = cachelevels.resolve(item, caches or {})
+        except ValueError as exc:
+            raise CopylabError(f"{where}: {exc}") from None
+        if size > contract.WORKING_SET_RANGE[1]:
+            raise CopylabError(f"{where}: {item} is {size} bytes on this host, more than the "
+                               f"{contract.WORKING_SET_RANGE[1]} a working set may be")
+        sizes.append(size)
+        names.append(cachelevels.canonical(item))
+    if len(set(sizes)) < len(sizes):
+        raise CopylabError("working_set: two entries come to the same bytes on this host ("
+                           + ", ".join(f"{n} = {b}" if n else str(b) for n, b in zip(names, sizes)) + ")")
+    return tuple(sizes), tuple(names)
 
 
 def _declaration_file(text: str, source: str, key: str) -> str:

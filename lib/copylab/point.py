@@ -52,6 +52,9 @@ class PointSpec:
     profile: bool = False  # record call graphs over the window
     congestion: str = contract.CONGESTION_DEFAULT  # TCP congestion control of every connection, or "host"
     working_set: int = contract.WORKING_SET_DEFAULT  # bytes of distinct messages each sender connection cycles
+    # the cache level the working set was placed by (cachelevels.py: "L2/2"), "" when given in bytes;
+    # such a working set is held exactly: the ring may grow past the default bound (ring_memory)
+    working_set_level: str = ""
     steady_max_s: float = 0.0  # > 0: after warmup_s, open the window once the rates are steady, at most this later
     rps: bool = False  # netns, pinned: each side's receive softirq work on its own CPUs (RPS)
 
@@ -82,6 +85,14 @@ class PointSpec:
         if peer_mode and self.receive != "message":
             raise CopylabError(f"impl {self.impl}: reads one message per call; receive must be 'message'")
         return self
+
+    @property
+    def ring_memory(self) -> int:
+        """The servers' --ring-memory: what holds a cache-level working set exactly; 0 (their default
+        bound, 8 MiB per connection) for a working set given in bytes."""
+        from .memory import exact_ring_memory
+
+        return exact_ring_memory(self.msg_size, self.working_set) if self.working_set_level else 0
 
     def point_id(self) -> str:
         """A file-name-safe name that encodes every parameter of the point."""

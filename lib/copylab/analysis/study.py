@@ -30,7 +30,9 @@ from .decisions import (ALPHA, DEFAULT_MARGIN, Decision, Outcome, cell_diffs, de
 from .explain import Explanation, bound_side
 from .explain_copies import deferred_copy_site, removed_copy, why_at_size, zero_copy_cost
 from .explain_surprise import explain_surprise
+from .levels import CacheLevels, cache_levels, primary, varies
 from .patterns import q6_tests, robust_surprise, thread_decisions
+from ..contract import WORKING_SET_DEFAULT
 from ..fmt import fmt_size, plural
 from .roles import BASE, ONE_COPY, ZERO_COPY, name, native
 from .run_facts import run_facts
@@ -101,6 +103,7 @@ class Study:
     families: dict = field(default_factory=dict)      # name -> Family
     explanations: dict = field(default_factory=dict)  # rule name -> Explanation
     run: dict = field(default_factory=dict)           # how the run went (run_facts.py)
+    cache: CacheLevels | None = None                  # Q2/Q3 by working set (levels.py); None: one working set
 
     def compare(self, impl: str, base: str = BASE, metric: str = THROUGHPUT) -> dict:
         """{"by_size": {size: Decision}, "per_threads": {threads: {size: Decision}}} (empty when not measured)."""
@@ -146,7 +149,10 @@ def population(df: pd.DataFrame) -> pd.DataFrame:
 
 def study(df: pd.DataFrame, meta: dict, profiles: pd.DataFrame | None = None) -> Study:
     """Every comparison, finding and explanation of one sweep (see the module's docstring)."""
-    rows = population(df)
+    every_working_set = population(df)
+    # a sweep across working sets (params/cache.yaml): Part E's other answers use one of them, never
+    # an average over levels; the cache-level comparisons use them all
+    rows = primary(every_working_set, WORKING_SET_DEFAULT) if varies(every_working_set) else every_working_set
     if profiles is None:  # a results.csv of the second round carried the profile columns in its own rows
         profiles = df[df["srv_prof_samples"].notna()] if "srv_prof_samples" in df else df.iloc[0:0]
     apart = _apart(profiles)
@@ -161,6 +167,7 @@ def study(df: pd.DataFrame, meta: dict, profiles: pd.DataFrame | None = None) ->
     s.q6_cells, s.q6_regions = q6_tests(s.comparisons.get(a2, {}).get("per_threads", {}), s.diffs.get(a2, {}),
                                         tp_stats, s.margin)
     s.explanations = explanations(s)
+    s.cache = cache_levels(every_working_set, meta, s.margin)
     s.run = run_facts(df, meta, profiles)
     _families(s)
     s.q6_surprise = robust_surprise(s.q6_cells, s.q6_regions)
@@ -237,7 +244,8 @@ def explanations(s: Study) -> dict[str, Explanation]:
 
 
 # the families of claims: name -> what the report claims from them (analysis/text/methods.py words them)
-FAMILIES = ("summary", "q3", "q4", "q4_per_threads", "q5", "q5_per_threads", "q6", "other_paths", "cpu_sides")
+FAMILIES = ("summary", "q2", "q3", "q3_cache", "q4", "q4_per_threads", "q5", "q5_per_threads", "q6", "other_paths",
+            "cpu_sides")
 
 
 def _families(s: Study) -> None:
@@ -250,6 +258,9 @@ def _families(s: Study) -> None:
         fam[key].members += list(found["by_size"].values())
         fam[f"{key}_per_threads"].members += [d for by in found["per_threads"].values() for d in by.values()]
     fam["q3"].members += [d for by in s.threads[2].values() for d in by.values()]
+    if s.cache is not None:  # the cache-level study's claims (levels.py)
+        fam["q2"].members += s.cache.decisions("q2")
+        fam["q3_cache"].members += s.cache.decisions("q3_cache")
     fam["q6"].members += [t.decision for t in s.q6_cells + s.q6_regions]
     for impl in native(set(s.rows["impl"])):
         for base in (BASE, ONE_COPY):

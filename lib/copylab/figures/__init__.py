@@ -7,6 +7,7 @@ why, and how to get it): a blank chart would look like a result. Modules: style 
 figure shares), study (Part D), evidence (behind the answers), profiles (where the CPU goes).
 """
 
+from .cache import cost_vs_working_set
 from .evidence import ratio_to_baseline, receive_strategies, user_copy_per_message, zerocopy_completions
 from .profiles import cpu_breakdown, icicle
 from .style import IMPL_COLORS, FigureNote, setup_rendering
@@ -28,6 +29,7 @@ ALL_FIGURES = (
 
 # the figures that show the Study's comparisons take the Study (analysis.study), not (df, meta)
 STUDY_FIGURES = (("ratio-to-baseline", ratio_to_baseline),)
+# drawn only for a sweep across working sets (params/cache.yaml), in Q2's cell: cost_vs_working_set
 
 __all__ = ["IMPL_COLORS", "FigureNote", "setup_rendering", "icicle", "ALL_FIGURES", "STUDY_FIGURES", "ratio_to_baseline",
-           *(name.replace("-", "_") for name, _ in ALL_FIGURES)]
+           "cost_vs_working_set", *(name.replace("-", "_") for name, _ in ALL_FIGURES)]

@@ -36,6 +36,7 @@ class NativeRunner(Runner):
     def server_argv(self, spec, addr, port, workdir, build_dir=str(BUILD_DIR)) -> list[str]:
         return [f"{build_dir}/{server_binary(self.impl, self.sanitize).name}", "--bind", addr, "--port", str(port),
                 "--msg-size", str(spec.msg_size), "--mode", spec.mode, "--working-set", str(spec.working_set),
+                *(["--ring-memory", str(spec.ring_memory)] if spec.ring_memory else []),
                 *self._congestion(spec), "--json"]
 
     def client_argv(self, spec, addr, port: int | str, workdir, build_dir=str(BUILD_DIR)) -> list[str]:

@@ -11,7 +11,7 @@ from .. import registry
 from ..errors import CopylabError
 from ..fmt import fmt_num
 from ..contract import MAX_WALL_S, PEER_MODES, PER_POINT_OVERHEAD_S
-from ..memory import available_memory, point_memory
+from ..memory import available_memory
 from ..params import Grid
 
 PROFILE_S = 0.5               # perf record's start-up and perf script, per profiled point
@@ -69,7 +69,7 @@ def _matching(grid: Grid, values: dict) -> int:
 
 def estimate(grid: Grid) -> Estimate:
     variants = len(grid.receive) * len(grid.congestion)
-    per_mode = len(grid.impls) * len(grid.msg_sizes) * len(grid.threads) * variants
+    per_mode = len(grid.impls) * len(grid.msg_sizes) * len(grid.threads) * variants * len(grid.working_set)
     # a steady-state warm-up is at most steady_max_s longer; latency points wait for none
     seconds = {mode: grid.warmup_s + grid.duration_of(mode) + PER_POINT_OVERHEAD_S
                + (grid.steady_max_s if mode == "throughput" else 0.0) for mode in grid.modes}
@@ -77,7 +77,7 @@ def estimate(grid: Grid) -> Estimate:
     per_rep = per_mode * len(grid.modes)
     # the profiled runs are extra runs, one per selected point
     profiled = _matching(grid, {"impls": grid.impls, "modes": grid.modes, "msg_sizes": grid.msg_sizes,
-                                "threads": grid.threads}) * variants
+                                "threads": grid.threads}) * variants * len(grid.working_set)
     points = per_rep * grid.repetitions + profiled
     wall = per_mode * grid.repetitions * sum(seconds.values()) + profiled * (point_s + PROFILE_S)
     if grid.peers is not None:
@@ -90,11 +90,8 @@ def estimate(grid: Grid) -> Estimate:
     if grid.budget_min is not None and grid.repetitions >= 3:  # extra passes fill the budget
         budget = grid.budget_min * 60
         wall = max(wall, budget)
-    # memory grows with size and threads: the largest of each is the peak for every implementation
-    size, threads = max(grid.msg_sizes), max(grid.threads)
-    impl = max(grid.impls, key=lambda i: point_memory(i, size, threads, grid.working_set))
-    peak = point_memory(impl, size, threads, grid.working_set)
-    return Estimate(points, wall, peak, f"{impl}, {threads} threads x {size} B messages", base, budget)
+    peak, where = grid.peak_memory()
+    return Estimate(points, wall, peak, where, base, budget)
 
 
 def _peers(grid: Grid) -> tuple[int, float]:

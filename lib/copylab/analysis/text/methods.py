@@ -11,7 +11,11 @@ from ..study import Study
 FAMILY_WORDS = {
     "summary": "the summary for engineers: every send path against {base} at every size, for throughput, "
                "CPU per byte and round-trip latency",
+    "q2": "Q2 (a sweep across cache levels): each path's metrics from one working set to the next, and "
+          "{base}'s extra copy per working set and per step",
     "q3": "Q3: each path's throughput with the most against the fewest threads, per size",
+    "q3_cache": "Q3's aggregate working set: per-thread throughput where threads x working set leaves the "
+                "last-level cache, against where it stays inside",
     "q4": "Q4: {one} against {base} per size (the answer)",
     "q4_per_threads": "Q4's table per thread count",
     "q5": "Q5: {zero} against {base} per size (the answer)",

@@ -1,37 +1,250 @@
 """Q2. Which cache level shows the most reduction in misses and why?
 
-Misses per byte against the baseline per cache level (findings.q2_finding); the why is the design's,
-stated as what the profile supports (the Study's removed_copy explanation) or else as a hypothesis
-with the measurement that would decide it."""
+Two answers, each where the sweep can give it:
+- counted (a PMU): misses per byte against the baseline per cache level (findings.q2_finding); the why
+  is the design's, stated as what the profile supports (the Study's removed_copy explanation) or else
+  as a hypothesis with the measurement that would decide it;
+- placed (a sweep across working sets, params/cache.yaml; the Study's cache-level comparisons,
+  levels.py): per path and size, what each step of the source from one cache level to the next does
+  to sender CPU per byte and throughput, which level's residency costs each path most, and how much
+  of the two-copy path's extra copy appears only once its source leaves a level. By construction,
+  not by counting: the text says so, and what a PMU adds. With a PMU both stand side by side.
+A sweep of one working set (the default grid) says where the placed answer comes from."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from ...fmt import fmt_pct
+from ... import cachelevels
+from ...fmt import fmt_num, fmt_pct, fmt_size, plural
 from .. import findings as fnd
-from ..roles import BASE, name
+from ..decisions import Outcome
+from ..levels import MISSES, SENDER_CPU, THROUGHPUT, CacheLevels
+from ..roles import BASE, ONE_COPY, STUDY, name
 from ..stats import measured
 from ..study import Study
 from .tables import per_impl_table
-from .words import unanswerable
+from .words import decision_cell, ratio_text, unanswerable
 
 KEY = "q2_cache_level"
+FAMILY = "q2"
+CACHE_GRID = "params/cache.yaml"
+METRIC_WORDS = {SENDER_CPU: "sender CPU per byte", THROUGHPUT: "throughput",
+                MISSES["L1"]: "L1 misses per byte", MISSES["LLC"]: "LLC misses per byte"}
 
 
 def answer(study: Study) -> dict:
-    """The numbers with their text; "answer" is answers.json's q2_cache_level (the rest q2_cache_detail)."""
+    """The numbers with their text; "answer" is answers.json's q2_cache_level (the rest q2_cache_detail,
+    with the placed answer under "placed" when the sweep varies the working set)."""
     numbers, outcome = fnd.q2_finding(study.part_e, study.meta)
     if outcome == "no_reduction":
         numbers["reason"] = q2_no_reduction_reason(numbers)
-    return {**numbers, "text": q2_text(numbers, outcome, study.explanations.get("removed_copy"))}
+    counted = q2_text(numbers, outcome, study.explanations.get("removed_copy"))
+    if study.cache is None:
+        return {**numbers, "text": f"{counted}\n\n{_where_placed(study)}"}
+    placed = placed_answer(study)
+    text = placed["text"] + ("\n\n**Counted by the PMU, beside it.** " + counted
+                             if outcome not in ("unmeasured", "no_pairs") else "")
+    return {**numbers, "placed": placed, "text": text}
 
 
 def tables(study: Study) -> list[tuple[str, pd.DataFrame]]:
+    found = []
+    if study.cache is not None:
+        found += [(f"{fmt_size(size)} messages, {plural(study.cache.threads[0], 'thread')}: each step of the "
+                   "working set against the one before (ratio, 95% interval, decision)", _step_table(study, size))
+                  for size in study.cache.sizes]
     metrics = ["l1_misses_per_byte", "llc_misses_per_byte"]
-    if not any(measured(study.part_e, m) for m in metrics):
-        return []
-    return [("", per_impl_table(study.part_e, metrics))]
+    if any(measured(study.part_e, m) for m in metrics):
+        found.append(("", per_impl_table(study.part_e, metrics)))
+    return found
+
+
+def _where_placed(study: Study) -> str:
+    """The default grid's Q2: where the answer by construction lives."""
+    return (f"This sweep cycles every sender through one working set, so it cannot say which level's residency "
+            f"costs most. `copylab sweep {CACHE_GRID} --report` places each sender's working set at this host's "
+            "own cache sizes (half of L1d, half of L2, half of the LLC, four times the LLC) and answers Q2 by "
+            "construction, without a PMU.")
+
+
+# ------------------------------------------------------------------------------------------------
+# the placed answer (a sweep across working sets)
+
+
+def _where(c: CacheLevels, key: str, size: int) -> str:
+    """'L2/2: 512 KiB, in L2' (the bytes cycled at this size and the level they fit in)."""
+    used, level = c.used.get((key, size)), c.residency.get((key, size))
+    lives = "beyond the LLC" if level == cachelevels.BEYOND else (f"in {_level_words(c, level)}" if level
+                                                                  else "level unknown")
+    return f"{key} ({fmt_size(used)}, {lives})"
+
+
+def _level_words(c: CacheLevels, level: str | None) -> str:
+    """'L2'; the last level as 'the LLC (L3)'."""
+    if level == cachelevels.last_level(c.caches):
+        return f"the LLC ({level})"
+    return level or "an unknown level"
+
+
+def _crossed(c: CacheLevels, lower: str, upper: str, size: int) -> bool:
+    return c.residency.get((lower, size)) != c.residency.get((upper, size))
+
+
+def _step_name(c: CacheLevels, lower: str, upper: str, size: int) -> str:
+    a, b = c.residency.get((lower, size)), c.residency.get((upper, size))
+    if a == b:
+        return f"{lower} → {upper} (both {('beyond the LLC' if a == cachelevels.BEYOND else f'in {a}')}: no level crossed)"
+    return f"{lower} → {upper} (out of {_level_words(c, a)})"
+
+
+def _step_table(study: Study, size: int) -> pd.DataFrame:
+    c, fam = study.cache, study.family(FAMILY)
+    metrics = [SENDER_CPU, THROUGHPUT, *c.counted]
+    rows = []
+    for lower, upper in zip(c.keys, c.keys[1:]):
+        row = {"step": _step_name(c, lower, upper, size)}
+        for impl in STUDY:
+            for metric in metrics:
+                found = [s for s in c.step(impl, size, metric) if (s.lower, s.upper) == (lower, upper)]
+                cell = decision_cell(found[0].decision) if found else "n/a"
+                row[f"{name(impl)} {METRIC_WORDS[metric]}"] = cell + ("" if not found or fam.stands(found[0].decision)
+                                                                       or found[0].decision.decision == Outcome.UNDECIDED
+                                                                       else " †")
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def costliest(study: Study, impl: str, size: int, metric: str = SENDER_CPU):
+    """The step that raises the metric most among those decided to raise it whose claim stands after
+    the family's correction (None: no step is)."""
+    fam = study.family(FAMILY)
+    rising = [s for s in study.cache.step(impl, size, metric)
+              if s.decision.decision == Outcome.WIN and fam.stands(s.decision)]
+    return max(rising, key=lambda s: s.decision.ratio, default=None)
+
+
+def _extra_copy_text(study: Study, size: int) -> tuple[str, dict]:
+    c, fam = study.cache, study.family(FAMILY)
+    found = c.extra_copy.get(size)
+    if not found:
+        return "", {}
+    means = c.means[(c.means["msg_size"] == size) & (c.means["threads"] == c.threads[0])]
+    mean = means.set_index(["impl", "working_set"])[SENDER_CPU]
+    extra = {k: mean.get((BASE, k), float("nan")) - mean.get((ONE_COPY, k), float("nan")) for k in c.keys}
+    last = next((k for k in reversed(c.keys) if extra.get(k) == extra.get(k)), None)
+    per = "; ".join(f"{k} {ratio_text(d, inner=True)} {d.decision}"
+                    + (" †" if d.decision != Outcome.UNDECIDED and not fam.stands(d) else "")
+                    for k, d in found["per_key"].items())
+    text = (f"{name(BASE)}'s sender CPU per byte over {name(ONE_COPY)}'s (what its extra copy costs): {per}.")
+    detail = {"per_working_set": {k: {**d.to_dict(), "p_holm": fam.p_holm(d), "stands": fam.stands(d)}
+                                  for k, d in found["per_key"].items()},
+              "extra_ns_per_byte": extra, "steps": []}
+    appears = []
+    for s in found["steps"]:
+        d = s.decision
+        share = ((extra[s.upper] - extra[s.lower]) / extra[last]) if last and extra[last] > 0 else float("nan")
+        detail["steps"].append({"from": s.lower, "to": s.upper, **d.to_dict(), "p_holm": fam.p_holm(d),
+                                "stands": fam.stands(d), "share_of_extra_at_largest": share})
+        if d.decision == Outcome.WIN and fam.stands(d) and _crossed(c, s.lower, s.upper, size):
+            appears.append(f"{fmt_pct(100 * share)} of it (the extra {fmt_num(extra[last])} ns/B at {last}, "
+                           f"means) appears only once the source leaves {_level_words(c, c.residency[(s.lower, size)])} "
+                           f"({s.lower} → {s.upper}: the ratio grows {ratio_text(d, inner=True)})")
+    costs_more = [k for k, d in found["per_key"].items() if d.decision == Outcome.WIN and fam.stands(d)]
+    if not costs_more:
+        some = any(d.decision == Outcome.WIN for d in found["per_key"].values())
+        text += (f" {name(BASE)} is not decided to spend more sender CPU per byte than {name(ONE_COPY)} at any "
+                 "working set here" + (f" once the correction over the family {FAMILY} is applied (the wins above "
+                                       "do not survive it)" if some else "")
+                 + ", so no share of its extra copy's cost can be placed at a level from this sweep.")
+    elif appears:
+        text += " Of that extra cost, " + "; ".join(appears) + "."
+    else:
+        text += (" No step of the working set is decided to raise that ratio after the correction (the steps are "
+                 "undecided or equivalent), so this sweep cannot place any of the extra copy's cost at the moment "
+                 "its source leaves a level.")
+    return text, detail
+
+
+def _against_expectation(study: Study, size: int) -> str:
+    """Steps whose decided, standing claim is that a larger working set made a path cheaper or faster:
+    moving the source further from the core cannot do that, so the host, not the caches, moved them."""
+    c, fam = study.cache, study.family(FAMILY)
+    odd = [s for s in c.steps if s.size == size and fam.stands(s.decision) and (
+        (s.metric == THROUGHPUT and s.decision.decision == Outcome.WIN)
+        or (s.metric == SENDER_CPU and s.decision.decision == Outcome.LOSS))]
+    if not odd:
+        return ""
+    listed = "; ".join(f"{name(s.impl)} {METRIC_WORDS[s.metric]} {s.lower} → {s.upper} "
+                       f"{ratio_text(s.decision, inner=True)}" for s in odd)
+    return (f" Against expectation: {listed}. A working set further from the core cannot make sending cheaper or "
+            "faster, so these steps say how much the host moved between the blocks (other programs' load, the "
+            "passes' drift: \"How this run went\"), and the steps beside them are no firmer than these.")
+
+
+def placed_answer(study: Study) -> dict:
+    """Q2 by construction: per size, each path's costliest step and the extra copy's growth."""
+    c, fam = study.cache, study.family(FAMILY)
+    lo = c.threads[0]
+    where = "; ".join(f"{fmt_size(size)}: " + ", ".join(_where(c, k, size) for k in c.keys) for size in c.sizes)
+    intro = (f"**By construction, not by counting.** This sweep placed each sender's source data in a cache level "
+             f"by the size of the working set it cycles through (this host's caches: "
+             f"{', '.join(f'{lvl} {fmt_size(b)}' for lvl, b in c.caches.items()) or 'unknown'}). The working sets "
+             f"as cycled, per message size (at least 4 messages each, so a large message may not fit the smallest "
+             f"level): {where}. Each step below is one path at {plural(lo, 'thread')} against itself at the next "
+             "smaller working set (the tables give every step; † marks a decision that does not survive the "
+             f"correction over the family {FAMILY}).")
+    lines, per_size = [], {}
+    for size in c.sizes:
+        parts, costly = [], {}
+        for impl in STUDY:
+            step = costliest(study, impl, size)
+            tp = costliest(study, impl, size, THROUGHPUT)
+            if step is None:
+                parts.append(f"{name(impl)}: no step is decided to raise its sender CPU per byte (after the correction)")
+                costly[impl] = None
+                continue
+            level = _level_words(c, c.residency.get((step.lower, size)))
+            falls = [s for s in c.step(impl, size, THROUGHPUT) if (s.lower, s.upper) == (step.lower, step.upper)]
+            tp_text = (f", throughput {ratio_text(falls[0].decision, inner=True)} {falls[0].decision.decision}"
+                       if falls else "")
+            numbers = (f"{step.lower} → {step.upper}: sender CPU per byte {ratio_text(step.decision, inner=True)}"
+                       f"{tp_text}")
+            if _crossed(c, step.lower, step.upper, size):
+                parts.append(f"{name(impl)}: leaving {level} costs most ({numbers})")
+            else:  # the largest rise is within one level: not a level's residency, and the text says so
+                parts.append(f"{name(impl)}: the largest rise crosses no cache level ({numbers}; both working sets "
+                             f"fit {level}), so it is not a level's residency: more pages, the TLB or the "
+                             "prefetcher are candidates this sweep cannot tell apart")
+            level = c.residency.get((step.lower, size)) if _crossed(c, step.lower, step.upper, size) else None
+            costly[impl] = {"from": step.lower, "to": step.upper, "leaving": level, "crosses_a_level": level is not None, **step.decision.to_dict(),
+                            "p_holm": fam.p_holm(step.decision), "stands": True,
+                            "throughput_rise_step": None if tp is None else {"from": tp.lower, "to": tp.upper}}
+        extra_text, extra = _extra_copy_text(study, size)
+        lines.append(f"**{fmt_size(size)}.** " + "; ".join(parts) + "." + _against_expectation(study, size)
+                     + " " + extra_text)
+        per_size[str(size)] = {"costliest_step": costly, "extra_copy": extra,
+                               "working_sets": {k: {"bytes": c.used.get((k, size)),
+                                                    "resides": c.residency.get((k, size))} for k in c.keys}}
+    text = intro + "\n\n" + "\n\n".join(lines) + "\n\n" + _caveats(study)
+    return {"by_construction": True, "counted": list(c.counted), "threads": lo, "working_sets": c.keys,
+            "levels": c.levels, "caches": c.caches, "per_size": per_size, "text": text}
+
+
+def _caveats(study: Study) -> str:
+    """What the placed answer cannot say, and what counting would add."""
+    c = study.cache
+    said = ("What placing cannot show: that the source did miss where it was placed. The sender's own socket "
+            "buffers, the kernel's data structures and code share the same caches, so a working set of half a "
+            "level is not the level's alone; with page-aligned fields (the zero-copy path) a large working set of "
+            "small messages also spans many pages, so TLB misses grow with it and are part of each step's cost.")
+    if c.counted:
+        return said + (" This host's PMU counted L1 and LLC misses per byte on the same grid: the tables put them "
+                       "beside each step, and the counted answer follows.")
+    return said + (" No PMU here: this answers \"which level's residency costs most\" by construction, from the "
+                   "working set's size against the cache sizes, not by counting misses. A PMU (bare metal, or a VM "
+                   "with a virtual PMU) would count L1 and LLC misses per byte on this same grid, showing whether "
+                   "the misses jump where each step crosses a level, and which path's misses grow most.")
 
 
 WHY_CACHE_LEVEL = {

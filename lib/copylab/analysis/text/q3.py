@@ -76,7 +76,11 @@ def size_verdict(decided: dict) -> str:
 
 
 def answer(study: Study) -> dict:
-    return {**fnd.q3_finding(study.part_e, study.meta), **_answer(study)}
+    found = {**fnd.q3_finding(study.part_e, study.meta), **_answer(study)}
+    if study.cache is not None:  # a sweep across working sets: the aggregate against the shared LLC
+        found["aggregate_working_set"] = aggregate_working_set(study)
+        found["text"] += "\n\n" + found["aggregate_working_set"]["text"]
+    return found
 
 
 def _answer(study: Study) -> dict:
@@ -129,3 +133,68 @@ def _cache(misses: dict, lo: int, hi: int) -> str:
     return (f"Cache misses were not counted on this host (see Q2), so contention for the caches cannot be shown "
             f"here: with a PMU each line above would carry L1 and LLC misses per byte at {lo} and {hi} threads, "
             "and a size where throughput stops rising while misses per byte rise would show it.")
+
+
+# ------------------------------------------------------------------------------------------------
+# the aggregate working set against the shared last-level cache (a sweep across working sets)
+
+AGGREGATE_FAMILY = "q3_cache"
+
+
+def aggregate_working_set(study: Study) -> dict:
+    """Threads x working set against the shared LLC (the Study's levels.Aggregate decisions): per size
+    and path, whether per-thread throughput falls more where the aggregate leaves the LLC at the most
+    threads than where it stays inside at both thread counts."""
+    from ... import cachelevels
+
+    c, fam = study.cache, study.family(AGGREGATE_FAMILY)
+    lo, hi = c.threads
+    llc = cachelevels.last_level(c.caches)
+    if hi <= lo or llc is None:
+        reason = ("the sweep has one thread count" if hi <= lo else "this host's last-level cache size is unknown")
+        return {"reason": reason, "text": f"The aggregate working set against the LLC cannot be judged: {reason}."}
+
+    def entry(d):
+        return None if d is None else {**d.to_dict(), "p_holm": fam.p_holm(d), "stands": fam.stands(d)}
+
+    per, lines = {}, []
+    for a in c.aggregate:
+        per.setdefault(str(a.size), {})[a.impl] = {"leaving": a.leaving, "staying": a.staying, "beyond": a.beyond,
+                                                   "leave": entry(a.leave), "stay": entry(a.stay),
+                                                   "contrast": entry(a.contrast)}
+    for size in c.sizes:
+        found = [a for a in c.aggregate if a.size == size]
+        if not found:
+            continue
+        leaving = found[0].leaving
+        if not leaving:
+            lines.append(f"**{fmt_size(size)}:** no working set's aggregate leaves the LLC between {lo} and {hi} "
+                         "threads, so this sweep cannot show it.")
+            continue
+        parts = []
+        for a in found:
+            if a.contrast is None:
+                parts.append(f"{name(a.impl)} per-thread throughput {ratio_text(a.leave, inner=True)} {a.leave.decision}"
+                             " (no working set stays inside the LLC at both counts to compare with)")
+                continue
+            verdict = {Outcome.LOSS: "falls further", Outcome.WIN: "falls less",
+                       Outcome.EQUIVALENT: "falls no further", Outcome.UNDECIDED: "undecided"}[a.contrast.decision]
+            mark = "" if fam.stands(a.contrast) or a.contrast.decision == Outcome.UNDECIDED else " †"
+            parts.append(f"{name(a.impl)} {verdict}: {ratio_text(a.contrast, inner=True)}{mark} (per-thread "
+                         f"throughput {fmt_num(a.leave.ratio)}× leaving, {fmt_num(a.stay.ratio)}× staying)")
+        lines.append(f"**{fmt_size(size)}, working set {', '.join(leaving)} ({hi} x "
+                     f"{fmt_size(c.used.get((leaving[0], size)))} against the {fmt_size(c.caches[llc])} {llc}):** "
+                     + "; ".join(parts) + ".")
+    text = (f"**The aggregate working set against the shared LLC.** {hi} connections cycle through {hi} working "
+            f"sets, and the {llc} is shared, so the aggregate ({hi} x the working set) leaves it sooner than one "
+            f"connection's does. Adding threads costs per-thread throughput anyway ({hi} connections share the "
+            "pinned CPUs), so each line below compares per-thread throughput at "
+            f"{hi} against {lo} threads where the aggregate leaves the {llc} only at {hi} threads, against the same "
+            f"ratio where it stays inside at both (ratio of the two, 95% interval; family {AGGREGATE_FAMILY}, † "
+            "where the decision does not survive the correction). A ratio below 1 is what leaving the LLC adds to "
+            "the cost of sharing.\n\n" + "\n\n".join(lines)
+            + "\n\nBy construction, not by counting: the aggregate's size is set, the LLC misses are "
+            + ("counted beside it (Q2's tables)." if c.counted else
+               "not counted here (no PMU); a PMU would show whether LLC misses per byte rise where the aggregate "
+               "leaves the LLC."))
+    return {"threads": [lo, hi], "llc_bytes": c.caches[llc], "per_size": per, "text": text}

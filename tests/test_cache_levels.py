@@ -1,0 +1,195 @@
+"""Q2 and Q3 by construction (issue 36): working sets placed at this host's cache levels
+(cachelevels.py, params.py), held exactly (native --ring-memory, memory.py), refused before anything
+runs when the host cannot hold them, and decided per level step by the Study (analysis/levels.py,
+text/q2.py, text/q3.py). The analysis runs on SYNTHETIC sweeps (tests/data/analysis/cache_like.py)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import ROOT, run_copylab
+from copylab import analysis, cachelevels, figures, memory
+from copylab.errors import CopylabError
+from copylab.params import load_grid, parse_grid
+from copylab.sweep import estimate as est
+from faults import TINY, assert_one_line_error
+
+sys.path.insert(0, str(ROOT / "tests" / "data" / "analysis"))
+import cache_like  # noqa: E402
+
+CACHES = cachelevels.cache_sizes(cache_like.CACHES)
+BASE = {"name": "c", "impls": ["a1", "a2", "a3"], "modes": ["throughput"], "msg_sizes": [4096], "threads": [1]}
+
+
+def study_of(tmp_path: Path, **kwargs) -> analysis.Study:
+    folder = cache_like.write(tmp_path / "sweep", **kwargs)
+    df, meta = analysis.load_results(folder)
+    return analysis.study(df, meta, analysis.load_profiles(folder, df))
+
+
+# ------------------------------------------------------------------------------------------------
+# the grid: names resolved from the host's caches, validated like every key
+
+
+def test_cache_level_names_resolve_from_the_hosts_caches():
+    grid = parse_grid({**BASE, "working_set": ["L1d/2", "l2/2", "LLC/2", "LLC*4"]}, caches=CACHES)
+    assert grid.working_set == (16 << 10, 512 << 10, 16 << 20, 128 << 20)
+    assert grid.working_set_levels == ("L1d/2", "L2/2", "LLC/2", "LLC*4")
+    specs = grid.pass_points(0, "netns")
+    assert len(specs) == 3 * 4 and {s.working_set_level for s in specs} == set(grid.working_set_levels)
+    # the levels are recorded by name and bytes (meta.json's params), one working set as before
+    assert grid.to_dict()["working_set_levels"]["LLC*4"] == 128 << 20
+    assert parse_grid(BASE, caches=CACHES).to_dict()["working_set"] == 4194304
+
+
+@pytest.mark.parametrize("working_set, needle", [
+    ("L5/2", "is neither a number of bytes nor a cache level"),
+    (["L2/2", "L2/2"], "listed twice"),
+    (["L3", "LLC"], "two entries come to the same bytes on this host"),
+    ("LLC*100", "more than the 1073741824 a working set may be"),
+    ("L4", "names L4, which this host's caches do not include"),
+    ([4096, True], "entry 2: must be a number of bytes or a cache level"),
+])
+def test_a_bad_working_set_is_one_line_naming_the_key(working_set, needle):
+    with pytest.raises(CopylabError) as err:
+        parse_grid({**BASE, "working_set": working_set}, caches=CACHES)
+    assert needle in str(err.value) and str(err.value).startswith("working_set") and "\n" not in str(err.value)
+
+
+def test_a_level_working_set_is_held_exactly_past_the_default_bound():
+    grid = parse_grid({**BASE, "working_set": ["LLC*4"]}, caches=CACHES)
+    spec = grid.pass_points(0, "netns")[0]
+    # 4 KiB in eight page-aligned fields: 8 pages a message, 32768 messages
+    assert spec.ring_memory == 32768 * 8 * 4096
+    assert memory.ring_messages(4096, spec.working_set, spec.ring_memory) == 32768
+    # a working set given in bytes keeps the servers' default bound (the default grid is unchanged)
+    plain = parse_grid({**BASE, "working_set": 128 << 20}, caches=CACHES).pass_points(0, "netns")[0]
+    assert plain.ring_memory == 0 and memory.ring_messages(4096, plain.working_set) == 256
+
+
+def test_the_memory_each_point_takes_is_said_and_a_host_that_cannot_give_it_refuses(monkeypatch):
+    grid = parse_grid({**BASE, "threads": [1, 2], "working_set": ["L1d/2", "LLC*4"]}, caches=CACHES)
+    estimate = est.estimate(grid)
+    assert "working set LLC*4 = 134217728 B" in estimate.describe() and estimate.peak_bytes > 2 << 30
+    monkeypatch.setattr(est, "available_memory", lambda: 1 << 30)
+    with pytest.raises(CopylabError) as err:
+        est.check(estimate, allow_large=False)
+    assert "more than the 1.00 GiB this host has available" in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.slow
+def test_a_working_set_the_host_cannot_hold_is_refused_in_one_line_before_anything_runs(tmp_path):
+    llc = cachelevels.last_level(cachelevels.host_cache_sizes())
+    assert llc, "this test needs a host whose sysfs reports caches"
+    size = cachelevels.host_cache_sizes()[llc]
+    factor = max(1, (1 << 30) // size)  # the largest working set a grid may ask, by level name
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(yaml.safe_dump({**TINY, "threads": [1024], "working_set": [f"LLC*{factor}"]}))
+    proc = run_copylab("sweep", str(grid), "--out", str(tmp_path / "out"), timeout=60)
+    assert_one_line_error(proc, "grid too large")
+    assert "working set LLC*" in proc.stderr and "this host has available" in proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_cache_grid_keeps_the_default_grids_budget_rules():
+    grid = load_grid(ROOT / "params" / "cache.yaml")
+    assert grid.repetitions >= 3 and grid.budget_min is not None and grid.budget_min <= 10
+    assert len(grid.working_set) == 4 and grid.working_set_levels[-1] == "LLC*4"
+    assert set(grid.impls) == {"a1", "a2", "a3"} and len(grid.msg_sizes) == 2 and 1 in grid.threads
+
+
+# ------------------------------------------------------------------------------------------------
+# the answers
+
+
+def _costliest(s: analysis.Study, impl: str, size: int) -> dict:
+    return analysis.q2.answer(s)["placed"]["per_size"][str(size)]["costliest_step"][impl]
+
+
+def test_where_the_cost_jumps_decides_which_levels_residency_costs_most(tmp_path):
+    at_l2 = study_of(tmp_path / "l2", jump="L2")
+    at_llc = study_of(tmp_path / "llc", jump="LLC")
+    for impl in ("a1", "a2", "a3"):
+        assert _costliest(at_l2, impl, 4096)["leaving"] == "L1d"
+        assert _costliest(at_llc, impl, 4096)["leaving"] == "L3"
+    text = analysis.q2.answer(at_llc)["text"]
+    assert "A1: leaving the LLC (L3) costs most (LLC/2 → LLC*4" in text
+    assert "A1: leaving L1d costs most (L1d/2 → L2/2" in analysis.q2.answer(at_l2)["text"]
+    # the extra copy: its growth appears where the source leaves the level that costs
+    steps = analysis.q2.answer(at_llc)["placed"]["per_size"]["4096"]["extra_copy"]["steps"]
+    grown = [s for s in steps if s["decision"] == "win" and s["stands"]]
+    assert [(s["from"], s["to"]) for s in grown] == [("LLC/2", "LLC*4")]
+    assert "appears only once the source leaves the LLC (L3)" in analysis.q2.answer(at_llc)["text"]
+
+
+def test_a_step_that_crosses_no_level_is_not_called_a_levels_residency(tmp_path):
+    """At 64 KiB the smallest ring (4 messages, 256 KiB) already leaves L1d: L1d/2 and L2/2 both sit
+    in L2, so a rise between them is said to cross no level."""
+    s = study_of(tmp_path, jump="L2")
+    found = _costliest(s, "a1", 65536)
+    assert found["crosses_a_level"] is False and found["leaving"] is None
+    assert "the largest rise crosses no cache level" in analysis.q2.answer(s)["text"]
+
+
+def test_without_a_pmu_q2_says_it_answers_by_construction_and_what_a_pmu_adds(tmp_path):
+    s = study_of(tmp_path, jump="LLC", pmu=False)
+    text = analysis.q2.answer(s)["text"]
+    assert "by construction, from the working set's size against the cache sizes, not by counting misses" in text
+    assert "A PMU (bare metal, or a VM with a virtual PMU) would count L1 and LLC misses per byte" in text
+    assert "Counted by the PMU" not in text and s.cache.counted == ()
+
+
+def test_with_a_pmu_the_counted_misses_stand_beside_the_placed_answer(tmp_path):
+    s = study_of(tmp_path, jump="LLC", pmu=True)
+    answer = analysis.q2.answer(s)
+    assert "**Counted by the PMU, beside it.**" in answer["text"] and answer["placed"]["counted"] == [
+        "l1_misses_per_byte", "llc_misses_per_byte"]
+    table = analysis.q2.tables(s)[0][1]
+    assert "A1 LLC misses per byte" in table.columns
+    step = table[table["step"].str.startswith("LLC/2 → LLC*4")]["A1 LLC misses per byte"].iloc[0]
+    assert step.startswith("win")  # the counted LLC misses jump where the working set leaves the LLC
+
+
+def test_q3_decides_whether_per_thread_throughput_falls_once_the_aggregate_leaves_the_llc(tmp_path):
+    falls = analysis.q3.answer(study_of(tmp_path / "falls", aggregate_fall=0.6))["aggregate_working_set"]
+    flat = analysis.q3.answer(study_of(tmp_path / "flat", aggregate_fall=1.0))["aggregate_working_set"]
+    for impl in ("a1", "a2", "a3"):
+        entry = falls["per_size"]["4096"][impl]
+        assert entry["leaving"] == ["LLC/2"] and entry["staying"] == ["L1d/2", "L2/2"]
+        assert entry["contrast"]["decision"] == "loss"
+        assert flat["per_size"]["4096"][impl]["contrast"]["decision"] in ("equivalent", "undecided")
+    assert "A1 falls further" in falls["text"] and "A1 falls further" not in flat["text"]
+
+
+def test_the_cache_claims_are_families_and_reach_answers_json(tmp_path):
+    s = study_of(tmp_path)
+    assert s.families["q2"].size > 0 and s.families["q3_cache"].size > 0
+    doc = json.loads(json.dumps(analysis.document(s)))
+    assert doc["q2_cache_detail"]["placed"]["by_construction"] is True
+    assert doc["q3_threads_cache_contention"]["aggregate_working_set"]["llc_bytes"] == 32 << 20
+    # Part E's other answers use one working set, the one nearest the default grid's 4 MiB
+    assert set(s.rows["working_set_level"]) == {"LLC/2"}
+
+
+def test_the_figure_marks_the_cache_sizes_on_a_log_axis(tmp_path):
+    fig = figures.cost_vs_working_set(study_of(tmp_path))
+    assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
+    assert {a.text for a in fig.layout.annotations} >= {"L1d", "L2", "L3"}
+    assert len(fig.data) == 6 and all(t.hovertemplate for t in fig.data)  # 3 paths x 2 sizes
+    assert fig.layout.title.subtitle.text  # the system configuration, as every figure states it
+    assert {a.text for a in fig.layout.annotations} >= {
+        "working set cycled through per connection (bytes, log scale)"}
+
+
+def test_one_working_set_points_q2_to_the_cache_grid(tmp_path):
+    folder = ROOT / "tests" / "data" / "analysis" / "default-like"
+    df, meta = analysis.load_results(folder)
+    s = analysis.study(df, meta, analysis.load_profiles(folder, df))
+    assert s.cache is None
+    assert "copylab sweep params/cache.yaml --report" in analysis.q2.answer(s)["text"]
+    assert isinstance(figures.cost_vs_working_set(s), figures.FigureNote)
