@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -63,6 +64,8 @@ def test_a_known_change_at_1k_is_decided_a_win_and_stands(tmp_path):
     assert {ch.impl for ch in at_1k} == {"a1", "a2", "a3", "uring"}
     for ch in at_1k:
         assert ch.decision.decision == Outcome.WIN and ch.verdict == "better", ch
+        # standing after Holm over the family's 48 tests: this pair does; at 4 passes about 2 pairs in 3 do
+        # (each decision alone was a win in 80 of 80 such comparisons over 20 seeded pairs)
         assert c.stands(ch), ch
         assert ch.decision.low > 1.15 and ch.decision.high < 1.75 and ch.decision.low < CHANGE_AT_1K < ch.decision.high
     # every path moved alike: their standing against the baseline did not change at 1 KiB
@@ -257,12 +260,17 @@ def test_compare_writes_the_report_and_comparison_json_and_leaves_both_folders_a
                                                       "comparison.pdf"]
     doc = json.loads((out / "comparison.json").read_text())
     assert doc["b"]["label"] == label
-    wins = [e for e in doc["changes"] if e["decision"] == "win" and e["stands"]]
+    # the contract's decision (each at 95%); whether it also stands after Holm's correction over its
+    # family of 48 varies with the draw at 4 passes (about 2 pairs in 3: see the first test's seeds)
+    wins = [e for e in doc["changes"] if e["decision"] == "win" and e["criterion"] == "throughput"]
     assert {(e["impl"], e["msg_size"]) for e in wins if e["threads"] is None and e["kind"] == "own"} == {
         (i, KIB) for i in ("a1", "a2", "a3", "uring")}
+    assert not [e for e in doc["changes"] if e["stands"] and e["decision"] in ("win", "loss")
+                and (e["msg_size"], e["kind"], e["criterion"]) != (KIB, "own", "throughput")]
     html = (out / "comparison.html").read_text()
     assert "<b>*not bold*</b>" not in html and "&lt;b&gt;" in html  # the label shown, not obeyed
-    assert "https://cdn" not in html and "require.js" not in html.lower().replace("requirejs", "")
+    assert re.search(r"plotly\.js v\d", html)  # plotly.js embedded: works offline, as the study report
+    assert not re.findall(r'<script[^>]+src="https?://', html), "comparison.html must not load scripts from a CDN"
     assert (out / "comparison.pdf").read_bytes().startswith(b"%PDF")
     import subprocess
 
