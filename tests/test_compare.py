@@ -75,6 +75,7 @@ def test_a_known_change_at_1k_is_decided_a_win_and_stands(tmp_path):
     assert all(ch.size == KIB and ch.criterion == "throughput" and ch.kind == OWN for ch in c.decided_changes())
 
 
+@pytest.mark.slow
 def test_a_change_of_one_path_moves_its_ratio_to_the_baseline(tmp_path):
     """Only A2 1.4x faster at 1 KiB in B: its ratio of ratios is decided a win, A1's own throughput is not."""
     a = default_like.write(tmp_path / "a", seed=21)
@@ -88,6 +89,7 @@ def test_a_change_of_one_path_moves_its_ratio_to_the_baseline(tmp_path):
     assert own_a1.decision.decision != Outcome.WIN
 
 
+@pytest.mark.slow
 def test_two_sweeps_of_one_distribution_decide_nothing(tmp_path):
     """One seeded pair (a family decides a false change in up to 5% of pairs: seeds 31/32 do, in the
     p50 round trip's ratio at 1 KiB; the rate over many pairs is the slow test below)."""
@@ -125,6 +127,7 @@ def test_false_changes_stay_within_the_stated_error_rate(tmp_path):
 # the text and comparison.json
 
 
+@pytest.mark.slow
 def test_comparison_json_holds_one_change_per_quantity(tmp_path):
     a, b = write_pair(tmp_path, 41, 42, CHANGE_AT_1K, meta_b={"tcp_congestion_control": "cubic", "kernel": "6.18.0"})
     c = compared(a, b)

@@ -77,21 +77,20 @@ def check_out(out: Path, folders) -> None:
 def prepare(folder_a, folder_b, label_a=None, label_b=None, out=None) -> dict:
     """Everything checked before anything is written: both folders loaded, the contract and the shared
     points, the labels and the output folder. Returns the notebook's parameters."""
-    from .analysis.comparison import comparison
+    from .analysis.comparison import shared_points
 
     path_a, path_b = resolve_results_dir(folder_a).resolve(), resolve_results_dir(folder_b).resolve()
-    df_a, meta_a = load_sweep(folder_a, "A")
-    df_b, meta_b = load_sweep(folder_b, "B")
-    check_same_contract(df_a, df_b, folder_a, folder_b)
     defaults = default_labels(path_a, path_b)
     label_a, label_b = label_a if label_a is not None else defaults[0], label_b if label_b is not None else defaults[1]
     check_labels(label_a, label_b)
-    c = comparison(df_a, meta_a, df_b, meta_b, label_a, label_b)
-    if not c.points()["shared"]:
-        raise CopylabError(f"{folder_a} and {folder_b} share no measured point (path, mode, size, thread count) of "
-                           "copylab's own senders: nothing to compare")
     out_dir = Path(out).resolve() if out else OUTPUT_DIR / f"compare-{path_a.name}-vs-{path_b.name}"
     check_out(out_dir, (path_a, path_b))
+    df_a, _ = load_sweep(folder_a, "A")
+    df_b, _ = load_sweep(folder_b, "B")
+    check_same_contract(df_a, df_b, folder_a, folder_b)
+    if not shared_points(df_a, df_b):
+        raise CopylabError(f"{folder_a} and {folder_b} share no measured point (path, mode, size, thread count) of "
+                           "copylab's own senders: nothing to compare")
     return {"a_dir": str(path_a), "b_dir": str(path_b), "label_a": label_a, "label_b": label_b,
             "output_dir": str(out_dir)}
 

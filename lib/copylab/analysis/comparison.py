@@ -135,6 +135,11 @@ def _points(rows: pd.DataFrame) -> set:
     return set(map(tuple, rows[POINT].drop_duplicates().to_numpy().tolist())) if len(rows) else set()
 
 
+def shared_points(df_a: pd.DataFrame, df_b: pd.DataFrame) -> set:
+    """The points (impl, mode, msg_size, threads) of the population both sweeps measured."""
+    return _points(population(df_a)) & _points(population(df_b))
+
+
 def comparison(df_a: pd.DataFrame, meta_a: dict, df_b: pd.DataFrame, meta_b: dict,
                label_a: str = "A", label_b: str = "B") -> Comparison:
     """Every comparison both sweeps made, decided as a change from A to B (the module's docstring).
