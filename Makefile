@@ -5,6 +5,7 @@
 #   make bundle   ROLL=<roll no.>: the course submission <ROLL>_PA02/ + .zip from RESULTS (output/default);
 #                 refused while author fields or the declaration are placeholders, unless DRAFT=1
 #   make lab      JupyterLab on RESULTS (output/default): prints the one URL to open
+#   make compare  A=<sweep folder> B=<sweep folder>: every change from A to B decided (output/compare-A-vs-B/)
 PYTHON  ?= python3
 PARAMS  ?= params/default.yaml
 RESULTS ?= output/default
@@ -12,7 +13,7 @@ VENV    := .venv
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed-from-pyproject
 
-.PHONY: report test check sweep lab native deps clean clean-output doctor bundle
+.PHONY: report test check sweep lab native deps clean clean-output doctor bundle compare
 
 report: deps $(STAMP)
 	$(PY) -m copylab sweep $(PARAMS) --report
@@ -34,6 +35,11 @@ bundle: deps $(STAMP)
 # JupyterLab on RESULTS, at a working copy of the analysis (RESULTS/work/); templates stay untouched
 lab: deps $(STAMP)
 	@$(PY) -m copylab lab $(RESULTS)
+
+# two sweeps compared (OUT=<folder> to choose where; LABEL_A/LABEL_B to name them); A and B stay untouched
+compare: deps $(STAMP)
+	@test -n '$(A)' -a -n '$(B)' || { echo "make compare: give both sweeps: make compare A=output/x B=output/y" >&2; exit 2; }
+	$(PY) -m copylab compare '$(A)' '$(B)' $(if $(OUT),--out '$(OUT)') $(if $(LABEL_A),--label-a '$(LABEL_A)') $(if $(LABEL_B),--label-b '$(LABEL_B)')
 
 doctor: $(STAMP)
 	$(PY) -m copylab doctor

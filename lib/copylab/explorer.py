@@ -25,6 +25,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import traitlets
 
+from . import escape
 from .analysis import METRICS, ROUND_TRIP_METRICS, aggregate, measured
 from .analysis.stats import primary_receive
 from .figures import IMPL_COLORS
@@ -80,18 +81,26 @@ def _toggles(description: str, options, value) -> widgets.ToggleButtons:
                                  layout=widgets.Layout(width="auto", margin="2px 16px 2px 0"))
 
 
-def _figure(impls: list[str]) -> go.FigureWidget:
-    """The explorer's figure, every trace it will ever have: per implementation, a line of means
-    (interval bars from MIN_REPS_FOR_INTERVAL repetitions on) and, after all the lines, the dots of
-    its repetitions where there are fewer (as the report draws them)."""
+def _trace_name(impl: str, sweep: str | None) -> str:
+    return IMPL_LABELS.get(impl, impl) + (f" ({sweep})" if sweep is not None else "")
+
+
+def _figure(keys: list[tuple[str, str | None]]) -> go.FigureWidget:
+    """The explorer's figure, every trace it will ever have: per implementation (and sweep, when two are
+    loaded: the second one's lines dashed), a line of means (interval bars from MIN_REPS_FOR_INTERVAL
+    repetitions on) and, after all the lines, the dots of its repetitions where there are fewer (as the
+    report draws them)."""
+    sweeps = list(dict.fromkeys(sweep for _, sweep in keys))
     return go.FigureWidget(
-        data=[go.Scatter(x=[], y=[], name=IMPL_LABELS.get(impl, impl), mode="lines+markers",
-                         legendgroup=impl, line=dict(color=IMPL_COLORS.get(impl), dash=PEER_DASH.get(impl, "solid")),
+        data=[go.Scatter(x=[], y=[], name=_trace_name(impl, sweep), mode="lines+markers",
+                         legendgroup=_trace_name(impl, sweep),
+                         line=dict(color=IMPL_COLORS.get(impl),
+                                   dash="dash" if sweeps.index(sweep) else PEER_DASH.get(impl, "solid")),
                          error_y=dict(type="data", array=[]))
-              for impl in impls]
-        + [go.Scatter(x=[], y=[], mode="markers", legendgroup=impl, showlegend=False,
-                      name=f"{IMPL_LABELS.get(impl, impl)}: repetitions")
-           for impl in impls],
+              for impl, sweep in keys]
+        + [go.Scatter(x=[], y=[], mode="markers", legendgroup=_trace_name(impl, sweep), showlegend=False,
+                      name=f"{_trace_name(impl, sweep)}: repetitions")
+           for impl, sweep in keys],
         layout=dict(height=HEIGHT, autosize=True, template="plotly_white",
                     margin=dict(t=72, l=70, r=16, b=8), font=dict(size=13),
                     # the title just above the plot, below the band where the modebar appears
@@ -139,8 +148,15 @@ def _x_axis(fig: go.FigureWidget, xs: pd.Series, x: str) -> None:
 class Explorer:
     """Holds the widgets and one go.FigureWidget; `update()` changes its traces' data in place."""
 
-    def __init__(self, df: pd.DataFrame, meta: dict):
+    def __init__(self, df: pd.DataFrame, meta: dict, other: pd.DataFrame | None = None,
+                 labels: tuple[str, str] = ("A", "B")):
+        # two sweeps (copylab compare): both frames' rows, each marked with its sweep's label, and a selector
+        self.labels = tuple(labels) if other is not None else (None,)
+        frames = [df] if other is None else [df.assign(sweep=labels[0]), other.assign(sweep=labels[1])]
+        df = pd.concat(frames, ignore_index=True) if other is not None else df
         self.df = df
+        self.sweep = _toggles("sweep", [*self.labels, "both"] if other is not None else [None], self.labels[0])
+        self.sweep.layout.display = "" if other is not None else "none"
         modes = sorted(df["mode"].unique())
         self.mode = _toggles("mode", modes, "throughput" if "throughput" in modes else modes[0])
         self.metric = widgets.Dropdown(description="metric", style={"description_width": "initial"},
@@ -161,15 +177,18 @@ class Explorer:
                                                   indent=False, layout=widgets.Layout(width="auto",
                                                                                       margin="0 16px 0 0"))
                            for impl in self.impls_all}
-        self.host = widgets.HTML(f"<small>measured on {system_summary(meta)}</small>")
-        self.fig = _figure(self.impls_all)
+        self.host = widgets.HTML(f"<small>measured on {escape.html(system_summary(meta))}</small>"
+                                 if other is None else f"<small>{escape.html(labels[0])}: measured on "
+                                 f"{escape.html(system_summary(meta))}</small>")
+        self.keys = [(impl, sweep) for sweep in self.labels for impl in self.impls_all]
+        self.fig = _figure(self.keys)
         self.width = OutputWidth()
         self.width.observe(self._fit, names="width")
         self._busy = False
         self._refresh_impls()
         self._refresh_metric()
         self._refresh_filter()
-        for w in (self.metric, self.mode, self.x, self.filter, self.receive, *self.impl_boxes.values()):
+        for w in (self.metric, self.mode, self.x, self.filter, self.receive, self.sweep, *self.impl_boxes.values()):
             w.observe(self._changed, names="value")
         # what the browser changes (zoom, a legend click) is state too: written back once plotly
         # has applied it (it then resets the message to None)
@@ -247,14 +266,19 @@ class Explorer:
         data = self.df[(self.df["mode"] == self.mode.value) & (self.df[other] == self.filter.value)
                        & self.df["impl"].isin(self.impls)
                        & (self.df["receive"].fillna("message") == self.receive.value)]
-        agg = aggregate(data, metric, by=("impl", x)) if len(data) and metric else pd.DataFrame()
-        if len(agg):
-            agg[other] = self.filter.value  # the fixed one, for the hovers
-        lines, dots = self.fig.data[:len(self.impls_all)], self.fig.data[len(self.impls_all):]
+        if self.sweep.value not in (None, "both"):
+            data = data[data["sweep"] == self.sweep.value]
+        lines, dots = self.fig.data[:len(self.keys)], self.fig.data[len(self.keys):]
         with self.fig.batch_update():
-            for line, reps, impl in zip(lines, dots, self.impls_all):
-                _draw(line, reps, agg[agg["impl"] == impl].sort_values(x) if len(agg) else pd.DataFrame(),
-                      data, impl, x, metric)
+            for sweep in self.labels:
+                mine = data if sweep is None else data[data["sweep"] == sweep]
+                agg = aggregate(mine, metric, by=("impl", x)) if len(mine) and metric else pd.DataFrame()
+                if len(agg):
+                    agg[other] = self.filter.value  # the fixed one, for the hovers
+                for line, reps, (impl, key_sweep) in zip(lines, dots, self.keys):
+                    if key_sweep == sweep:
+                        _draw(line, reps, agg[agg["impl"] == impl].sort_values(x) if len(agg) else pd.DataFrame(),
+                              mine, impl, x, metric)
             fixed = fmt_size(self.filter.value) if other == "msg_size" else plural(self.filter.value, "thread")
             label = METRICS[metric][0] if metric else "no metric"
             title = f"{label}, {self.mode.value} mode, at {fixed}"
@@ -267,15 +291,17 @@ class Explorer:
     def widget(self) -> widgets.Widget:
         controls = widgets.VBox([
             _flow([self.metric]),
-            _flow([self.mode, self.x, self.filter, self.receive]),
+            _flow([self.sweep, self.mode, self.x, self.filter, self.receive]),
             _flow([widgets.Label("implementations:", layout=widgets.Layout(margin="0 8px 0 0")),
                    *self.impl_boxes.values()]),
             self.host], layout=widgets.Layout(margin="0", overflow="visible"))
         return widgets.VBox([controls, self.width, self.fig], layout=widgets.Layout(width="100%", overflow="visible"))
 
 
-def explore(df: pd.DataFrame, meta: dict) -> widgets.Widget:
-    """The explorer as one displayable widget (a note when there is nothing to explore)."""
+def explore(df: pd.DataFrame, meta: dict, other: pd.DataFrame | None = None,
+            labels: tuple[str, str] = ("A", "B")) -> widgets.Widget:
+    """The explorer as one displayable widget (a note when there is nothing to explore); with `other`, two
+    sweeps (labels: their names) with a selector: either one, or both (the second one's lines dashed)."""
     if not any(measured(df, m) for m in METRICS):
         return widgets.HTML("<i>No successful measurements in this sweep: nothing to explore.</i>")
-    return Explorer(df, meta).widget()
+    return Explorer(df, meta, other, labels).widget()

@@ -30,7 +30,7 @@ def _say(progress, msg: str) -> None:
         progress(msg)
 
 
-def _exporter_config(nb, fields: dict, sweep: str, remove_tags: set[str] = frozenset({WIDGET_TAG})):
+def _exporter_config(nb, fields: dict, sweep: str, remove_tags: set[str] = frozenset({WIDGET_TAG}), title: str = ""):
     """Export settings shared by HTML and PDF: no code, no widget cells, a title and author.
     The title and author stay plain text here: each template escapes them for its language (the
     HTML one with nbconvert's HTML escaping, copylab_pdf with escape.latex)."""
@@ -39,7 +39,7 @@ def _exporter_config(nb, fields: dict, sweep: str, remove_tags: set[str] = froze
     # the explorer's saved widget state would make the HTML fetch a widget manager from a CDN,
     # for a widget that is not in the report anyway
     nb.metadata.pop("widgets", None)
-    nb.metadata["title"] = f"copylab: the cost of data movement in Linux TCP I/O ({sweep})"
+    nb.metadata["title"] = title or f"copylab: the cost of data movement in Linux TCP I/O ({sweep})"
     if fields.get("author"):
         nb.metadata["authors"] = [{"name": fields["author"]}]
     c = Config()
@@ -113,33 +113,33 @@ def build_report(results_dir, output_dir=None, author=None, roll_no=None, repo_u
             "html": output_dir / "report.html", "pdf": output_dir / "report.pdf", "manifest": output_dir / MANIFEST}
 
 
-def _export_html(nb, fields: dict, sweep: str, path: Path) -> None:
+def _export_html(nb, fields: dict, sweep: str, path: Path, title: str = "") -> None:
     from nbconvert import HTMLExporter
 
     # LaTeX cannot show the text/html that loads plotly.js; expected, not worth a warning
     warnings.filterwarnings("ignore", message="Your element with mimetype")
-    exporter = HTMLExporter(config=_exporter_config(nb, fields, sweep), template_name="copylab_offline",
+    exporter = HTMLExporter(config=_exporter_config(nb, fields, sweep, title=title), template_name="copylab_offline",
                             extra_template_basedirs=[str(TEMPLATES_DIR)])
     html, _ = exporter.from_notebook_node(nb)
     atomic_write_text(path, html)
 
 
-def _export_pdf(nb, fields: dict, sweep: str, path: Path, output_dir: Path, scratch: Path) -> None:
+def _export_pdf(nb, fields: dict, sweep: str, path: Path, output_dir: Path, scratch: Path, title: str = "") -> None:
     """report.pdf through copylab's LaTeX template (escaped title and author, fonts for the scripts
     names are written in). xelatex's own error, when it fails, is named in the one line."""
     from nbconvert import PDFExporter
     from nbconvert.exporters.pdf import LatexFailed
 
-    exporter = PDFExporter(config=_exporter_config(nb, fields, sweep, {WIDGET_TAG, HTML_ONLY_TAG}),
+    exporter = PDFExporter(config=_exporter_config(nb, fields, sweep, {WIDGET_TAG, HTML_ONLY_TAG}, title),
                            template_name="copylab_pdf", extra_template_basedirs=[str(TEMPLATES_DIR)])
     exporter.register_filter("copylab_latex", escape.latex)
     try:
         with fsutil.tempdir_in(scratch):  # xelatex's files go where the clean-up takes them
             pdf, _ = exporter.from_notebook_node(nb)
     except LatexFailed as exc:
-        log = output_dir / "report.latex.log"
+        log = output_dir / f"{path.stem}.latex.log"
         atomic_write_text(log, exc.output or "")
-        raise CopylabError(f"xelatex failed to build report.pdf: {_latex_error(exc.output or '')} "
+        raise CopylabError(f"xelatex failed to build {path.name}: {_latex_error(exc.output or '')} "
                            f"(log: {log}); the previous report is unchanged") from None
     atomic_write_bytes(path, pdf)
 
@@ -208,7 +208,8 @@ def read_manifest(folder: Path) -> dict | None:
     return manifest
 
 
-def _execute_analysis(params: dict, record: Path, output_dir: Path, timeout_s: int, scratch: Path) -> None:
+def _execute_analysis(params: dict, record: Path, output_dir: Path, timeout_s: int, scratch: Path,
+                      notebook: Path = NOTEBOOK) -> None:
     """The analysis notebook, run like a sweep's notebooks (a watchdog, the kernel's chatter in a log
     that is dropped afterwards). The kernel's TMPDIR is the scratch folder, so Chromium's profile
     (kaleido) goes where the clean-up removes it. A failure keeps the executed notebook as
@@ -219,16 +220,16 @@ def _execute_analysis(params: dict, record: Path, output_dir: Path, timeout_s: i
         kernel = WarmKernel(cwd=PROJECT_ROOT, log_path=scratch / "kernel.log",
                             env={**os.environ, "TMPDIR": str(kernel_tmp)})
         try:
-            outcome = execute(NOTEBOOK, record, params, kernel, timeout_s=timeout_s, cwd=PROJECT_ROOT)
+            outcome = execute(notebook, record, params, kernel, timeout_s=timeout_s, cwd=PROJECT_ROOT)
         finally:
             kernel.stop()
     if not outcome.ok:
-        failed = output_dir / "analysis.failed.ipynb"
+        failed = output_dir / f"{record.stem}.failed.ipynb"
         if record.exists():
             os.replace(record, failed)
             outcome.error += f" (executed notebook kept as {failed})"
         short = fsutil.space_problem(scratch.parent, SCRATCH_BYTES)
-        raise CopylabError(f"analysis notebook did not finish: {outcome.error}" + (f"; {short}" if short else ""))
+        raise CopylabError(f"{notebook.stem} notebook did not finish: {outcome.error}" + (f"; {short}" if short else ""))
 
 
 def main_progress(msg: str) -> None:

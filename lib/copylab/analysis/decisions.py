@@ -355,3 +355,33 @@ def contradictions(first: dict, second: dict) -> list[dict]:
                     found.append({"question": key, "threads": threads, "size": int(size),
                                   "first": da[size], "second": db[size]})
     return found
+
+
+def between_sweeps(first: Diff, second: Diff) -> Diff:
+    """second's log difference minus first's, the two from independent sweeps: their variances add,
+    each part keeping its own degrees of freedom (Welch-Satterthwaite). n_x counts second's passes,
+    n_base first's (the fewer of each side's two)."""
+    return Diff(second.d - first.d, first.parts + second.parts, min(second.n_x, second.n_base),
+                min(first.n_x, first.n_base))
+
+
+def pass_tables(values: pd.DataFrame) -> dict[tuple[str, int], pd.DataFrame]:
+    """{(impl, size): its log values from log_values(), one row per pass (rep), one column per thread count}."""
+    if values.empty:
+        return {}
+    wide = values.set_index(["impl", "msg_size", "rep", "threads"])["y"].unstack("threads")
+    return {(impl, int(size)): table.droplevel([0, 1]) for (impl, size), table in wide.groupby(level=[0, 1])}
+
+
+def pass_values(table: pd.DataFrame, threads) -> pd.Series:
+    """Per pass, the mean of a pass table's (pass_tables()) log values over the thread counts `threads`,
+    unadjusted, in the passes that measured every one of them. Averaging within a pass first keeps the
+    pass's shift, which all its cells share, in the spread between passes."""
+    return table.reindex(columns=sorted(threads)).dropna().mean(axis=1)
+
+
+def sample_diff(first: pd.Series, second: pd.Series) -> Diff:
+    """mean(second) - mean(first) of two independent samples (one value per pass of each sweep), each
+    with its own spread between passes: Welch's variance, Welch-Satterthwaite's degrees of freedom."""
+    parts = tuple((float(y.var(ddof=1)) / len(y) if len(y) >= 2 else math.nan, len(y) - 1) for y in (first, second))
+    return Diff(float(second.mean() - first.mean()), parts, len(second), len(first))

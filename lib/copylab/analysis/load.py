@@ -104,6 +104,7 @@ def _read_table(results_dir: Path, table: str, allow_empty: bool) -> pd.DataFram
     # types, ranges, duplicates: one line naming row and column, the cell shown as the file has it
     validate.check_results(df, csv_path, pd.read_csv(io.BytesIO(data), dtype=str, keep_default_na=False)
                            if len(df) else None)
+    header = tuple(df.columns)  # as the file has it (copylab compare refuses two contracts' folders)
     # a CSV from elsewhere may lack the engine's extra columns: they are added empty, so every
     # consumer can use them without checking
     added = {col: pd.Series([None] * len(df), dtype="object", index=df.index)
@@ -111,6 +112,7 @@ def _read_table(results_dir: Path, table: str, allow_empty: bool) -> pd.DataFram
     added.update({col: pd.Series(np.nan, index=df.index) for col in contract.NUMERIC_COLUMNS if col not in df.columns})
     if added:  # at once: one column at a time fragments the frame (and pandas warns about it)
         df = pd.concat([df, pd.DataFrame(added)], axis=1)
+    df.attrs["columns_read"] = header
     return df
 
 
@@ -124,7 +126,7 @@ def load_results(results_dir, table: str = "results.csv", allow_empty: bool = Fa
     csv_path = results_dir / table
     df = _read_table(results_dir, table, allow_empty)
     meta = load_meta(results_dir)
-    rows_read = len(df)
+    rows_read, columns_read = len(df), df.attrs.get("columns_read", ())
     status = df["status"].astype("string").str.strip().str.lower()
     failed_mask = status.notna() & (status != "ok") & (status != "")
     failed = df[failed_mask]
@@ -149,7 +151,7 @@ def load_results(results_dir, table: str = "results.csv", allow_empty: bool = Fa
     df = repetition_spread(add_derived(df.reset_index(drop=True)))  # also for a CSV from elsewhere
     df.attrs = {
         "results_dir": str(results_dir), "rows_read": rows_read, "rows_failed": len(failed),
-        "rows_empty": len(empty),
+        "rows_empty": len(empty), "columns_read": columns_read,
         "failed": [
             {k: (None if pd.isna(v) else v) for k, v in row.items()}
             for row in failed[["impl", "mode", "msg_size", "threads", "rep", "error"]]

@@ -184,22 +184,30 @@ def _apart(profiles: pd.DataFrame) -> pd.Series:
     return profiles["cpus_apart"].astype(str).str.strip().str.lower().eq("true")
 
 
-def _compare_paths(s: Study) -> None:
-    """Every sender against the baseline for each criterion, and against the one-copy path in
-    throughput (the other-paths section's second column) and in each side's CPU per byte."""
-    impls = native(set(s.rows["impl"]))
+def path_diffs(rows: pd.DataFrame) -> dict:
+    """(metric, impl, base) -> {(size, threads): Diff} of the population's rows: every sender against
+    the baseline for each criterion, and against the one-copy path in throughput (the other-paths
+    section's second column) and in each side's CPU per byte. The Study decides them; a comparison
+    of two sweeps (analysis/comparison.py) takes each sweep's."""
+    impls = native(set(rows["impl"]))
+    found = {}
     side_metrics = [("throughput", m, False) for m in SIDE_CPU.values()]
     for mode, metric, _ in list(CRITERIA.values()) + side_metrics:
-        if metric not in s.rows:
+        if metric not in rows:
             continue
-        values = log_values(s.rows[s.rows["mode"] == mode], metric)
+        values = log_values(rows[rows["mode"] == mode], metric)
         bases = (BASE, ONE_COPY) if metric == THROUGHPUT or metric in SIDE_CPU.values() else (BASE,)
         for base in bases:
             for impl in impls:
                 if impl != base:
-                    diffs = cell_diffs(values, impl, base)
-                    s.diffs[(metric, impl, base)] = diffs
-                    s.comparisons[(metric, impl, base)] = decide_cells(diffs, impl, base, s.margin)
+                    found[(metric, impl, base)] = cell_diffs(values, impl, base)
+    return found
+
+
+def _compare_paths(s: Study) -> None:
+    s.diffs = path_diffs(s.rows)
+    for (metric, impl, base), diffs in s.diffs.items():
+        s.comparisons[(metric, impl, base)] = decide_cells(diffs, impl, base, s.margin)
 
 
 def contenders(df: pd.DataFrame) -> pd.DataFrame:

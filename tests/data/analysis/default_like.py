@@ -26,8 +26,10 @@ COLUMNS = ("impl", "mode", "msg_size", "threads", "rep", "throughput_gbps", "lat
            "latency_p50_us", "srv_task_clock_ms", "cli_task_clock_ms", "counters_note", "zc_completions", "zc_copied")
 
 
-def rows() -> list[dict]:
-    rng = np.random.default_rng(2026)
+def rows(seed: int = 2026, throughput_factor=None) -> list[dict]:
+    """The table; throughput_factor(impl, size, threads) -> a made-up factor on the throughput (and so the
+    bytes) of that point, for pairs of sweeps with a known change (tests/test_compare.py)."""
+    rng = np.random.default_rng(seed)
     impls = [registry.baseline(), registry.by_role("one_copy"), registry.by_role("zero_copy"),
              registry.names(kind="native", roles=("extra",))[0]]
     out = []
@@ -40,6 +42,7 @@ def rows() -> list[dict]:
                     ratio = 1.0 if role == "two_copy" else RATIO[role][SIZES.index(size)]
                     noise = math.exp(shift + rng.normal(0, SPREAD[size]))
                     gbps = 0.4 * (1 + math.log2(size)) * (1 + 0.3 * threads) * ratio * noise
+                    gbps *= throughput_factor(impl, size, threads) if throughput_factor else 1.0
                     nbytes = gbps * 1e9 / 8
                     for mode in ("throughput", "latency"):
                         lat = (40 + size / 2000) * threads ** 0.5 / (ratio ** 0.2) * math.exp(rng.normal(0, 0.05))
@@ -56,12 +59,12 @@ def rows() -> list[dict]:
     return out
 
 
-def write(folder: Path = FOLDER) -> Path:
+def write(folder: Path = FOLDER, seed: int = 2026, throughput_factor=None) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / "results.csv", "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=COLUMNS)
         w.writeheader()
-        w.writerows(rows())
+        w.writerows(rows(seed, throughput_factor))
     (folder / "meta.json").write_text(json.dumps({"cpu_model": "SYNTHETIC CPU (test data)", "cores": 2,
                                                   "kernel": "6.1.0-synthetic", "params": {"equivalence_margin": 0.10}},
                                                  indent=1) + "\n")

@@ -1,0 +1,330 @@
+"""`copylab compare A B` (issue 37): every comparison two sweeps both made, decided as a change from A
+to B. On SYNTHETIC pairs of default-like sweeps (tests/data/analysis/default_like.py: made-up numbers
+with a known change, or none), and on the real quick sweep compared with a copy of itself."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from conftest import ROOT, run_copylab
+from copylab import analysis, compare_report, explorer
+from copylab.analysis.comparison import OWN, RATIO, comparison
+from copylab.analysis.decisions import ALPHA, Outcome
+from copylab.analysis.text import comparison as text
+from copylab.errors import CopylabError
+from copylab.fmt import IMPL_LABELS
+
+sys.path.insert(0, str(ROOT / "tests" / "data" / "analysis"))
+import default_like  # noqa: E402
+
+KIB = 1024
+CHANGE_AT_1K = 1.4  # cubic over bbr at 1 KiB on this project's VMs was 1.36-1.52x (knowledge.md)
+
+
+def write_pair(folder: Path, seed_a: int, seed_b: int, factor: float = 1.0, meta_b: dict | None = None) -> tuple:
+    """Two SYNTHETIC finished sweeps, B's throughput at 1 KiB `factor` times A's for every path."""
+    folders = []
+    for name, seed, f in (("a", seed_a, None), ("b", seed_b, lambda impl, size, threads: factor if size == KIB else 1.0)):
+        out = default_like.write(folder / name, seed=seed, throughput_factor=f)
+        meta = {**json.loads((out / "meta.json").read_text()), "status": "finished",
+                **((meta_b or {}) if name == "b" else {})}
+        (out / "meta.json").write_text(json.dumps(meta))
+        folders.append(out)
+    return tuple(folders)
+
+
+def compared(a: Path, b: Path):
+    df_a, meta_a = analysis.load_results(a)
+    df_b, meta_b = analysis.load_results(b)
+    return comparison(df_a, meta_a, df_b, meta_b, "A", "B")
+
+
+def snapshot(*folders: Path) -> dict:
+    """Every file of the folders with its content's digest and its modification time."""
+    return {str(p): (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns)
+            for folder in folders if folder.exists() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+# ------------------------------------------------------------------------------------------------
+# the decisions
+
+
+def test_a_known_change_at_1k_is_decided_a_win_and_stands(tmp_path):
+    a, b = write_pair(tmp_path, 11, 12, CHANGE_AT_1K)
+    c = compared(a, b)
+    at_1k = [ch for ch in c.select(OWN, "throughput", per_threads=False) if ch.size == KIB]
+    assert {ch.impl for ch in at_1k} == {"a1", "a2", "a3", "uring"}
+    for ch in at_1k:
+        assert ch.decision.decision == Outcome.WIN and ch.verdict == "better", ch
+        # standing after Holm over the family's 48 tests: this pair does; at 4 passes about 2 pairs in 3 do
+        # (each decision alone was a win in 80 of 80 such comparisons over 20 seeded pairs)
+        assert c.stands(ch), ch
+        assert ch.decision.low > 1.15 and ch.decision.high < 1.75 and ch.decision.low < CHANGE_AT_1K < ch.decision.high
+    # every path moved alike: their standing against the baseline did not change at 1 KiB
+    for ch in c.select(RATIO, "throughput", per_threads=False):
+        assert not (ch.size == KIB and c.stands(ch) and ch.decision.decision in (Outcome.WIN, Outcome.LOSS)), ch
+    # nothing else is decided changed and standing
+    assert all(ch.size == KIB and ch.criterion == "throughput" and ch.kind == OWN for ch in c.decided_changes())
+
+
+@pytest.mark.slow
+def test_a_change_of_one_path_moves_its_ratio_to_the_baseline(tmp_path):
+    """Only A2 1.4x faster at 1 KiB in B: its ratio of ratios is decided a win, A1's own throughput is not."""
+    a = default_like.write(tmp_path / "a", seed=21)
+    b = default_like.write(tmp_path / "b", seed=22, throughput_factor=lambda impl, size, threads:
+                           CHANGE_AT_1K if (impl, size) == ("a2", KIB) else 1.0)
+    c = compared(a, b)
+    ratio = next(ch for ch in c.select(RATIO, "throughput", False) if (ch.impl, ch.size) == ("a2", KIB))
+    assert ratio.decision.decision == Outcome.WIN and c.stands(ratio)
+    assert ratio.a == pytest.approx(0.93, rel=0.15) and ratio.b / ratio.a == pytest.approx(ratio.decision.ratio)
+    own_a1 = next(ch for ch in c.select(OWN, "throughput", False) if (ch.impl, ch.size) == ("a1", KIB))
+    assert own_a1.decision.decision != Outcome.WIN
+
+
+@pytest.mark.slow
+def test_two_sweeps_of_one_distribution_decide_nothing(tmp_path):
+    """One seeded pair (a family decides a false change in up to 5% of pairs: seeds 31/32 do, in the
+    p50 round trip's ratio at 1 KiB; the rate over many pairs is the slow test below)."""
+    a, b = write_pair(tmp_path, 1000, 1001)
+    c = compared(a, b)
+    assert not c.decided_changes(), [(ch.kind, ch.impl, ch.size, ch.threads) for ch in c.decided_changes()]
+    assert sum(f.size for f in c.families.values()) == len(c.changes) > 300
+
+
+@pytest.mark.slow
+def test_false_changes_stay_within_the_stated_error_rate(tmp_path):
+    """Over many seeded pairs drawn from one distribution: each decision calls a change (win or loss)
+    at most about 5% of the time, and a change standing after Holm's correction turns up in at most about
+    5% of the pairs per family (the stated family-wise rate), with room for the binomial spread."""
+    pairs, raw, tests = 60, 0, 0
+    standing = {name: 0 for name in ("ratio_by_size", "ratio_per_threads", "own_by_size", "own_per_threads")}
+    for seed in range(pairs):
+        folder_a, folder_b = (default_like.write(tmp_path / f"{side}{seed}", seed=s)
+                              for side, s in (("a", 1000 + 2 * seed), ("b", 1001 + 2 * seed)))
+        c = compared(folder_a, folder_b)
+        measured = [ch for ch in c.changes if ch.decision.low == ch.decision.low and ch.decision.high > ch.decision.low]
+        tests += len(measured)
+        raw += sum(ch.decision.decision in (Outcome.WIN, Outcome.LOSS) for ch in measured)
+        for name in standing:
+            standing[name] += any(c.family(name).stands(ch.decision) for ch in c.decided_changes(False)
+                                  if ch.family == name)
+        shutil.rmtree(folder_a), shutil.rmtree(folder_b)
+    assert raw / tests <= ALPHA * 1.2, (raw, tests)
+    # binomial: 60 pairs at a true 5% give more than 8 in under 2% of runs
+    for name, n in standing.items():
+        assert n <= 8, (name, n, pairs)
+
+
+# ------------------------------------------------------------------------------------------------
+# the text and comparison.json
+
+
+@pytest.mark.slow
+def test_comparison_json_holds_one_change_per_quantity(tmp_path):
+    a, b = write_pair(tmp_path, 41, 42, CHANGE_AT_1K, meta_b={"tcp_congestion_control": "cubic", "kernel": "6.18.0"})
+    c = compared(a, b)
+    doc = json.loads(json.dumps(text.document(c)))
+    assert len(doc["changes"]) == len(c.changes)
+    keys = {(e["kind"], e["criterion"], e["impl"], e["msg_size"], e["threads"]) for e in doc["changes"]}
+    assert len(keys) == len(doc["changes"])
+    for entry in doc["changes"]:
+        assert entry["decision"] in ("win", "loss", "equivalent", "undecided")
+        assert {"ratio", "low", "high", "family", "p_holm", "stands", "verdict", "a", "b"} <= set(entry)
+    win = next(e for e in doc["changes"] if (e["kind"], e["criterion"], e["impl"], e["msg_size"], e["threads"])
+               == ("own", "throughput", "a1", KIB, None))
+    assert win["decision"] == "win" and win["stands"] and win["low"] > 1
+    assert doc["statistics"]["correction"] == "holm" and doc["statistics"]["alpha"] == ALPHA
+    assert sum(doc["statistics"]["families"].values()) == len(doc["changes"])
+    # what differs leads: the kernel and the host's congestion control, and not the conditions
+    differs = {d["setting"]: (d["a"], d["b"]) for d in doc["configuration_differences"]}
+    assert differs["kernel"] == ("6.1.0-synthetic", "6.18.0")
+    assert differs["host default congestion control"] == ("not recorded", "cubic")
+    lead = text.configuration_markdown(c)
+    assert lead.startswith("**2 settings differ**") and "6\\.18\\.0" in lead
+
+
+def test_grids_that_differ_are_compared_on_what_they_share(tmp_path):
+    a, b = write_pair(tmp_path, 51, 52)
+    rows = pd.read_csv(b / "results.csv")
+    rows = rows[(rows["msg_size"] != 65536) & ~((rows["impl"] == "uring") & (rows["threads"] == 4))]
+    rows.to_csv(b / "results.csv", index=False)
+    c = compared(a, b)
+    g = text.grid(c)
+    assert g["only_a"]["msg_size"] == [65536] and g["only_b_points"] == 0
+    assert ("uring", "throughput", 1024, 4) in {tuple(p.values()) for p in g["only_a_list"]}
+    assert {ch.size for ch in c.changes} == {64, 1024, 16384}
+    uring = [ch for ch in c.changes if ch.impl == "uring"]
+    assert uring and all(ch.threads != 4 for ch in uring)
+    assert "Only A (A) measured 30 points (sizes 64 KiB)" in text.grid_markdown(c)
+
+
+# ------------------------------------------------------------------------------------------------
+# bad input: one line, nothing written in either folder
+
+
+def bad_folders(tmp_path: Path, a: Path, b: Path) -> list[tuple[list[str], str]]:
+    """(arguments, what the one line must say) of every bad input, the folders made in tmp_path."""
+    unrelated = tmp_path / "photos"
+    unrelated.mkdir()
+    (unrelated / "cat.txt").write_text("not a sweep")
+    running = tmp_path / "running"  # mid-sweep
+    shutil.copytree(b, running)
+    meta = json.loads((running / "meta.json").read_text())
+    (running / "meta.json").write_text(json.dumps({**meta, "status": "running"}))
+    bare = tmp_path / "bare"  # no meta.json: not a sweep folder
+    bare.mkdir()
+    shutil.copy(a / "results.csv", bare / "results.csv")
+    old = tmp_path / "old"  # another version of the contract: columns the other folder has are missing
+    old.mkdir()
+    shutil.copy(a / "meta.json", old / "meta.json")
+    pd.read_csv(a / "results.csv").drop(columns=["receive", "latency_p50_us"]).to_csv(old / "results.csv", index=False)
+    other = tmp_path / "other"  # nothing shared
+    shutil.copytree(b, other)
+    rows = pd.read_csv(other / "results.csv")
+    rows["msg_size"] = rows["msg_size"] * 2
+    rows.to_csv(other / "results.csv", index=False)
+    return [([a, unrelated], "results.csv does not exist"),
+            ([tmp_path / "nowhere", b], "A ("),
+            ([a, running], "mid-sweep (meta.json status 'running')"),
+            ([bare, b], "no meta.json beside results.csv"),
+            ([old, b], "results.csv lacks receive, latency_p50_us, which the other folder's has"),
+            ([a, other], "share no measured point"),
+            ([a, b, "--label-a", "x", "--label-b", "x"], "--label-a and --label-b must differ"),
+            ([a, b, "--label-b", "two\nlines"], "--label-b: must be 1 to 60 printable characters"),
+            ([a, b, "--out", a / "cmp"], "inside the sweep folder"),
+            ([a, b, "--out", b], "inside the sweep folder")]
+
+
+def _prepare(args: list, out: Path) -> None:
+    folders, options = [str(x) for x in args[:2]], dict(zip(args[2::2], args[3::2]))
+    compare_report.prepare(*folders, options.get("--label-a"), options.get("--label-b"),
+                           options.get("--out", out))
+
+
+def test_bad_input_is_refused_in_one_line_and_writes_nothing(tmp_path):
+    """One folder's problem, or the pair's, is one line naming it; nothing is written anywhere."""
+    a, b = write_pair(tmp_path, 61, 62)
+    cases = bad_folders(tmp_path, a, b)
+    before = snapshot(tmp_path)
+    for args, says in cases:
+        with pytest.raises(CopylabError) as refused:
+            _prepare(args, tmp_path / "cmp-out")
+        line = str(refused.value)
+        assert says in line and "\n" not in line, (args, line)
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.slow
+def test_the_command_refuses_bad_input_in_one_line_with_exit_2(tmp_path):
+    a, b = write_pair(tmp_path, 63, 64)
+    cases = bad_folders(tmp_path, a, b)
+    before = snapshot(tmp_path)
+    proc = run_copylab("compare", str(a), timeout=60)  # one folder
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and " B" in proc.stderr
+    for args, says in cases[:3] + cases[4:5] + cases[-1:]:
+        proc = run_copylab("compare", *map(str, args), *([] if "--out" in args else ["--out", str(tmp_path / "o")]),
+                           timeout=120)
+        lines = proc.stderr.strip().splitlines()
+        assert proc.returncode == 2 and len(lines) == 1 and says in lines[0], proc.stderr
+        assert lines[0].startswith("copylab compare: error: ")
+    assert snapshot(tmp_path) == before
+
+
+def test_prepare_names_the_side_of_a_bad_folder(tmp_path):
+    a, _ = write_pair(tmp_path, 81, 82)
+    with pytest.raises(CopylabError, match=r"^B \("):
+        compare_report.prepare(a, tmp_path / "missing", out=tmp_path / "o")
+
+
+# ------------------------------------------------------------------------------------------------
+# the report
+
+
+@pytest.mark.slow
+def test_compare_writes_the_report_and_comparison_json_and_leaves_both_folders_alone(tmp_path):
+    a, b = write_pair(tmp_path, 91, 92, CHANGE_AT_1K, meta_b={"tcp_congestion_control": "cubic"})
+    before = snapshot(a, b)
+    out = tmp_path / "cmp"
+    label = "cubic_$x & {y} <b>*not bold*</b> \\textbf{z}"
+    proc = run_copylab("compare", str(a), str(b), "--out", str(out), "--label-a", "bbr", "--label-b", label,
+                       timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip().splitlines()[-1] == str(out / "comparison.pdf")
+    assert snapshot(a, b) == before
+    assert sorted(p.name for p in out.iterdir()) == ["compare.ipynb", "comparison.html", "comparison.json",
+                                                      "comparison.pdf"]
+    doc = json.loads((out / "comparison.json").read_text())
+    assert doc["b"]["label"] == label
+    # the contract's decision (each at 95%); whether it also stands after Holm's correction over its
+    # family of 48 varies with the draw at 4 passes (about 2 pairs in 3: see the first test's seeds)
+    wins = [e for e in doc["changes"] if e["decision"] == "win" and e["criterion"] == "throughput"]
+    assert {(e["impl"], e["msg_size"]) for e in wins if e["threads"] is None and e["kind"] == "own"} == {
+        (i, KIB) for i in ("a1", "a2", "a3", "uring")}
+    assert not [e for e in doc["changes"] if e["stands"] and e["decision"] in ("win", "loss")
+                and (e["msg_size"], e["kind"], e["criterion"]) != (KIB, "own", "throughput")]
+    html = (out / "comparison.html").read_text()
+    assert "<b>*not bold*</b>" not in html and "&lt;b&gt;" in html  # the label shown, not obeyed
+    assert re.search(r"plotly\.js v\d", html)  # plotly.js embedded: works offline, as the study report
+    assert not re.findall(r'<script[^>]+src="https?://', html), "comparison.html must not load scripts from a CDN"
+    assert (out / "comparison.pdf").read_bytes().startswith(b"%PDF")
+    import subprocess
+
+    pdf_text = subprocess.run(["pdftotext", str(out / "comparison.pdf"), "-"], capture_output=True, text=True).stdout
+    assert "cubic_$x & {y}" in pdf_text and "host default congestion control" in pdf_text
+
+
+def test_the_quick_sweep_compared_with_a_copy_decides_no_change(quick_sweep_dir, tmp_path):
+    """The real quick sweep (one pass) against a copy of itself: every change undecided (a single pass
+    gives no interval), none decided, and neither folder written."""
+    copy = tmp_path / "copy"
+    shutil.copytree(quick_sweep_dir, copy)
+    before = snapshot(quick_sweep_dir, copy)
+    df_a, meta_a = compare_report.load_sweep(quick_sweep_dir, "A")
+    df_b, meta_b = compare_report.load_sweep(copy, "B")
+    c = comparison(df_a, meta_a, df_b, meta_b, "quick", "copy")
+    assert c.changes and not c.decided_changes(False)
+    assert all(ch.decision.decision == Outcome.UNDECIDED for ch in c.changes)
+    own = [ch for ch in c.changes if ch.kind == OWN]
+    assert own and all(ch.a == pytest.approx(ch.b) for ch in own)
+    assert text.differences(c) == []
+    assert snapshot(quick_sweep_dir, copy) == before
+
+
+# ------------------------------------------------------------------------------------------------
+# the explorer
+
+
+def test_the_explorer_loads_two_sweeps_with_a_sweep_selector(tmp_path):
+    a, b = write_pair(tmp_path, 101, 102, CHANGE_AT_1K)
+    df_a, meta = analysis.load_results(a)
+    df_b, _ = analysis.load_results(b)
+    ex = explorer.Explorer(df_a, meta, other=df_b, labels=("bbr", "cubic"))
+    assert ex.sweep.options == ("bbr", "cubic", "both")
+    ex.filter.value = 1  # one thread
+    ex.metric.value = "throughput_gbps"
+    ex.sweep.value = "bbr"
+    shown_a = {t.name: list(t.y) for t in ex.fig.data if t.visible and len(t.y) and t.mode == "lines+markers"}
+    ex.sweep.value = "cubic"
+    shown_b = {t.name: list(t.y) for t in ex.fig.data if t.visible and len(t.y) and t.mode == "lines+markers"}
+    a1 = IMPL_LABELS["a1"]
+    assert set(shown_a) == {f"{IMPL_LABELS[i]} (bbr)" for i in ("a1", "a2", "a3", "uring")}
+    assert {n.replace("(cubic)", "(bbr)") for n in shown_b} == set(shown_a)
+    sizes = list(next(t for t in ex.fig.data if t.name == f"{a1} (cubic)").x)
+    at_1k = sizes.index(KIB)
+    assert shown_b[f"{a1} (cubic)"][at_1k] / shown_a[f"{a1} (bbr)"][at_1k] == pytest.approx(CHANGE_AT_1K, rel=0.25)
+    ex.sweep.value = "both"
+    names = {t.name for t in ex.fig.data if t.visible and len(t.y) and t.mode == "lines+markers"}
+    assert names == set(shown_a) | set(shown_b)
+    dashes = {t.name: t.line.dash for t in ex.fig.data if t.name in names}
+    assert dashes[f"{a1} (cubic)"] == "dash" and dashes[f"{a1} (bbr)"] == "solid"
+    # one sweep: no selector shown, the traces named as before
+    single = explorer.Explorer(df_a, meta)
+    assert single.sweep.layout.display == "none" and a1 in {t.name for t in single.fig.data}
