@@ -145,6 +145,13 @@ def _x_axis(fig: go.FigureWidget, xs: pd.Series, x: str) -> None:
         fig.layout.xaxis.title.text = "client threads (connections)"
 
 
+def _joined(df: pd.DataFrame, other: pd.DataFrame | None, labels: tuple[str, str]) -> pd.DataFrame:
+    """One frame of both sweeps' rows, each marked with its sweep's label (copylab compare), or df alone."""
+    if other is None:
+        return df
+    return pd.concat([df.assign(sweep=labels[0]), other.assign(sweep=labels[1])], ignore_index=True)
+
+
 class Explorer:
     """Holds the widgets and one go.FigureWidget; `update()` changes its traces' data in place."""
 
@@ -152,9 +159,7 @@ class Explorer:
                  labels: tuple[str, str] = ("A", "B")):
         # two sweeps (copylab compare): both frames' rows, each marked with its sweep's label, and a selector
         self.labels = tuple(labels) if other is not None else (None,)
-        frames = [df] if other is None else [df.assign(sweep=labels[0]), other.assign(sweep=labels[1])]
-        df = pd.concat(frames, ignore_index=True) if other is not None else df
-        self.df = df
+        self.df = df = _joined(df, other, labels)
         self.sweep = _toggles("sweep", [*self.labels, "both"] if other is not None else [None], self.labels[0])
         self.sweep.layout.display = "" if other is not None else "none"
         modes = sorted(df["mode"].unique())
@@ -177,9 +182,8 @@ class Explorer:
                                                   indent=False, layout=widgets.Layout(width="auto",
                                                                                       margin="0 16px 0 0"))
                            for impl in self.impls_all}
-        self.host = widgets.HTML(f"<small>measured on {escape.html(system_summary(meta))}</small>"
-                                 if other is None else f"<small>{escape.html(labels[0])}: measured on "
-                                 f"{escape.html(system_summary(meta))}</small>")
+        where = f"measured on {system_summary(meta)}"
+        self.host = widgets.HTML(f"<small>{escape.html(where if other is None else f'{labels[0]}: {where}')}</small>")
         self.keys = [(impl, sweep) for sweep in self.labels for impl in self.impls_all]
         self.fig = _figure(self.keys)
         self.width = OutputWidth()

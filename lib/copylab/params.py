@@ -134,22 +134,7 @@ class GridSchema(BaseModel):
     @field_validator("working_set", mode="before")
     @classmethod
     def _working_sets(cls, value):
-        """Each entry a number of bytes in range or a cache level's name (resolved in parse_grid)."""
-        many = isinstance(value, list)
-        items = [_whole(v) for v in value] if many else [_whole(value)]
-        for k, item in enumerate(items):
-            where = f"entry {k + 1}: " if many else ""
-            if isinstance(item, bool) or not isinstance(item, (int, str)):
-                raise ValueError(f"{where}must be a number of bytes or a cache level such as L2/2 or LLC*4")
-            low, high = contract.WORKING_SET_RANGE
-            if isinstance(item, int) and not low <= item <= high:
-                raise ValueError(f"{where}must be a number of bytes from {low} to {high}")
-            if isinstance(item, str) and not cachelevels.is_level_name(item):
-                raise ValueError(f"{where}{item!r} is neither a number of bytes nor a cache level such as L1d/2, "
-                                 "L2/2, LLC/2 or LLC*4")
-        if len(set(map(str, items))) < len(items):
-            raise ValueError("an entry is listed twice")
-        return items if many else items[0]
+        return _working_sets(value)
 
     @field_validator("impls", "modes", "msg_sizes", "threads", "receive", "congestion")
     @classmethod
@@ -226,6 +211,26 @@ class GridSchema(BaseModel):
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return str(value)  # a roll number written without quotes
         return value
+
+
+def _working_sets(value):
+    """Each entry of working_set a number of bytes in range or a cache level's name (resolved in
+    parse_grid)."""
+    many = isinstance(value, list)
+    items = [_whole(v) for v in value] if many else [_whole(value)]
+    for k, item in enumerate(items):
+        where = f"entry {k + 1}: " if many else ""
+        if isinstance(item, bool) or not isinstance(item, (int, str)):
+            raise ValueError(f"{where}must be a number of bytes or a cache level such as L2/2 or LLC*4")
+        low, high = contract.WORKING_SET_RANGE
+        if isinstance(item, int) and not low <= item <= high:
+            raise ValueError(f"{where}must be a number of bytes from {low} to {high}")
+        if isinstance(item, str) and not cachelevels.is_level_name(item):
+            raise ValueError(f"{where}{item!r} is neither a number of bytes nor a cache level such as L1d/2, "
+                             "L2/2, LLC/2 or LLC*4")
+    if len(set(map(str, items))) < len(items):
+        raise ValueError("an entry is listed twice")
+    return items if many else items[0]
 
 
 def _whole(value):

@@ -9,7 +9,8 @@ floors, each importing only the floors below it:
   intervals over repetitions), decisions (the one test: win/loss/equivalent/undecided, Holm),
   patterns (Q6's and Q3's comparisons), findings (each answer's other numbers), profiles and
   stacks (the profiled runs and their folded stacks), peers (the reference programs' numbers),
-  run_facts (how the run went: time, passes, placement, steal, precision);
+  run_facts (how the run went: time, passes, placement, steal, precision), levels (the cache-level
+  study's comparisons), comparison (two sweeps' changes, for copylab compare: built like the Study);
 - explain: explain, explain_copies and explain_surprise (explanations chosen by rules from the
   evidence);
 - study: `study(df, meta, profiles) -> Study`, built once per report from one population of rows:

@@ -170,7 +170,7 @@ def _ratio_changes(rows_a: pd.DataFrame, rows_b: pd.DataFrame, margin: float) ->
     out = []
     for key in sorted(set(diffs_a) & set(diffs_b)):
         metric, impl, base = key
-        if base != BASE:
+        if base != BASE or metric not in criterion_of:  # the criteria compared (not each side's CPU)
             continue
         a, b = diffs_a[key], diffs_b[key]
         shared = set(a) & set(b)

@@ -46,7 +46,7 @@ from .kernel import WarmKernel, check_kernel_folders
 from .meta import SweepMeta
 from .clock import SweepClock
 from .placing import SweepPlacement
-from .prepare import build_here, plan_queue, probe, recorded_specs
+from .prepare import build_here, check_builds, plan_queue, probe, recorded_specs
 from .progress import Progress
 from .records import failed_row, load_rows, now, record_path, write_results
 
@@ -278,6 +278,7 @@ def nothing_left(sweep: Sweep) -> bool:
     rows = load_rows(sweep.runs, specs)
     if len(rows) < len(specs) or any(row.get("status") != "ok" for row in rows.values()):
         return False
+    check_builds(sweep.out, rows, sweep.mixed_builds, sweep.say)  # another build's points are refused as ever
     sweep.rows, sweep.specs = rows, specs
     if not budgeting.applies(sweep.grid) or sweep.clock.left() <= 0:
         return True
