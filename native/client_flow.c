@@ -36,11 +36,12 @@ static int check_reply(struct worker *w, const struct hello *h)
 	const struct client_options *o = &w->run->opts;
 	unsigned char rbuf[REPLY_SIZE];
 	struct reply r;
-	ssize_t n = recv_all(w->fd, rbuf, REPLY_SIZE, now_ns() + (int64_t)(HANDSHAKE_TIMEOUT_S * 1e9));
+	/* the server builds the connection's ring before it answers: --setup-timeout when that is large */
+	ssize_t n = recv_all(w->fd, rbuf, REPLY_SIZE, now_ns() + (int64_t)(o->setup_timeout_s * 1e9));
 
 	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
 		worker_fail(w, "handshake: the peer at %s port %u did not answer within %.0f s (not a copylab server?)",
-			    o->connect, o->port, HANDSHAKE_TIMEOUT_S);
+			    o->connect, o->port, o->setup_timeout_s);
 		return -1;
 	}
 	if (n != REPLY_SIZE) {

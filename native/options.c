@@ -266,6 +266,7 @@ void parse_client_options(int argc, char **argv, const char *prog, struct client
 	memset(o, 0, sizeof(*o));
 	o->receive = RECEIVE_message;
 	o->interval_s = INTERVAL_DEFAULT_S;
+	o->setup_timeout_s = HANDSHAKE_TIMEOUT_S;
 	struct opt_spec specs[] = {
 		{"--connect", OPT_ADDR, &o->connect, 1, 0},
 		{"--port", OPT_PORT, &o->port, 0, 0},
@@ -277,6 +278,7 @@ void parse_client_options(int argc, char **argv, const char *prog, struct client
 		{"--warmup", OPT_SECONDS_OR_ZERO, &o->warmup_s, 1, 0},
 		{"--steady-max", OPT_SECONDS_OR_ZERO, &o->steady_max_s, 0, 0},
 		{"--interval", OPT_INTERVAL, &o->interval_s, 0, 0},
+		{"--setup-timeout", OPT_DURATION, &o->setup_timeout_s, 0, 0},
 		{"--receive", OPT_RECEIVE, &o->receive, 0, 0},
 		{"--congestion", OPT_CONGESTION, &o->congestion, 0, 0},
 		{"--verify", OPT_SWITCH, &o->verify, 0, 0},

@@ -61,6 +61,8 @@ BAD = [
     ("client", with_flag(CLIENT_OK, "--duration", "nan"), "--duration"),
     ("client", with_flag(CLIENT_OK, "--duration", "3601"), "--duration"),
     ("client", with_flag(CLIENT_OK, "--warmup", "-1"), "--warmup"),
+    ("client", CLIENT_OK + ["--setup-timeout", "0"], "--setup-timeout"),
+    ("client", CLIENT_OK + ["--setup-timeout", "soon"], "--setup-timeout"),
     ("client", with_flag(CLIENT_OK, "--port", "0"), "--port"),
     ("client", with_flag(CLIENT_OK, "--connect", "1.2.3"), "--connect"),
     ("client", with_flag(CLIENT_OK, "--msg-size", ""), "--msg-size"),

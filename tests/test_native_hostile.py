@@ -132,6 +132,40 @@ def test_a_latency_peer_that_breaks_the_protocol_after_stop(native_build, saniti
 
 
 @pytest.mark.slow
+def test_a_server_building_a_large_ring_gets_the_setup_time_it_was_given(native_build):
+    """A server builds each connection's ring before it answers: a cache-level working set of 1 GiB
+    of pages took longer than the 5 s bound on a loaded VM. --setup-timeout (the engine sets it from
+    the ring's size) lifts the bound for that answer, and still bounds it."""
+    def late(conn):
+        time.sleep(2.0)
+        conn.sendall(reply(STATUS_OK, 2, "throughput", 4096))
+
+    def run(timeout: float):
+        server = HostileServer("throughput", 4096, stream_ignoring_stop, answer=late)
+        argv = client_argv("127.0.0.1", server.port, "throughput", 4096, duration=0.3, warmup=0.05)
+        try:
+            return run_timed([*argv, "--setup-timeout", str(timeout)], False)
+        finally:
+            server.close()
+
+    proc, _ = run(1.0)
+    assert_one_line_failure(proc, "did not answer within 1 s")
+    proc, _ = run(10.0)
+    assert "did not answer" not in proc.stderr and "after STOP" in proc.stderr, proc.stderr
+
+
+def test_the_engine_gives_large_rings_their_setup_time():
+    from copylab.point import PointSpec
+    from copylab.runners.native import SLOWEST_FILL_BYTES_S, setup_timeout
+
+    spec = PointSpec(impl="a3", mode="throughput", msg_size=4096, threads=2, working_set=128 << 20,
+                     working_set_level="LLC*4")
+    assert spec.ring_memory > 0
+    assert setup_timeout(spec) == ["--setup-timeout", f"{5 + 2 * spec.ring_memory / SLOWEST_FILL_BYTES_S:.0f}"]
+    assert setup_timeout(PointSpec(impl="a3", mode="throughput", msg_size=4096, threads=2)) == []
+
+
+@pytest.mark.slow
 @BUILDS
 def test_a_reply_trickled_a_byte_at_a_time_is_bounded_as_a_whole(native_build, sanitize):
     """The 5 s bound applied per recv: a reply of 24 bytes, one a second, took 25 s."""

@@ -38,9 +38,9 @@ _CONGESTION_NAME = re.compile(r"[A-Za-z0-9_-]{1,15}")
 
 @lru_cache(maxsize=None)
 def native_limits() -> dict[str, float]:
-    """The #define NAME VALUE lines of native/limits.h: the limits C and Python share."""
+    """The #define NAME VALUE lines of native/limits.h and protocol.h: the limits C and Python share."""
     values = {}
-    for line in (NATIVE_DIR / "limits.h").read_text().splitlines():
+    for line in [line for header in ("limits.h", "protocol.h") for line in (NATIVE_DIR / header).read_text().splitlines()]:
         match = re.match(r"#define\s+([A-Z_]+)\s+([0-9.]+)\s*(?:/\*.*)?$", line)
         if match:
             text = match.group(2)

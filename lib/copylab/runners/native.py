@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ..contract import CONGESTION_HOST, SERVER_KEYS
+from ..contract import CONGESTION_HOST, SERVER_KEYS, native_limits
 from ..errors import CopylabError, ErrorKind
 from ..intervals import from_bytes, from_round_trips
 from ..paths import BUILD_DIR, client_binary, server_binary
@@ -46,7 +46,7 @@ class NativeRunner(Runner):
                 "--msg-size", str(spec.msg_size), "--mode", spec.mode, "--threads", str(spec.threads),
                 "--duration", f"{spec.duration_s:g}", "--warmup", f"{spec.warmup_s:g}",
                 "--steady-max", f"{spec.steady_max_s:g}", "--receive", spec.receive,
-                *self._congestion(spec), "--announce-window", "--json"]
+                *self._congestion(spec), *setup_timeout(spec), "--announce-window", "--json"]
         return argv + (["--verify"] if spec.verify else [])
 
     def server_ready(self, stream, line) -> bool:
@@ -133,3 +133,17 @@ def _series(spec, cli: dict | None):
         return from_round_trips(cli["interval_s"], cli["interval_rtts"], cli.get("interval_rtt_mean_us") or [],
                                 start, spec.duration_s)
     return from_bytes(cli["interval_s"], cli["interval_bytes"], start, spec.duration_s)
+
+
+SLOWEST_FILL_BYTES_S = 50e6  # a floor under any host's page-fault-and-fill rate (1 GiB in 20 s), loaded or not
+
+
+def setup_timeout(spec) -> list[str]:
+    """The client's --setup-timeout when the point's rings are larger than the servers' default
+    bound (a cache-level working set, --ring-memory): every server thread builds its ring before it
+    answers, and they share the CPUs; [] otherwise (the native default)."""
+    if not getattr(spec, "ring_memory", 0):
+        return []
+    usual = native_limits()["HANDSHAKE_TIMEOUT_S"]  # what a server normally has to answer (protocol.h)
+    return ["--setup-timeout", f"{usual + spec.threads * spec.ring_memory / SLOWEST_FILL_BYTES_S:.0f}"]
+
