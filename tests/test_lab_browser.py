@@ -156,6 +156,7 @@ def test_make_lab_says_in_one_line_what_to_open(lab_server, sweep):
 
 
 @pytest.mark.slow
+@pytest.mark.alone  # its waits are sized for the notebook's kernel on a CPU of its own
 def test_explorer_survives_save_and_reload(lab_server, browser, sweep, tmp_path):
     page = browser.new_page(viewport=VIEWPORT)
     _photographed(page, tmp_path, lambda: _explore(page, lab_server[0], sweep))
