@@ -16,8 +16,9 @@ STAMP   := $(VENV)/.installed-from-pyproject
 report: deps $(STAMP)
 	$(PY) -m copylab sweep $(PARAMS) --report
 
+# in parallel, one worker per CPU; the tests of one real sweep stay together (tests/conftest.py)
 test: deps $(STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest -n auto --dist loadgroup
 
 # the tests marked neither root, network nor slow (tests/conftest.py holds the markers true)
 check: deps $(STAMP)
