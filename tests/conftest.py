@@ -197,10 +197,12 @@ def benchmark_processes(everyone: bool = False) -> list[str]:
 
 @pytest.fixture(scope="session")
 def native_build() -> Path:
-    """Build native/ once per session (regular and sanitizer variants)."""
-    for target in ([], ["sanitize"]):
-        proc = subprocess.run(["make", "-C", str(ROOT / "native"), *target], capture_output=True, text=True)
-        assert proc.returncode == 0, proc.stdout + proc.stderr
+    """Build native/ once per session (regular and sanitizer variants); one worker at a time: two
+    makes in one tree overwrite each other's objects."""
+    with _flock(Path(os.environ[LOCK_VAR]) / "native-build", fcntl.LOCK_EX):
+        for target in ([], ["sanitize"]):
+            proc = subprocess.run(["make", "-C", str(ROOT / "native"), *target], capture_output=True, text=True)
+            assert proc.returncode == 0, proc.stdout + proc.stderr
     return ROOT / "native" / "build"
 
 
