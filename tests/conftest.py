@@ -316,9 +316,13 @@ FIXTURE_MARKERS = {"quick_sweep_dir": ("root", "network", "slow"), "quick_report
                    "hostile_report": ("slow",)}
 
 
-# under pytest-xdist (--dist loadgroup) the tests of one real sweep run on one worker: it is swept
-# once, and no test reads its folder while another re-sweeps it (test_sweep.py)
-QUICK_SWEEP_GROUP = pytest.mark.xdist_group("quick_sweep")
+# under pytest-xdist (--dist loadgroup) the tests of one shared fixture run on one worker: the quick
+# sweep is swept once, and no test reads its folder while another re-sweeps it (test_sweep.py); the
+# emulated ssh hosts (tests/sshrig.py) take fixed addresses in the root namespace: one rig at a time
+FIXTURE_GROUPS = {"quick_sweep_dir": "quick_sweep", "quick_report": "quick_sweep", "rig": "ssh_rig"}
+# a sweep removes every dead run's namespace it finds: a test that plants one to see it removed
+# (test_sweep.py's faulty_sweep) must not have another worker's sweep take it first
+ALONE_FIXTURES = {"faulty_sweep"}
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
@@ -328,8 +332,10 @@ def pytest_collection_modifyitems(items):
         for fixture in used & set(FIXTURE_MARKERS):
             for name in FIXTURE_MARKERS[fixture]:
                 item.add_marker(name)
-        if used & {"quick_sweep_dir", "quick_report"}:
-            item.add_marker(QUICK_SWEEP_GROUP)
+        for group in sorted({FIXTURE_GROUPS[f] for f in used & set(FIXTURE_GROUPS)}):
+            item.add_marker(pytest.mark.xdist_group(group))
+        if used & ALONE_FIXTURES:
+            item.add_marker("alone")
 
 
 @pytest.hookimpl(tryfirst=True)
