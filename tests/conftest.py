@@ -77,7 +77,7 @@ def _parent(pid: int) -> int | None:
         return None
 
 
-def _is_ours(pid: int, var: str = WORKER_VAR) -> bool | None:
+def is_ours(pid: int, var: str = WORKER_VAR) -> bool | None:
     """Is live process pid this process's own (itself, a descendant, or marked with its var)? None
     when pid is gone."""
     if pid == os.getpid():
@@ -106,7 +106,7 @@ def _namespace_pid(namespace: str) -> int | None:
 def _alive_elsewhere(namespace: str, var: str = WORKER_VAR) -> bool:
     """copylab-<pid>-...: is <pid> a live process that is not ours (another worker's or another run's)?"""
     pid = _namespace_pid(namespace)
-    return pid is not None and _is_ours(pid, var) is False
+    return pid is not None and is_ours(pid, var) is False
 
 
 def _actors(namespace: str) -> list[int]:
@@ -157,7 +157,7 @@ class NetnsWatch:
                     continue
                 created = bool(event.mask & (flags.CREATE | flags.MOVED_TO))
                 if created or event.name not in self.ours | self.theirs | self.unknown:
-                    owners = [o for o in map(_is_ours, _actors(event.name)) if o is not None]
+                    owners = [o for o in map(is_ours, _actors(event.name)) if o is not None]
                     (self.ours if any(owners) else self.theirs if owners else self.unknown).add(event.name)
                 self.changes += event.name in self.ours
             return self.changes
@@ -188,7 +188,7 @@ def benchmark_processes(everyone: bool = False) -> list[str]:
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                if os.readlink(entry / "exe").startswith(build + "/") and (everyone or _is_ours(int(entry.name))):
+                if os.readlink(entry / "exe").startswith(build + "/") and (everyone or is_ours(int(entry.name))):
                     found.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode())
             except OSError:
                 continue
