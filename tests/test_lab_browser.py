@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -95,8 +96,11 @@ def lab_server(sweep, tmp_path_factory):
     """`copylab lab SWEEP` (what `make lab` runs) in the background, with Jupyter's per-user folders
     in a scratch folder; yields (url, the one line it printed). Stopped with SIGTERM afterwards."""
     home = tmp_path_factory.mktemp("jupyter-home")
+    # the kernels' ipc sockets live in the runtime folder: a socket's path has 107 bytes at most, and
+    # under pytest-xdist (popen-gw1/...) the temporary folder's was past it ("File name too long")
+    runtime = Path(tempfile.mkdtemp(prefix="jrt-", dir="/tmp"))
     env = dict(os.environ, JUPYTER_CONFIG_DIR=str(home / "config"), JUPYTER_DATA_DIR=str(home / "data"),
-               JUPYTER_RUNTIME_DIR=str(home / "runtime"), IPYTHONDIR=str(home / "ipython"))
+               JUPYTER_RUNTIME_DIR=str(runtime), IPYTHONDIR=str(home / "ipython"))
     out, err = home / "stdout", home / "stderr"
     with open(out, "w") as stdout, open(err, "w") as stderr:
         proc = subprocess.Popen([sys.executable, "-m", "copylab", "lab", str(sweep), "--no-browser",
@@ -116,6 +120,7 @@ def lab_server(sweep, tmp_path_factory):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        shutil.rmtree(runtime, ignore_errors=True)
 
 
 def _widget_views(notebook: Path) -> int:
@@ -156,7 +161,6 @@ def test_make_lab_says_in_one_line_what_to_open(lab_server, sweep):
 
 
 @pytest.mark.slow
-@pytest.mark.alone  # its waits are sized for the notebook's kernel on a CPU of its own
 def test_explorer_survives_save_and_reload(lab_server, browser, sweep, tmp_path):
     page = browser.new_page(viewport=VIEWPORT)
     _photographed(page, tmp_path, lambda: _explore(page, lab_server[0], sweep))
