@@ -18,8 +18,11 @@ STAMP   := $(VENV)/.installed-from-pyproject
 report: deps $(STAMP)
 	$(PY) -m copylab sweep $(PARAMS) --report
 
+# in parallel, one worker per CPU; the tests of one real sweep stay together (tests/conftest.py).
+# native/ is built first: every worker's sweeps run make in it, which must find nothing to do
 test: deps $(STAMP)
-	$(PY) -m pytest
+	$(MAKE) -s -C native all sanitize
+	$(PY) -m pytest -n auto --dist loadgroup
 
 # the tests marked neither root, network nor slow (tests/conftest.py holds the markers true)
 check: deps $(STAMP)

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import functools
 import os
+import select
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from pathlib import Path
 
 import pytest
+from inotify_simple import INotify, flags
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/ helpers importable as modules
@@ -46,19 +53,142 @@ def start_sweep(params: Path, out: Path, records: int = 1, timeout: float = 120)
     return proc
 
 
-def copylab_namespaces() -> list[str]:
+# Who is whose. `make test` runs the suite in parallel (pytest-xdist): each worker must see only
+# what it started itself, and the session-end check everything of the run's. Every test process
+# marks its environment: children inherit it and orphans keep it, so a benchmark process or a
+# namespace's creator tells which worker (and which run) it belongs to, even once adopted by init.
+RUN_VAR = "COPYLAB_TEST_RUN"        # pid of the run's first process (xdist's controller, or pytest alone)
+WORKER_VAR = "COPYLAB_TEST_WORKER"  # pid of the process that runs the tests (a worker, or pytest alone)
+NETNS_DIR = Path("/run/netns")  # where iproute2 keeps named namespaces
+
+
+def _environ(pid: int) -> dict[str, str]:
+    try:
+        raw = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return {}
+    return dict(item.split("=", 1) for item in raw.decode(errors="replace").split("\0") if "=" in item)
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def is_ours(pid: int, var: str = WORKER_VAR) -> bool | None:
+    """Is live process pid this process's own (itself, a descendant, or marked with its var)? None
+    when pid is gone."""
+    if pid == os.getpid():
+        return True
+    if not Path(f"/proc/{pid}").exists():
+        return None
+    mark = os.environ.get(var)
+    if mark and _environ(pid).get(var) == mark:
+        return True
+    while pid > 1:  # walk up: this process among the ancestors
+        pid = _parent(pid)
+        if pid is None:
+            return None
+        if pid == os.getpid():
+            return True
+    return False
+
+
+def _namespace_pid(namespace: str) -> int | None:
+    try:
+        return int(namespace.split("-")[1])
+    except (IndexError, ValueError):
+        return None
+
+
+def _alive_elsewhere(namespace: str, var: str = WORKER_VAR) -> bool:
+    """copylab-<pid>-...: is <pid> a live process that is not ours (another worker's or another run's)?"""
+    pid = _namespace_pid(namespace)
+    return pid is not None and is_ours(pid, var) is False
+
+
+def _actors(namespace: str) -> list[int]:
+    """The live processes acting on a namespace now: its creator (the pid in its name) and any whose
+    command line names it (`ip netns add NAME`, `ip netns del NAME`, a test's stand-in)."""
+    pid = _namespace_pid(namespace)
+    found = [pid] if pid is not None and Path(f"/proc/{pid}").exists() else []
+    needle = namespace.encode()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) not in found:
+            with contextlib.suppress(OSError):
+                if needle in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+    return found
+
+
+class NetnsWatch:
+    """Every copylab namespace created or removed while this process runs, told apart as ours or
+    another's as it happens, by who is acting on it then (its creator, or an `ip` naming it)."""
+
+    def __init__(self) -> None:
+        self.ours: set[str] = set()     # created by a process of ours
+        self.theirs: set[str] = set()   # by a live process of another worker or run
+        self.unknown: set[str] = set()  # nobody acting on it to be seen any more: not counted
+        self.changes = 0              # our namespaces created or removed so far
+        self._lock = threading.Lock()
+        self._inotify = None
+        if not NETNS_DIR.is_dir():
+            with contextlib.suppress(OSError):  # what `ip netns add` does first; needs root
+                NETNS_DIR.mkdir(mode=0o755, parents=True)
+        with contextlib.suppress(OSError):  # no folder: nothing on this host made a namespace, nor can we
+            self._inotify = INotify()
+            self._inotify.add_watch(NETNS_DIR, flags.CREATE | flags.DELETE | flags.MOVED_FROM | flags.MOVED_TO)
+            threading.Thread(target=self._follow, name="netns-watch", daemon=True).start()
+
+    def _follow(self) -> None:
+        while True:  # woken at once: whoever acts on the namespace is still at it
+            select.select([self._inotify], [], [])
+            self.update()
+
+    def update(self) -> int:
+        """Take in what happened so far; the count of our changes."""
+        with self._lock:
+            if self._inotify is None:
+                return self.changes
+            for event in self._inotify.read(timeout=0):
+                if not event.name.startswith("copylab-"):
+                    continue
+                created = bool(event.mask & (flags.CREATE | flags.MOVED_TO))
+                if created or event.name not in self.ours | self.theirs | self.unknown:
+                    owners = [o for o in map(is_ours, _actors(event.name)) if o is not None]
+                    (self.ours if any(owners) else self.theirs if owners else self.unknown).add(event.name)
+                self.changes += event.name in self.ours
+            return self.changes
+
+
+def _all_copylab_namespaces() -> list[str]:
     out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     return [line.split()[0] for line in out.splitlines() if line.startswith("copylab-")]
 
 
-def benchmark_processes() -> list[str]:
-    """Running native benchmark binaries of this checkout (command lines)."""
+@functools.cache
+def _netns_watch() -> NetnsWatch:
+    return NetnsWatch()
+
+
+def copylab_namespaces() -> list[str]:
+    """The copylab namespaces there are, less those another worker or run is using."""
+    watch = _netns_watch()
+    return [ns for ns in _all_copylab_namespaces()
+            if not _alive_elsewhere(ns) and not (ns in watch.theirs and ns not in watch.ours)]
+
+
+def benchmark_processes(everyone: bool = False) -> list[str]:
+    """Running native benchmark binaries of this checkout (command lines): this worker's, or with
+    everyone, anybody's."""
     build = str(ROOT / "native" / "build")
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                if os.readlink(entry / "exe").startswith(build + "/"):
+                if os.readlink(entry / "exe").startswith(build + "/") and (everyone or is_ours(int(entry.name))):
                     found.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode())
             except OSError:
                 continue
@@ -67,10 +197,12 @@ def benchmark_processes() -> list[str]:
 
 @pytest.fixture(scope="session")
 def native_build() -> Path:
-    """Build native/ once per session (regular and sanitizer variants)."""
-    for target in ([], ["sanitize"]):
-        proc = subprocess.run(["make", "-C", str(ROOT / "native"), *target], capture_output=True, text=True)
-        assert proc.returncode == 0, proc.stdout + proc.stderr
+    """Build native/ once per session (regular and sanitizer variants); one worker at a time: two
+    makes in one tree overwrite each other's objects."""
+    with _flock(Path(os.environ[LOCK_VAR]) / "native-build", fcntl.LOCK_EX):
+        for target in ([], ["sanitize"]):
+            proc = subprocess.run(["make", "-C", str(ROOT / "native"), *target], capture_output=True, text=True)
+            assert proc.returncode == 0, proc.stdout + proc.stderr
     return ROOT / "native" / "build"
 
 
@@ -102,33 +234,70 @@ def quick_report(quick_sweep_dir, tmp_path_factory) -> dict:
     return {"dir": folder, "proc": proc}
 
 
-def _alive_elsewhere(namespace: str) -> bool:
-    """copylab-<pid>-...: is <pid> a live process outside this test session?"""
-    try:
-        pid = int(namespace.split("-")[1])
-    except (IndexError, ValueError):
-        return False
-    if pid == os.getpid() or not Path(f"/proc/{pid}").exists():
-        return False
-    while pid > 1:  # walk up: one of this session's descendants is ours
-        try:
-            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            return True
-        if pid == os.getpid():
-            return False
-    return True
+_LEFT_BEHIND = pytest.StashKey[list]()
+LOCK_VAR = "COPYLAB_TEST_LOCKS"  # the run's folder of lock files (xdist: the `alone` marker)
 
 
-@pytest.fixture(scope="session", autouse=True)
-def nothing_left_behind():
-    """After the whole suite: no namespace and no benchmark process of copylab's (issue 7)."""
-    yield
-    # a namespace whose creator still runs and is not ours belongs to another run on this machine
-    leftover_ns = [ns for ns in copylab_namespaces() if not _alive_elsewhere(ns)]
-    leftover_procs = benchmark_processes()
-    assert not leftover_ns, f"namespaces left behind: {leftover_ns}"
-    assert not leftover_procs, f"benchmark processes left behind: {leftover_procs}"
+def pytest_configure(config):
+    if not hasattr(config, "workerinput"):  # the run's first process: its workers inherit these
+        os.environ[RUN_VAR] = str(os.getpid())
+        os.environ[LOCK_VAR] = tempfile.mkdtemp(prefix="copylab-test-locks-")
+    os.environ[WORKER_VAR] = str(os.getpid())
+
+
+def pytest_unconfigure(config):
+    if not hasattr(config, "workerinput"):
+        shutil.rmtree(os.environ.pop(LOCK_VAR, ""), ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _flock(path: Path, mode: int):
+    with open(path, "a") as handle:
+        fcntl.flock(handle, mode)
+        yield  # closing the file releases the lock
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item):
+    """A test marked `alone` runs while no other xdist worker runs a test (it measures the host's CPU
+    load, or waits on timing a second busy CPU would stretch); the others share. A test waiting to
+    run alone holds the turnstile, so the other worker cannot start test after test ahead of it."""
+    folder = os.environ.get(LOCK_VAR)
+    if not hasattr(item.config, "workerinput") or not folder or not Path(folder).is_dir():
+        yield
+        return
+    alone = item.get_closest_marker("alone") is not None
+    with contextlib.ExitStack() as held:
+        turnstile = held.enter_context(contextlib.ExitStack())
+        turnstile.enter_context(_flock(Path(folder) / "turnstile", fcntl.LOCK_EX))
+        held.enter_context(_flock(Path(folder) / "tests", fcntl.LOCK_EX if alone else fcntl.LOCK_SH))
+        if not alone:
+            turnstile.close()  # through: the next test may queue
+        yield
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session):
+    if not hasattr(session.config, "workerinput"):
+        nothing_left_behind(session)
+
+
+def nothing_left_behind(session) -> None:
+    """After the whole run (under xdist: in the controller, after every worker): no namespace and no
+    benchmark process of copylab's left (issue 7). Fails the run, named at the end of its summary."""
+    # a namespace whose creator still runs and is not this run's belongs to another run on this machine
+    leftover_ns = [ns for ns in _all_copylab_namespaces() if not _alive_elsewhere(ns, RUN_VAR)]
+    leftover_procs = benchmark_processes(everyone=True)
+    problems = [f"namespaces left behind: {leftover_ns}"] * bool(leftover_ns) + \
+               [f"benchmark processes left behind: {leftover_procs}"] * bool(leftover_procs)
+    if problems:
+        session.config.stash[_LEFT_BEHIND] = problems
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    for problem in config.stash.get(_LEFT_BEHIND, []):
+        terminalreporter.write_line(f"LEFT BEHIND (tests/conftest.py): {problem}", red=True, bold=True)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -137,17 +306,8 @@ def nothing_left_behind():
 # longer than a few seconds. A test that does either unmarked fails, so `make check` (-m "not root
 # and not network and not slow") stays fast and harmless. `root` is held by running `make check`
 # without it (README). COPYLAB_MARKER_LOG=<file> records each test's seconds and namespace use.
-NETNS_DIR = Path("/run/netns")
 SLOW_LIMIT_S = 10.0  # far above the ~2 s a `slow` test takes: a loaded CI machine must not trip it
 _STARTED = pytest.StashKey[tuple]()
-
-
-def _netns_stamp():
-    try:
-        st = NETNS_DIR.stat()
-    except OSError:
-        return None
-    return (st.st_ino, st.st_mtime_ns)
 
 
 # shared fixtures that run a real sweep (as root: in namespaces) or build a report: whichever test
@@ -156,16 +316,31 @@ FIXTURE_MARKERS = {"quick_sweep_dir": ("root", "network", "slow"), "quick_report
                    "hostile_report": ("slow",)}
 
 
+# under pytest-xdist (--dist loadgroup) the tests of one shared fixture run on one worker: the quick
+# sweep is swept once, and no test reads its folder while another re-sweeps it (test_sweep.py); the
+# emulated ssh hosts (tests/sshrig.py) take fixed addresses in the root namespace: one rig at a time
+FIXTURE_GROUPS = {"quick_sweep_dir": "quick_sweep", "quick_report": "quick_sweep", "rig": "ssh_rig"}
+# a sweep removes every dead run's namespace it finds: a test that plants one to see it removed
+# (test_sweep.py's faulty_sweep) must not have another worker's sweep take it first
+ALONE_FIXTURES = {"faulty_sweep"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(items):
     for item in items:
-        for fixture in set(getattr(item, "fixturenames", ())) & set(FIXTURE_MARKERS):
+        used = set(getattr(item, "fixturenames", ()))
+        for fixture in used & set(FIXTURE_MARKERS):
             for name in FIXTURE_MARKERS[fixture]:
                 item.add_marker(name)
+        for group in sorted({FIXTURE_GROUPS[f] for f in used & set(FIXTURE_GROUPS)}):
+            item.add_marker(pytest.mark.xdist_group(group))
+        if used & ALONE_FIXTURES:
+            item.add_marker("alone")
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
-    item.stash[_STARTED] = (_netns_stamp(), time.monotonic())
+    item.stash[_STARTED] = (_netns_watch().update(), time.monotonic())
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -175,7 +350,7 @@ def pytest_runtest_makereport(item, call):
     if call.when != "teardown" or _STARTED not in item.stash:
         return
     before, started = item.stash[_STARTED]
-    seconds, netns = time.monotonic() - started, _netns_stamp() != before
+    seconds, netns = time.monotonic() - started, _netns_watch().update() != before
     log = os.environ.get("COPYLAB_MARKER_LOG")
     if log:
         with open(log, "a") as handle:

@@ -24,6 +24,7 @@ def test_total_ticks_sums_user_to_steal_and_leaves_guest_out():
     assert total_ticks(text) == 100 + 2 + 30 + 500 + 7 + 3 + 11 + 40  # guest is inside user already
 
 
+@pytest.mark.alone  # another xdist worker's CPU time would count as foreign
 def test_our_reaped_child_and_kernel_threads_are_not_foreign():
     processes = _processes()
     assert os.getpid() in descendants(os.getppid(), processes)
@@ -37,6 +38,7 @@ def test_our_reaped_child_and_kernel_threads_are_not_foreign():
 
 
 @pytest.mark.slow
+@pytest.mark.alone
 def test_a_foreign_process_counts_and_our_own_does_not(tmp_path):
     load = HostLoad()
     load.begin()

@@ -15,6 +15,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -98,8 +99,11 @@ class Lab:
 
     def __init__(self, sweep: Path, home: Path):
         self.sweep, self.home, self.proc = sweep, home, None
+        # the kernels' ipc sockets live in the runtime folder: a socket's path has 107 bytes at most, and
+        # under pytest-xdist (popen-gw1/...) the temporary folder's was past it ("File name too long")
+        self.runtime = Path(tempfile.mkdtemp(prefix="jrt-", dir="/tmp"))
         self.env = dict(os.environ, JUPYTER_CONFIG_DIR=str(home / "config"), JUPYTER_DATA_DIR=str(home / "data"),
-                        JUPYTER_RUNTIME_DIR=str(home / "runtime"), IPYTHONDIR=str(home / "ipython"))
+                        JUPYTER_RUNTIME_DIR=str(self.runtime), IPYTHONDIR=str(home / "ipython"))
 
     def start(self) -> None:
         out, err = self.home / "stdout", self.home / "stderr"
@@ -138,6 +142,7 @@ def lab_server(sweep, tmp_path_factory):
     finally:
         if server.proc.poll() is None:
             server.stop()
+        shutil.rmtree(server.runtime, ignore_errors=True)
 
 
 def _widget_views(notebook: Path) -> int:

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, benchmark_processes, copylab_namespaces, run_copylab
+from conftest import ROOT, benchmark_processes, copylab_namespaces, is_ours, run_copylab
 from copylab import measurement
 from copylab import paths as pathsmod
 from copylab import perf as perfmod
@@ -112,8 +112,9 @@ def _kill_later(pattern: str, delay: float, signum=signal.SIGKILL) -> threading.
 
 
 def _pids_matching(fragment: str) -> list[int]:
+    """Our processes whose command line holds fragment (never another xdist worker's: conftest.is_ours)."""
     out = subprocess.run(["pgrep", "-f", fragment], capture_output=True, text=True).stdout
-    return [int(p) for p in out.split()]
+    return [int(p) for p in out.split() if is_ours(int(p))]
 
 
 @pytest.mark.parametrize("victim,expect", [

@@ -254,6 +254,7 @@ def test_the_build_id_follows_the_sources_the_compiler_and_the_flags(tmp_path, m
 
 
 @pytest.mark.slow
+@pytest.mark.alone  # it takes native/build/libnosleep.so away, which other workers' peers load
 def test_a_fresh_clone_keeps_the_peer_whose_shim_the_build_makes(tmp_path, native_build):
     """On a fresh clone native/build/ is empty as the sweep starts: sockperf's points were left out
     as "libnosleep.so is missing" before the sweep's own build made it. The build comes first now."""

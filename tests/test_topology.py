@@ -24,6 +24,7 @@ from faults import UNPRIVILEGED, assert_one_line_error, dead_pid, env_with, make
 
 @pytest.mark.root
 @pytest.mark.network
+@pytest.mark.alone  # another worker's sweep would remove the dead run's namespace first
 def test_clean_removes_a_dead_runs_namespace_and_keeps_a_live_one():
     dead = f"copylab-{dead_pid()}-abc123-srv"
     holder = subprocess.Popen(["sleep", "60"])  # stands for a copylab run that is still alive
