@@ -178,7 +178,14 @@ class Profiler:
                 path.write_bytes(gzip.compress(script.fold(samples[side]).encode()))
         if not any(samples.values()) and not out["profile_note"]:
             out["profile_note"] = "perf record wrote no samples in the window"
+        elif not out["profile_note"]:
+            empty = [WHO[side] for side in SIDES if not samples[side]]
+            if empty:  # seen with 0.2 s windows on a loaded host: perf record attached after the window began
+                out["profile_note"] = f"perf record wrote no samples of the {' or '.join(empty)} in the window"
         return out
+
+
+WHO = {"srv": "sender", "cli": "receiver"}
 
 
 def side_columns(side: str, prof: "classify.SideProfile") -> dict:
