@@ -230,7 +230,10 @@ def test_sigint_to_the_process_group_keeps_workload_output_and_counters(tmp_path
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-    assert proc.returncode == 0
+    # perf stat catches the SIGINT and, when it saw it before its child's exit, raises it again on
+    # itself once it has written its counters (sig_atexit): which comes first is the scheduler's
+    # choice (seen under make test's two workers). What the engine needs is below: output and counters.
+    assert proc.returncode in (0, -signal.SIGINT)
     assert json.loads(stdout.strip())["loops"] > 0
     counters = side_counters(parse_stat_csv(out.read_text()), plan)
     assert counters["task_clock_ms"] is not None and counters["task_clock_ms"] > 0
