@@ -9,8 +9,8 @@ budget, the allowance is nothing: base passes come before re-measurements.
 
 Measuring again is worth its time only where runs taken apart measure differently. Every run set
 aside has a run kept in its place moments later, so the host answers that itself: once
-EFFECT_PAIRS such pairs are in (throughput, or the inverse of the p50 round trip), if the 95% interval of their log ratio contains
-no difference, runs are no longer measured again (still probed and flagged) and the sweep says why.
+EFFECT_PAIRS such pairs are in (throughput, or the inverse of the p50 round trip), if the 95% interval of their ratio lies
+within the grid's equivalence margin, runs are no longer measured again (still probed and flagged) and the sweep says why.
 """
 
 from __future__ import annotations
@@ -29,18 +29,23 @@ from .records import read_row
 EFFECT_PAIRS = 12  # set-aside/kept pairs before the sweep judges whether apart runs differ here
 
 
-def apart_effect(pairs: list[tuple[float, float]]) -> dict:
+def apart_effect(pairs: list[tuple[float, float]], margin: float = 0.10) -> dict:
     """(set-aside, kept) speeds of the same points (throughput, or 1 / p50 round trip) -> the geometric
-    mean ratio, its 95% interval and whether runs taken apart measure differently on this host (None
-    until EFFECT_PAIRS)."""
+    mean ratio, its 95% interval and whether runs taken apart measure differently on this host: False
+    when the interval lies within the equivalence margin [1/(1+m), 1+m] (any difference is smaller
+    than the study decides on; no difference is decided, never assumed from a wide interval), True
+    when it excludes 1 beyond that, None otherwise or before EFFECT_PAIRS."""
     logs = np.log([a / k for a, k in pairs if a > 0 and k > 0])
-    out = {"pairs": int(logs.size), "ratio": None, "low": None, "high": None, "differs": None}
+    out = {"pairs": int(logs.size), "ratio": None, "low": None, "high": None, "differs": None, "margin": margin}
     if logs.size < 2:
         return out
     ci = stats.ttest_1samp(logs, 0.0).confidence_interval(0.95)
     out.update(ratio=round(math.exp(logs.mean()), 3), low=round(math.exp(ci.low), 3), high=round(math.exp(ci.high), 3))
     if logs.size >= EFFECT_PAIRS:
-        out["differs"] = not ci.low <= 0.0 <= ci.high
+        if -math.log1p(margin) <= ci.low and ci.high <= math.log1p(margin):
+            out["differs"] = False  # any difference is smaller than the margin: not worth a re-measurement
+        elif not ci.low <= 0.0 <= ci.high:
+            out["differs"] = True
     return out
 
 
@@ -65,7 +70,7 @@ class SweepPlacement:
         aside = self._apart_rows()
         self.history = rule.round_trips(self.sweep.rows.values()) + rule.round_trips(row for _, row in aside)
         self.pairs = self._pairs(aside)
-        self.effect = apart_effect(self.pairs)
+        self.effect = apart_effect(self.pairs, self.sweep.grid.equivalence_margin)
         if not self.active:
             return
         started = time.monotonic()
@@ -107,11 +112,11 @@ class SweepPlacement:
         del self.history[:-rule.HISTORY]
         self.pairs += self._pairs(aside)
         decided = self.effect["differs"]
-        self.effect = apart_effect(self.pairs)
+        self.effect = apart_effect(self.pairs, self.sweep.grid.equivalence_margin)
         if decided is None and self.effect["differs"] is False:
             self.sweep.log(f"placement: runs taken apart measured {self.effect['ratio']}x the runs kept in their place "
-                           f"({self.effect['low']}-{self.effect['high']}, {self.effect['pairs']} pairs): no "
-                           "difference, so no run is measured again from here (still probed and flagged)")
+                           f"({self.effect['low']}-{self.effect['high']}, {self.effect['pairs']} pairs): equivalent within "
+                           f"{self.effect['margin']:g}, so no run is measured again from here (still probed and flagged)")
         self.record()
 
     def record(self) -> None:

@@ -71,7 +71,7 @@ def _placement(facts: dict) -> str:
             text += (f"; the runs set aside were {effect['ratio']:.2f}x as fast as the runs kept in their place "
                      f"({effect['low']:.2f}-{effect['high']:.2f}, {plural(int(effect.get('pairs') or 0), 'pair')})")
             if effect.get("differs") is False:
-                text += ": no difference, so the sweep stopped measuring runs again"
+                text += ": equivalent within the margin, so the sweep stopped measuring runs again"
         text += "."
     else:
         text += " No run was set aside."
