@@ -29,9 +29,11 @@ def test_shipped_grids_are_valid_and_sized_as_documented():
     # the serious run includes every path and every receive strategy (issue 22)
     assert set(full.receive) == set(RECEIVE_STRATEGIES) and set(full.impls) == set(registry.names(kind="native"))
     assert estimate(quick).wall_s < 60  # CI's smoke grid
-    # make report within 10 minutes on a fresh machine: the sweep's budget leaves room for the rest
-    assert default.budget_min is not None and default.budget_min <= 7.5
-    assert estimate(default).wall_s <= default.budget_min * 60
+    # make report within 10 minutes on a fresh machine: the sweep's budget leaves room for the rest (the
+    # build, the install and the report took about 1 minute beside it, 2026-11-25), and the base passes
+    # leave room in the budget for placement and extra passes
+    assert default.budget_min is not None and default.budget_min <= 8.5
+    assert estimate(default).base_s < default.budget_min * 60 - 30 and estimate(default).wall_s <= default.budget_min * 60
     two = load_grid(ROOT / "params" / "two-hosts.yaml")  # the example for a rig of two machines
     assert two.topology == "ssh" and two.ssh.server_host != two.ssh.client_host
     assert two.impls == default.impls and max(two.msg_sizes) > max(default.msg_sizes)
