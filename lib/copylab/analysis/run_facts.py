@@ -13,6 +13,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from ..contract import DURATION_RANGE
 from ..fmt import fmt_size
 from .roles import STUDY, name
 
@@ -96,8 +97,8 @@ def window_choice(df: pd.DataFrame, meta: dict) -> dict:
     cost = float(tp["warmup_s"].median()) + (max(overhead, 0.0) if overhead is not None else 0.0)
     out.update(window_s=window, per_connection_cv=math.sqrt(a), within_cv=math.sqrt(b / window),
                run_cost_s=cost if overhead is not None else None)
-    if overhead is not None and a > 0:
-        out["best_window_s"] = math.sqrt(b * cost / a)
+    if overhead is not None and a > 0:  # never below the shortest window the programs take
+        out["best_window_s"] = max(math.sqrt(b * cost / a), DURATION_RANGE[0])
     return out
 
 

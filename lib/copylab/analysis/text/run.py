@@ -113,8 +113,9 @@ def _spread(facts: dict) -> str:
     if per_connection is None or within is None:
         return ""
     text = (f"**Where the spread comes from.** Between connections {_pct(per_connection)} (the level each new "
-            f"connection settles at), within a {window:.2g} s window {_pct(within)} (its 50 ms intervals, taken as "
-            "independent: a lower bound)")
+            "connection settles at" + (", the runs kept while apart included" if facts["kept_apart"] else "") +
+            f"), within a {window:.2g} s window {_pct(within)} (its 50 ms intervals, taken as independent: a lower "
+            "bound)")
     best, cost = facts["window_best_window_s"], facts["window_run_cost_s"]
     if best is not None and cost is not None:
         text += (f"; each run costs {cost:.2f} s beyond its window, so the narrowest intervals per second spent come "
