@@ -322,7 +322,25 @@ FIXTURE_MARKERS = {"quick_sweep_dir": ("root", "network", "slow"), "quick_report
 FIXTURE_GROUPS = {"quick_sweep_dir": "quick_sweep", "quick_report": "quick_sweep", "rig": "ssh_rig"}
 # a sweep removes every dead run's namespace it finds: a test that plants one to see it removed
 # (test_sweep.py's faulty_sweep) must not have another worker's sweep take it first
-ALONE_FIXTURES = {"faulty_sweep"}
+# and a test that switches io_uring off for the whole host (kernel.io_uring_disabled) would fail
+# another worker's io_uring run ("the server could not set the connection up")
+ALONE_FIXTURES = {"faulty_sweep", "io_uring_disabled"}
+
+
+IO_URING_DISABLED = Path("/proc/sys/kernel/io_uring_disabled")
+
+
+@pytest.fixture
+def io_uring_disabled():
+    """kernel.io_uring_disabled=2 for the test, restored after (root only); the test runs alone."""
+    if os.geteuid() != 0 or not IO_URING_DISABLED.exists():
+        pytest.skip("needs root and a kernel with kernel.io_uring_disabled")
+    before = IO_URING_DISABLED.read_text().strip()
+    IO_URING_DISABLED.write_text("2")
+    try:
+        yield
+    finally:
+        IO_URING_DISABLED.write_text(before)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups

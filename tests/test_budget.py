@@ -15,7 +15,8 @@ def test_the_estimate_names_the_base_passes_against_the_budget():
     grid = load_grid("params/default.yaml")
     found = est.estimate(grid)
     assert found.budget_s == grid.budget_min * 60 and 0 < found.base_s <= found.budget_s
-    assert "for the base passes, extra passes for the undecided up to the budget of 7.5 min" in found.describe()
+    assert f"for the base passes, extra passes for the undecided up to the budget of {grid.budget_min:g} min" \
+        in found.describe()
     tight = est.estimate(replace(grid, budget_min=2.0))
     assert tight.base_s > tight.budget_s and "MORE than the budget of 2 min" in tight.describe()
     assert "no extra pass will run" in tight.describe()

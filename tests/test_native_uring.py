@@ -3,15 +3,12 @@ the namespaces in both modes with its counters, and the refusals when io_uring c
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 
 import pytest
 
 from copylab import registry
 from native_helpers import check_sender_counters, run_client, run_row, start_server
 
-IO_URING_DISABLED = Path("/proc/sys/kernel/io_uring_disabled")
 URING_PATHS = [i.name for i in registry.all_impls() if "io_uring" in i.needs]
 
 
@@ -23,19 +20,6 @@ def test_uring_measures_verified_bytes_in_the_namespaces(native_build, mode):
     row = run_row("uring", mode, 65536)
     check_sender_counters(row, registry.get("uring").counters)
     assert row["send_calls"] >= row["server_messages"]  # one submission per message, more if short
-
-
-@pytest.fixture
-def io_uring_disabled():
-    """kernel.io_uring_disabled=2 for the test, restored after (root only)."""
-    if os.geteuid() != 0 or not IO_URING_DISABLED.exists():
-        pytest.skip("needs root and kernel.io_uring_disabled")
-    before = IO_URING_DISABLED.read_text().strip()
-    IO_URING_DISABLED.write_text("2")
-    try:
-        yield
-    finally:
-        IO_URING_DISABLED.write_text(before)
 
 
 @pytest.mark.root
@@ -54,6 +38,26 @@ def test_io_uring_disabled_by_sysctl_refuses_each_connection_with_the_reason(nat
     lines = [line for line in server.stderr().splitlines() if "connection from" in line]
     assert len(lines) == 2
     assert all("io_uring_queue_init: Operation not permitted (kernel.io_uring_disabled=2" in line for line in lines)
+
+
+@pytest.mark.root
+@pytest.mark.network
+def test_copylab_run_gives_the_servers_reason_when_it_refuses_the_connection(native_build, io_uring_disabled):
+    """The client only knows the server "could not set the connection up"; the server, alive, said
+    why on its stderr: `copylab run` ends with that line, not with "see the server's stderr" alone."""
+    from conftest import run_copylab
+
+    proc = run_copylab("run", "--impl", "uring", "--mode", "throughput", "--msg-size", "65536", "--duration", "0.3",
+                       "--warmup", "0.1", "--topology", "netns", "--json", timeout=120)
+    import json
+
+    row = json.loads(proc.stdout)
+    assert proc.returncode != 0 and row["status"] == "failed"
+    error = proc.stderr.strip().splitlines()[-1]
+    assert row["error"] in error
+    assert error.startswith("copylab run: error: client exited with status 1"), proc.stderr
+    assert "; the server said: uring_server: connection from " in error
+    assert "io_uring_queue_init: Operation not permitted (kernel.io_uring_disabled=2" in error
 
 
 @pytest.mark.slow

@@ -262,6 +262,9 @@ class Supervisor:
         if self.server.finish(timeout=0.5) is not None and not runner.server_exits_by_itself:
             failure = (ErrorKind.SERVER, f"server exited with status {self.server.returncode} during the run: "
                                          f"{runner.error_of(self.server) or 'no message'}; {failure[1]}")
+        elif runner.error_of(self.server):
+            # a server that refused one connection lives on; the why is its line, not the client's
+            failure = (ErrorKind.CLIENT, f"{failure[1]}; the server said: {runner.error_of(self.server)}")
         return failure
 
     def stopped_side(self) -> str:
