@@ -327,6 +327,16 @@ FIXTURE_GROUPS = {"quick_sweep_dir": "quick_sweep", "quick_report": "quick_sweep
 ALONE_FIXTURES = {"faulty_sweep", "io_uring_disabled"}
 
 
+def worker_port(first: int) -> int:
+    """A free port for a server a test starts, from a range of its own per xdist worker: two workers
+    asking lab.free_port() the same first port at once both get it, and the second server's requests
+    would reach the first's."""
+    from copylab import lab
+
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    return lab.free_port(first + 100 * int(worker.removeprefix("gw") or 0), tries=100)
+
+
 IO_URING_DISABLED = Path("/proc/sys/kernel/io_uring_disabled")
 
 

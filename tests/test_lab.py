@@ -11,6 +11,7 @@ import nbformat
 import pytest
 from tornado.web import HTTPError
 
+from conftest import worker_port
 from copylab import lab
 from copylab.errors import CopylabError
 from copylab.paths import NOTEBOOKS_DIR
@@ -139,7 +140,7 @@ def _serve_stand_in(tmp_path, monkeypatch, delay: float, patience: float, code: 
     listening at that moment."""
     import sys
 
-    port = lab.free_port(19400)
+    port = worker_port(19400)
     mark = tmp_path / "mark"
     printed = []
     monkeypatch.setattr(lab, "print", lambda text, **kw: printed.append((text, mark.exists())), raising=False)

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import sync_playwright
 
-from conftest import ROOT
+from conftest import ROOT, worker_port
 from copylab import lab, tools
 
 # what Chromium needs headless as root, and nothing that phones home
@@ -109,7 +109,7 @@ class Lab:
         out, err = self.home / "stdout", self.home / "stderr"
         with open(out, "w") as stdout, open(err, "w") as stderr:
             self.proc = subprocess.Popen([sys.executable, "-m", "copylab", "lab", str(self.sweep), "--no-browser",
-                                          "--port", str(lab.free_port(18888))], cwd=ROOT, env=self.env,
+                                          "--port", str(worker_port(18800))], cwd=ROOT, env=self.env,
                                          stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL)
         self.line = _wait(lambda: out.read_text().strip() or self.proc.poll() is not None, lab.ANSWER_PATIENCE + 60,
                           "copylab lab's line")

@@ -10,6 +10,7 @@ import hashlib
 import http.client
 import json
 import os
+import secrets
 import subprocess
 import time
 from pathlib import Path
@@ -17,7 +18,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, worker_port
 from copylab import lab
 from data.analysis import synthetic
 
@@ -46,7 +47,7 @@ def server(sweep, tmp_path_factory):
     """JupyterLab as `copylab lab` starts it (lab.command), answering on its port; yields
     (port, token)."""
     home = tmp_path_factory.mktemp("jupyter-home")
-    port, token = lab.free_port(19888), "guard-token"
+    port, token = worker_port(19800), secrets.token_urlsafe(16)
     argv, env, _ = lab.command(sweep, port, token, open_browser=False)
     env.update(JUPYTER_CONFIG_DIR=str(home / "config"), JUPYTER_DATA_DIR=str(home / "data"),
                JUPYTER_RUNTIME_DIR=str(home / "runtime"), IPYTHONDIR=str(home / "ipython"))

@@ -49,12 +49,13 @@ def test_quick_sweep_has_one_row_per_point_and_a_notebook_per_group(quick_sweep_
     assert (results["status"] == "ok").all(), results.loc[results["status"] != "ok", "error"].tolist()
     assert set(results["point_id"]) == {s.point_id() for s in measured}
     assert set(results["run_kind"]) == {"measure"} and set(profiles["run_kind"]) == {"profile"}
-    # every profiled run has samples; a side without any says so (a 0.2 s window on a loaded host can
-    # close before perf record has attached to it)
-    assert (profiles["srv_prof_samples"].gt(0) | profiles["cli_prof_samples"].gt(0)).all()
+    # a side without samples says so, and so does a run with none on either side (a 0.2 s window on a
+    # loaded host can close before perf record has attached to it); most runs have them
     for side, who in (("srv", "sender"), ("cli", "receiver")):
         empty = profiles[~profiles[f"{side}_prof_samples"].gt(0)]
-        assert empty["profile_note"].astype(str).str.contains(f"no samples of the {who}").all(), empty
+        said = empty["profile_note"].astype(str)
+        assert (said.str.contains(f"no samples of the {who}") | said.eq("perf record wrote no samples in the window")
+                ).all(), empty
     assert profiles["srv_prof_samples"].gt(0).sum() >= len(profiles) / 2 and results["srv_prof_samples"].isna().all()
     assert (results["bytes"] > 0).all() and (results["throughput_gbps"] > 0).all()
     notebooks = set()
