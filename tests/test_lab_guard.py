@@ -22,7 +22,8 @@ from conftest import ROOT, worker_port
 from copylab import lab
 from data.analysis import synthetic
 
-pytestmark = pytest.mark.slow  # a JupyterLab server starts (about 5 s here)
+# a JupyterLab server starts (about 5 s here): once, with the module's tests on one worker
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("lab_guard")]
 
 FILE = {"type": "file", "format": "text", "content": "planted\n"}
 

@@ -28,6 +28,7 @@ spread alone (sweep/budget.py).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import asdict, dataclass
 from enum import StrEnum
@@ -89,6 +90,7 @@ def target_half_width(margin: float) -> float:
     return math.log1p(margin) / 2
 
 
+@functools.lru_cache(maxsize=4096)  # a study asks for a few distinct degrees of freedom thousands of times
 def _t(df: float) -> float:
     return float(sps.t.ppf(0.5 + CONFIDENCE / 2, df)) if df > 0 and math.isfinite(df) else (
         float(sps.norm.ppf(0.5 + CONFIDENCE / 2)) if df == math.inf else math.nan)
@@ -116,10 +118,10 @@ def p_values(d: float, se: float, df: float, margin: float) -> tuple[float, floa
     bound = math.log1p(margin)
     if se == 0:
         return (1.0 if d == 0 else 0.0), (0.0 if abs(d) < bound else 1.0)
-    dist = sps.norm if math.isinf(df) else sps.t(df)
-    two_sided = float(2 * dist.sf(abs(d) / se))
-    equivalence = float(min(1.0, 2 * max(dist.sf((d + bound) / se), dist.sf((bound - d) / se))))
-    return two_sided, equivalence
+    # one call, unfrozen: freezing sps.t(df) builds a distribution object (its docstrings too) each time
+    points = np.array([abs(d), d + bound, bound - d]) / se
+    tail = sps.norm.sf(points) if math.isinf(df) else sps.t.sf(points, df)
+    return float(2 * tail[0]), float(min(1.0, 2 * max(tail[1], tail[2])))
 
 
 def holm(pvalues: list[float]) -> list[float]:
@@ -249,11 +251,10 @@ def _passes_needed(diff: Diff, margin: float) -> int | None:
 
 def _paired_diff(x: pd.Series, b: pd.Series) -> Diff | None:
     """The paired differences of one cell over the passes both were measured in (None below 2)."""
-    common = x.index.intersection(b.index)
-    if len(common) < 2:
-        return None
-    d = x.loc[common] - b.loc[common]
+    d = (x - b).dropna().to_numpy()  # aligned on the pass
     n = len(d)
+    if n < 2:
+        return None
     return Diff(float(d.mean()), ((float(d.var(ddof=1)) / n, n - 1),), n, n)
 
 
@@ -279,13 +280,16 @@ def cell_diffs(values: pd.DataFrame, impl: str, base: str) -> dict[tuple[int, in
     measured at, from log_values(): paired within passes where possible (the module's docstring)."""
     if values.empty or not {impl, base} <= set(values["impl"]):
         return {}
-    series = values.set_index(["impl", "msg_size", "threads", "rep"])["y"].sort_index()
+    # each cell's values by pass, split once (a .loc per cell on the MultiIndex costs a compare ~1 s)
+    mine = values[values["impl"].isin([impl, base])]
+    series = {key: pd.Series(group["y"].to_numpy(), index=group["rep"].to_numpy())
+              for key, group in mine.groupby(["impl", "msg_size", "threads"])}
     stats = None
-    cells = sorted(set(map(tuple, values[values["impl"] == impl][["msg_size", "threads"]].to_numpy()))
-                   & set(map(tuple, values[values["impl"] == base][["msg_size", "threads"]].to_numpy())))
+    cells = sorted({(size, threads) for (who, size, threads) in series if who == impl}
+                   & {(size, threads) for (who, size, threads) in series if who == base})
     out = {}
     for size, threads in cells:
-        diff = _paired_diff(series.loc[(impl, size, threads)], series.loc[(base, size, threads)])
+        diff = _paired_diff(series[(impl, size, threads)], series[(base, size, threads)])
         if diff is None:  # too few common passes: the points' own means and spreads
             stats = _adjusted_stats(values) if stats is None else stats
             diff = _point_diff(stats.loc[(impl, size, threads)], stats.loc[(base, size, threads)])

@@ -112,8 +112,16 @@ def _read_table(results_dir: Path, table: str, allow_empty: bool) -> pd.DataFram
     added.update({col: pd.Series(np.nan, index=df.index) for col in contract.NUMERIC_COLUMNS if col not in df.columns})
     if added:  # at once: one column at a time fragments the frame (and pandas warns about it)
         df = pd.concat([df, pd.DataFrame(added)], axis=1)
-    df.attrs["columns_read"] = header
+    df.attrs["columns_read"] = Shared(header)
     return df
+
+
+class Shared(tuple):
+    """A read-only value of df.attrs that pandas passes on as it is: pandas deep-copies attrs into
+    every frame an operation makes, and a comparison makes thousands (a third of its time)."""
+
+    def __deepcopy__(self, memo):
+        return self
 
 
 def load_results(results_dir, table: str = "results.csv", allow_empty: bool = False) -> tuple[pd.DataFrame, dict]:
@@ -152,11 +160,11 @@ def load_results(results_dir, table: str = "results.csv", allow_empty: bool = Fa
     df.attrs = {
         "results_dir": str(results_dir), "rows_read": rows_read, "rows_failed": len(failed),
         "rows_empty": len(empty), "columns_read": columns_read,
-        "failed": [
+        "failed": Shared(
             {k: (None if pd.isna(v) else v) for k, v in row.items()}
             for row in failed[["impl", "mode", "msg_size", "threads", "rep", "error"]]
             .to_dict("records")
-        ],
+        ),
     }
     return df, meta
 
