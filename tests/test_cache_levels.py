@@ -6,6 +6,7 @@ text/q2.py, text/q3.py). The analysis runs on SYNTHETIC sweeps (tests/data/analy
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 import sys
 from pathlib import Path
 
@@ -193,3 +194,36 @@ def test_one_working_set_points_q2_to_the_cache_grid(tmp_path):
     assert s.cache is None
     assert "copylab sweep params/cache.yaml --report" in analysis.q2.answer(s)["text"]
     assert isinstance(figures.cost_vs_working_set(s), figures.FigureNote)
+
+
+def test_part_d_shows_one_working_set_of_a_sweep_that_varies_it(tmp_path):
+    """Part D's figures and tables read study.shown: in a cache sweep one working set (Part E's), never
+    a mean over cache levels; in a sweep of one working set, every row."""
+    s = study_of(tmp_path)
+    assert s.df["working_set_level"].nunique() == 4
+    assert set(s.shown["working_set_level"]) == set(s.rows["working_set_level"]) == {"LLC/2"}
+    assert len(s.shown) == (s.df["working_set_level"] == "LLC/2").sum()
+    one = figures.throughput_vs_size(s.shown, s.meta)
+    every = figures.throughput_vs_size(s.df, s.meta)
+    assert [list(t.y) for t in one.data] != [list(t.y) for t in every.data]  # the mean over levels differs
+    folder = ROOT / "tests" / "data" / "analysis" / "default-like"
+    df, meta = analysis.load_results(folder)
+    assert analysis.study(df, meta).shown is df
+
+
+def test_the_budget_decides_and_adds_passes_on_part_e_s_working_set_only():
+    """In a cache sweep the budget's comparisons are the Study's: the primary working set's rows alone
+    (a pool over levels would average four cache levels), and an extra pass re-measures that working
+    set's points only."""
+    from copylab.sweep import budget
+
+    grid = parse_grid({**BASE, "msg_sizes": list(cache_like.SIZES), "threads": list(cache_like.THREADS),
+                       "working_set": ["L1d/2", "L2/2", "LLC/2", "LLC*4"]}, caches=CACHES)
+    found = cache_like.rows(jump="L2")
+    rows = {r["point_id"]: {**r, "run_kind": "measure", "congestion": grid.congestion[0]} for r in found}
+    assert budget.primary_working_set(grid) == cache_like.LEVELS["LLC/2"]
+    used = budget._study_rows(rows, grid)
+    assert set(used["working_set_level"]) == {"LLC/2"} and len(used) == len(found) // 4
+    planned = budget.plan_pass(rows, replace(grid, equivalence_margin=0.001), "netns", 4, 1e9, seed=1)
+    assert planned is not None and planned.specs
+    assert {s.working_set for s in planned.specs} == {cache_like.LEVELS["LLC/2"]}

@@ -36,7 +36,7 @@ THROUGHPUT = "throughput_gbps"
 SENDER_CPU = "srv_cpu_ns_per_byte"
 MISSES = {"L1": "l1_misses_per_byte", "LLC": "llc_misses_per_byte"}
 STEP_METRICS = (THROUGHPUT, SENDER_CPU, *MISSES.values())
-_ASKED = re.compile(r"_ws(\d+)B")
+ASKED = re.compile(r"_ws(\d+)B")
 
 
 @dataclass
@@ -94,9 +94,9 @@ class CacheLevels:
 def working_set_key(rows: pd.DataFrame) -> pd.Series:
     """Each row's working set as asked: its cache level's name, else the bytes asked (point_id's
     ws<bytes>B), else the bytes it cycled through."""
-    level = rows["working_set_level"].fillna("").astype(str) if "working_set_level" in rows else \
-        pd.Series("", index=rows.index)
-    asked = rows["point_id"].astype(str).str.extract(_ASKED)[0] if "point_id" in rows else \
+    level = rows["working_set_level"].map(lambda v: "" if v is None or v != v else str(v)) \
+        if "working_set_level" in rows else pd.Series("", index=rows.index)
+    asked = rows["point_id"].astype(str).str.extract(ASKED)[0] if "point_id" in rows else \
         pd.Series(None, index=rows.index, dtype=object)
     used = pd.to_numeric(rows.get("working_set_bytes"), errors="coerce") if "working_set_bytes" in rows else \
         pd.Series(math.nan, index=rows.index)
@@ -119,6 +119,15 @@ def primary(rows: pd.DataFrame, default: int) -> pd.DataFrame:
         return rows
     best = (size.map(math.log) - math.log(default)).abs().idxmin()
     return rows[keys == best]
+
+
+def one_working_set(rows: pd.DataFrame, default: int) -> pd.DataFrame:
+    """The rows a figure or table of one working set shows: when the sweep varies it, the primary
+    working set's (primary()) and those that have none (the reference programs); else every row."""
+    if not varies(rows):
+        return rows
+    keys = working_set_key(rows)
+    return rows[rows.index.isin(primary(rows, default).index) | keys.eq("")]
 
 
 def _tag(rows: pd.DataFrame, keys: pd.Series) -> pd.DataFrame:

@@ -30,7 +30,7 @@ from .decisions import (ALPHA, DEFAULT_MARGIN, Decision, Outcome, cell_diffs, de
 from .explain import Explanation, bound_side
 from .explain_copies import deferred_copy_site, removed_copy, why_at_size, zero_copy_cost
 from .explain_surprise import explain_surprise
-from .levels import CacheLevels, cache_levels, primary, varies
+from .levels import CacheLevels, cache_levels, one_working_set, primary, varies
 from .patterns import q6_tests, robust_surprise, thread_decisions
 from ..contract import WORKING_SET_DEFAULT
 from ..fmt import fmt_size, plural
@@ -124,6 +124,13 @@ class Study:
     @property
     def reps(self) -> tuple[int, int]:
         return fnd.reps_range(self.part_e)
+
+    @property
+    def shown(self) -> pd.DataFrame:
+        """Every row (reference programs and receive strategies too) of the one working set Part D's
+        figures and tables show: averaging over working sets would mix cache levels (the cache-level
+        figure and the explorer show them all)."""
+        return one_working_set(self.df, WORKING_SET_DEFAULT)
 
     @property
     def results_dir(self):

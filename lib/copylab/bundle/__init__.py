@@ -24,6 +24,8 @@ from pathlib import Path
 
 from .. import __version__, userfiles
 from ..analysis import load_results, resolve_results_dir
+from ..analysis.levels import one_working_set
+from ..contract import WORKING_SET_DEFAULT
 from ..errors import CopylabError
 from ..fsutil import atomic_write_bytes, atomic_write_json, atomic_write_text
 from ..hostmeta import git_revision
@@ -111,6 +113,7 @@ def check_inputs(results_dir, roll=None, out_dir=None, author=None, repo_url=Non
         check_roll(roll, "--roll")
     results_dir = resolve_results_dir(results_dir).resolve()
     df, meta = load_results(results_dir)
+    df = one_working_set(df, WORKING_SET_DEFAULT)  # Part D's plots: one working set, as the report's figures
     pdf, csv = check_report(results_dir)
     declaration = userfiles.read_declaration(ai_declaration) if ai_declaration else None
     recorded = report_fields(results_dir)

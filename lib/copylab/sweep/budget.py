@@ -4,7 +4,8 @@ After the grid's base passes, the study's comparisons (one_copy and zero_copy ag
 message size over all thread counts: the ones Part E's Q4 and Q5 answer) are computed from the
 rows measured so far (analysis/decisions.py). A comparison whose 95% interval is wider than
 target_half_width() on either side (log(1+m)/2: an interval that narrow always decides) gets
-another pass: all throughput points of both implementations at that size, at every thread count,
+another pass: all throughput points of both implementations at that size, at every thread count (of the one
+working set Part E decides on, when the grid varies it),
 in shuffled blocks (each cell's implementations back to back, params.shuffled_blocks). Passes are added while the sweep's elapsed time plus the next pass's
 estimate (and the profiled runs still to come) fit in budget_min.
 
@@ -25,6 +26,8 @@ import pandas as pd
 
 from .. import registry
 from ..analysis.decisions import compare_values, log_values, target_half_width
+from ..analysis.levels import ASKED as ASKED_WORKING_SET
+from ..contract import WORKING_SET_DEFAULT
 from ..params import Grid, shuffled_blocks
 from ..point import PointSpec
 from . import estimate as est
@@ -54,7 +57,16 @@ def _study_rows(rows: dict[str, dict], grid: Grid) -> pd.DataFrame:
     keep = (frame["mode"] == "throughput") & (frame["receive"] == grid.receive[0])
     if "congestion" in frame:
         keep &= frame["congestion"] == grid.congestion[0]
+    if len(grid.working_set) > 1:  # the one working set Part E decides on: levels are never pooled
+        asked = frame["point_id"].astype(str).str.extract(ASKED_WORKING_SET)[0]
+        keep &= asked == str(primary_working_set(grid))
     return frame[keep]
+
+
+def primary_working_set(grid: Grid) -> int:
+    """The working set Part E's comparisons use when the grid varies it: the one nearest the default
+    grid's on a log scale (the Study's rule, analysis/levels.py's primary())."""
+    return min(grid.working_set, key=lambda ws: abs(math.log(ws) - math.log(WORKING_SET_DEFAULT)))
 
 
 def wide_comparisons(rows: dict[str, dict], grid: Grid) -> list[dict]:
@@ -86,11 +98,13 @@ def plan_pass(rows: dict[str, dict], grid: Grid, topology: str, rep: int, second
     """The next extra pass within seconds_left, or None when every comparison is narrow enough or no
     comparison's points fit in the time left."""
     wide = wide_comparisons(rows, grid)
+    working_set = primary_working_set(grid)
     chosen, specs, seen = [], [], set()
     for comparison in wide:  # widest first, while their points fit
         size = comparison["msg_size"]
         keep = (lambda s, size=size, impls=(comparison["impl"], comparison["base"]):
-                s.mode == "throughput" and s.msg_size == size and s.impl in impls)
+                s.mode == "throughput" and s.msg_size == size and s.impl in impls
+                and s.working_set == working_set)
         new = [s for s in grid.pass_points(rep, topology, keep) if s.point_id() not in seen]
         if pass_seconds(specs + new) > seconds_left:
             continue
