@@ -156,6 +156,8 @@ def test_explorer_updates_its_figure_in_place(full):
     assert "LLC" in fig.layout.yaxis.title.text
     ex.impl_boxes["a2"].value = False
     assert not any(t.visible for t in fig.data) and "no data" in fig.layout.title.text
+    # the saved view outlives the kernel; the explorer says its controls need one (Run All after a restart)
+    assert "Run &gt; Run All Cells makes them answer again" in ex.host.value
 
 
 def _saved(fig):

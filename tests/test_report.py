@@ -400,7 +400,8 @@ def test_an_ending_signal_during_report_leaves_no_temporary_notebook(tmp_path, s
     proc.send_signal(signum)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130 and "Traceback" not in stderr, stderr
-    assert stderr.strip().splitlines()[-1].endswith("interrupted")
+    # copylab's last word (a kernel caught mid-start may still say it saw its parent go, on a loaded host)
+    assert [line for line in stderr.splitlines() if line.startswith("copylab")][-1] == "copylab report: interrupted"
     assert not [p for p in descendants(os.getpid()) if "ipykernel" in cmdline(p)], "the kernel was orphaned"
     left = set(folder_state(folder)) - set(before)
     assert not [name for name in left if "tmp" in name], left

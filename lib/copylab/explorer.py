@@ -183,7 +183,9 @@ class Explorer:
                                                                                       margin="0 16px 0 0"))
                            for impl in self.impls_all}
         where = f"measured on {system_summary(meta)}"
-        self.host = widgets.HTML(f"<small>{escape.html(where if other is None else f'{labels[0]}: {where}')}</small>")
+        # the view is saved with the notebook and drawn wherever it is opened; the controls are Python
+        self.host = widgets.HTML(f"<small>{escape.html(where if other is None else f'{labels[0]}: {where}')}. "
+                                 f"{escape.html(LIVE_NOTE)}</small>")
         self.keys = [(impl, sweep) for sweep in self.labels for impl in self.impls_all]
         self.fig = _figure(self.keys)
         self.width = OutputWidth()
@@ -300,6 +302,10 @@ class Explorer:
                    *self.impl_boxes.values()]),
             self.host], layout=widgets.Layout(margin="0", overflow="visible"))
         return widgets.VBox([controls, self.width, self.fig], layout=widgets.Layout(width="100%", overflow="visible"))
+
+
+LIVE_NOTE = ("The controls answer while this notebook's kernel runs; opened again later (or as HTML), the view "
+             "is the one saved: Run > Run All Cells makes them answer again.")
 
 
 def explore(df: pd.DataFrame, meta: dict, other: pd.DataFrame | None = None,

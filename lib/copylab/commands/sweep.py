@@ -27,7 +27,7 @@ def register(subparsers) -> None:
 def sweep_command(args) -> int:
     from ..params import load_grid
 
-    load_grid(args.params)  # a bad grid is refused before pandas & papermill are even imported
+    grid = load_grid(args.params)  # a bad grid is refused before pandas & papermill are even imported
     from tqdm import tqdm
 
     from ..sweep import describe, run_sweep
@@ -41,7 +41,7 @@ def sweep_command(args) -> int:
 
     summary = run_sweep(args.params, out_dir=args.out, force=args.force, restart=args.restart,
                         allow_large=args.allow_large, progress=not args.no_progress, say=say,
-                        mixed_builds=args.mixed_builds)
+                        mixed_builds=args.mixed_builds, grid=grid)
     print(describe(summary, next_step=not args.report))
     if not args.report:
         # the exit status tells how many points failed (0: all measured)

@@ -73,8 +73,10 @@ class SweepSummary:
 
 def run_sweep(params_path: str | Path, out_dir: str | Path | None = None, force: bool = False,
               restart: bool = False, allow_large: bool = False, progress: bool = True,
-              say=print, mixed_builds: bool = False) -> SweepSummary:
-    grid = load_grid(params_path)
+              say=print, mixed_builds: bool = False, grid: Grid | None = None) -> SweepSummary:
+    """One session of the sweep of params_path (grid: that file already loaded, so that a large
+    grid is not parsed twice)."""
+    grid = grid or load_grid(params_path)
     usable = os.sched_getaffinity(0)
     for key in ("pin_server", "pin_client"):
         if grid.topology != "ssh":  # on other hosts, their own CPUs
