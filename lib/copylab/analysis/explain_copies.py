@@ -273,9 +273,10 @@ def why_at_size(df: pd.DataFrame, profiles: pd.DataFrame, impl: str, size: int) 
         return Explanation("why_at_size", "receiver", f"{facts} The receiver bounds it: its CPU is saturated and "
                            "the sender's is not.", evidence)
     if srv == srv and srv < NEAR_FULL - CLEAR_GAP and parts["waiting"].above(work):
-        return Explanation("why_at_size", "waiting", f"{facts} The sender waits more than it works: at this size "
-                           "what paces it is waiting to be woken (each send's completion and the receiver's wake-ups), "
-                           "not the copy work.", evidence)
+        return Explanation("why_at_size", "waiting", f"{facts} Its CPU is far from busy, and the sender sleeps or is "
+                           "switched out and in (idle and scheduling: the cost of blocking) more than it pins or copies: "
+                           "at this size what paces it is waiting to be woken (each send's completion and the "
+                           "receiver's wake-ups), not the copy work.", evidence)
     if srv == srv and srv >= NEAR_FULL and work.above(parts["waiting"]):
         what = "the zero-copy work" if impl == ZERO_COPY else "copying"
         return Explanation("why_at_size", "work", f"{facts} The sender is saturated and {what} is the larger part "
