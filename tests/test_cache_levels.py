@@ -208,7 +208,8 @@ def test_part_d_shows_one_working_set_of_a_sweep_that_varies_it(tmp_path):
     assert [list(t.y) for t in one.data] != [list(t.y) for t in every.data]  # the mean over levels differs
     folder = ROOT / "tests" / "data" / "analysis" / "default-like"
     df, meta = analysis.load_results(folder)
-    assert analysis.study(df, meta).shown is df
+    assert analysis.study(df, meta).shown is df and analysis.study(df, meta).shown_note == ""
+    assert "show one, LLC/2, the one Part E answers from" in s.shown_note
 
 
 def test_the_budget_decides_and_adds_passes_on_part_e_s_working_set_only():

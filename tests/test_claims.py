@@ -74,6 +74,27 @@ def test_each_size_is_explained_from_its_own_evidence(busy, shares, verdict, say
     assert found.hypothesis is (verdict == "mixed")
 
 
+@pytest.mark.parametrize("a1_gbps, a1_busy, verdict, says", [
+    # the report's 64 B: A3's sender 61% busy against A1's 99%, but 8x A1's CPU per byte: the cost
+    # per byte, not the waiting, is the larger factor of its 0.1x throughput
+    (8 * 5.0 / 0.61 * 0.99, 0.99, "work", "The larger factor is its CPU per byte"),
+    # a sender as costly per byte as A1's but running 40% of the time: the waiting is the larger factor
+    (5.0 / 0.61 * 0.99, 0.99, "waiting", "more than the work per byte"),
+])
+def test_against_the_baseline_the_larger_factor_of_throughput_decides(a1_gbps, a1_busy, verdict, says):
+    shares = {"idle": 0.335, "scheduling": 0.268, "deferred_copy": 0.06, "zerocopy_pin": 0.095, "tcp_send": 0.1}
+    rows = [ev.measured_row("a3", 64, rep=r, busy=(0.61, 0.38)) for r in range(3)]
+    # A1 at the same cell: the same task-clock over more bytes when it moves more (CPU per byte = 1/gbps
+    # at equal task-clock), scaled by how much of the window it runs
+    rows += [ev.measured_row("a1", 64, rep=r, gbps=a1_gbps, busy=(a1_busy, 0.5),
+                             srv_task_clock_ms=500.0 * a1_busy / 0.61) for r in range(3)]
+    profiles = ev.frame([ev.profile_row("a3", 64, shares, busy=(0.61, 0.38), rep=r) for r in range(3)])
+    found = explain_copies.why_at_size(ev.frame(rows), profiles, "a3", 64)
+    assert found.verdict == verdict, found.text
+    assert says in found.text and "Against A1 in the same cell" in found.text
+    assert found.evidence["busy_factor_vs_base"] == pytest.approx(0.99 / 0.61)
+
+
 def test_a_size_without_a_profile_is_a_hypothesis():
     measured = ev.frame([ev.measured_row("a3", 64, busy=(0.6, 0.8))])
     found = explain_copies.why_at_size(measured, ev.frame([]), "a3", 64)

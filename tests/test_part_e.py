@@ -29,7 +29,10 @@ def test_q6_reports_a_pattern_across_cells_with_its_correction():
     details = answer["details"]
     assert details["sizes"] == "up_to" and details["size"] == 1024 and len(details["cells"]) == 8
     text = answer["text"]
-    assert "A2 slower than A1 at sizes up to 1 KiB, at every thread count: in all 8 cells" in text
+    assert "A2 slower than A1 at sizes up to 1 KiB, over every thread count, pooled over its 8 cells" in text
+    alone = sum(c["significant"] for c in details["cells"])
+    assert (f"but only {alone} of the 8 cells are significant on their own" if alone < 8 else
+            "and every one is significant on its own") in text
     assert f"Holm's correction over the {answer['tests_made']} tests made" in text
     assert answer["correction"] == "holm" and answer["tests_made"] > 8
     assert len(q6.surprise_table(answer)) == 8
@@ -138,6 +141,12 @@ def test_harness_warns_when_the_like_for_like_pair_is_bounded_by_different_sides
     assert list(bounds["bounded by"]) == ["sender", "sender", "receiver"]
     (caption, table), = harness.metric_tables(df)
     assert "Gbit/s, higher is better" in caption and "A2 / iperf3" in table.columns
+    # one pass of the reference: its values are not a median that one pass cannot move
+    assert "iperf3 ran 1 pass, so its values are their mean and one pass can move a row" in caption
+    three = ev.frame([ev.measured_row(impl, 64, rep=r, busy=(1.0, 0.5), gbps=0.2) for impl in ("a1", "iperf3")
+                      for r in range(3)])
+    (caption, _), = harness.metric_tables(three)
+    assert "so one pass taken under heavy steal or apart does not decide a row" in caption
     windows = harness.windows_table(df).set_index("tool")
     assert windows.loc["iperf3", "window opened and closed by"] == "timer"
     # the table says where a window did not open on a steady state (issue 21)
@@ -189,3 +198,14 @@ def test_the_analysis_names_roles_not_implementations():
         text = path.read_text()
         for impl in registry.names():
             assert f'"{impl}"' not in text and f"'{impl}'" not in text, f"{path.name} names {impl}"
+
+
+def test_a_saturated_senders_cost_is_said_as_the_throughput_result_not_a_second_one():
+    """With the sender's CPU saturated, CPU per byte is the inverse of throughput: the sentence after a
+    decided throughput win and a decided lower sender cost says they are one result."""
+    df = ev.throughput_grid({"a2": {65536: 1.3}}).assign(srv_cpu_busy=1.0, cli_cpu_busy=0.5)
+    s = study(df, {"cores": 2}, ev.frame([]))
+    assert s.decision("a2", 65536).decision == "win"
+    text = crossover.gain_sentence(s, "a2", s.decision("a2", 65536).decision)
+    assert "this is the throughput result seen from the sender, not a second one" in text
+    assert "So the cheaper send shows as more throughput" not in text

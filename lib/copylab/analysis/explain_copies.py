@@ -269,16 +269,42 @@ def why_at_size(df: pd.DataFrame, profiles: pd.DataFrame, impl: str, size: int) 
              f"{sched.pct()} scheduling; pinning, deferred copy and completions {parts['zero-copy work'].pct()}; "
              f"copies from user memory {parts['copies'].pct()}.")
     work = parts["zero-copy work"] if impl == ZERO_COPY else parts["copies"]
+    # against the baseline at the same cell: throughput is the sender's busy share over its CPU per
+    # byte, so the throughput ratio is exactly the product of two factors, each measured
+    base_at = tp[(tp["impl"] == BASE) & (tp["msg_size"] == size) & (tp["threads"] == threads)]
+    cost = mean_of(at, "srv_cpu_ns_per_byte") / mean_of(base_at, "srv_cpu_ns_per_byte")
+    idle_factor = mean_of(base_at, "srv_cpu_busy") / srv if srv == srv and srv > 0 else math.nan
+    split = cost == cost and idle_factor == idle_factor and impl != BASE
+    if split:
+        evidence.update(cost_vs_base=cost, busy_factor_vs_base=idle_factor)
+        facts += (f" Against {name(BASE)} in the same cell (throughput is the sender's busy share over its CPU per "
+                  f"byte): its sender's CPU per byte is {cost:.2f}x {name(BASE)}'s, and it runs "
+                  f"{pct(srv)} of the window against {pct(mean_of(base_at, 'srv_cpu_busy'))}, a factor of "
+                  f"{idle_factor:.2f}.")
     if srv == srv and cli == cli and cli >= NEAR_FULL and cli - srv >= CLEAR_GAP:
         return Explanation("why_at_size", "receiver", f"{facts} The receiver bounds it: its CPU is saturated and "
                            "the sender's is not.", evidence)
-    if srv == srv and srv < NEAR_FULL - CLEAR_GAP and parts["waiting"].above(work):
+    what = "the zero-copy work" if impl == ZERO_COPY else "copying"
+    waits = srv == srv and srv < NEAR_FULL - CLEAR_GAP and parts["waiting"].above(work)
+    # a factor stands out when it exceeds 1 and the other by CLEAR_GAP (means over passes, no interval:
+    # anything closer is said as a hypothesis)
+    stands = lambda a, b: a > 1 + CLEAR_GAP and a > b * (1 + CLEAR_GAP)
+    if waits and (not split or stands(idle_factor, cost)):
         return Explanation("why_at_size", "waiting", f"{facts} Its CPU is far from busy, and the sender sleeps or is "
                            "switched out and in (idle and scheduling: the cost of blocking) more than it pins or copies: "
                            "at this size what paces it is waiting to be woken (each send's completion and the "
-                           "receiver's wake-ups), not the copy work.", evidence)
-    if srv == srv and srv >= NEAR_FULL and work.above(parts["waiting"]):
-        what = "the zero-copy work" if impl == ZERO_COPY else "copying"
+                           "receiver's wake-ups), more than the work per byte.", evidence)
+    if split and stands(cost, idle_factor):
+        return Explanation("why_at_size", "work", f"{facts} The larger factor is its CPU per byte ({cost:.2f}x against "
+                           f"{idle_factor:.2f}x for the time it does not run): it moves fewer bytes per CPU second, "
+                           f"rather than mainly waiting; {what} is {work.pct()} of its sender's samples, and "
+                           f"scheduling (switching it out and in, which its CPU time counts) {sched.pct()}.", evidence)
+    if not split and srv == srv and srv >= NEAR_FULL and work.above(parts["waiting"]):
         return Explanation("why_at_size", "work", f"{facts} The sender is saturated and {what} is the larger part "
                            "of its samples: at this size it pays for that work.", evidence)
-    return hypothesis("why_at_size", "mixed", "neither waiting nor the copy work stands out beyond the intervals.", f"more profiled runs of {name(impl)} at {fmt_size(size)}", evidence, facts=facts)
+    claim = (f"neither factor stands out: its CPU per byte is {cost:.2f}x {name(BASE)}'s and the time it does not "
+             f"run a factor of {idle_factor:.2f}." if split else
+             "neither waiting nor the copy work stands out beyond the intervals.")
+    decide_by = (f"more passes of {name(impl)} and {name(BASE)} at {fmt_size(size)}" if split else
+                 f"more profiled runs of {name(impl)} at {fmt_size(size)}")
+    return hypothesis("why_at_size", "mixed", claim, decide_by, evidence, facts=facts)

@@ -30,7 +30,7 @@ from .decisions import (ALPHA, DEFAULT_MARGIN, Decision, Outcome, cell_diffs, de
 from .explain import Explanation, bound_side
 from .explain_copies import deferred_copy_site, removed_copy, why_at_size, zero_copy_cost
 from .explain_surprise import explain_surprise
-from .levels import CacheLevels, cache_levels, one_working_set, primary, varies
+from .levels import CacheLevels, cache_levels, one_working_set, primary, varies, working_set_key
 from .patterns import q6_tests, robust_surprise, thread_decisions
 from ..contract import WORKING_SET_DEFAULT
 from ..fmt import fmt_size, plural
@@ -131,6 +131,16 @@ class Study:
         figures and tables show: averaging over working sets would mix cache levels (the cache-level
         figure and the explorer show them all)."""
         return one_working_set(self.df, WORKING_SET_DEFAULT)
+
+    @property
+    def shown_note(self) -> str:
+        """One sentence naming the working set Part D shows, when the sweep varies it ("" otherwise)."""
+        if not varies(self.df):
+            return ""
+        shown = sorted(set(working_set_key(self.shown)) - {""})
+        return (f"This sweep varies the working set: the figures and tables below show one, {', '.join(shown)}, the "
+                "one Part E answers from (the nearest the default grid's); the cache-level figure under Q2 and the "
+                "explorer show every working set.")
 
     @property
     def results_dir(self):

@@ -119,7 +119,11 @@ def gain_sentence(study: Study, impl: str, decision: str | None) -> str:
     cost = sender_cost_sentence(study, impl)
     saved = cost_verdict(sender_cost(study, impl)[1]) == "less"
     if decision == Outcome.WIN and saved:
-        return f"{bound.text} {cost} So the cheaper send shows as more throughput."
+        # a saturated sender's CPU per byte is its window over the bytes: the inverse of its throughput,
+        # so the two decisions are one result; the profile is the independent evidence of where it goes
+        return (f"{bound.text} {cost} With the sender's CPU saturated, its CPU per byte is the inverse of its "
+                f"throughput, so this is the throughput result seen from the sender, not a second one; where the "
+                f"saving lies is in the sender's profile (\"{PROFILE_SECTION}\").")
     if saved:
         return f"{bound.text} {cost} Its saving has not shown as decided throughput here."
     return f"{bound.text} {cost}"

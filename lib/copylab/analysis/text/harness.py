@@ -32,9 +32,14 @@ def metric_tables(df: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
             row.update({f"{name(r['impl'])} ({unit})": r["impl_value"] for _, r in at.iterrows()})
             row.update({f"{name(r['impl'])} / {name(peer)}": r["ratio"] for _, r in at.iterrows()})
             rows.append(row)
+        passes = int(df.loc[df["impl"] == peer, "rep"].nunique()) if "rep" in df else 0
+        robust = ("Each value is the median of its passes, so one pass taken under heavy steal or apart does not "
+                  "decide a row." if passes >= 3 else
+                  f"Each value is the median of its passes; {name(peer)} ran {plural(passes, 'pass')}, so "
+                  "its values are their mean and one pass can move a row: its ratios are indications, without an "
+                  "interval, not decisions.")
         caption = (f"**{what} ({unit}, {direction})** at {plural(int(g['threads'].min()), 'thread')}, against {name(peer)}; "
-                   f"ratio {reading}. Each value is the median of its passes, so one pass taken under heavy steal "
-                   "or apart does not decide a row.")
+                   f"ratio {reading}. {robust}")
         out.append((caption, pd.DataFrame(rows)))
     return out
 

@@ -34,7 +34,7 @@ def describe(t: Test) -> str:
     if t.kind == "one_copy_slower":
         if "sizes" in w:
             span = f"at sizes up to {fmt_size(w['size'])}" if w["sizes"] == "up_to" else f"from {fmt_size(w['size'])} on"
-            return f"{name(ONE_COPY)} slower than {name(BASE)} {span}, at every thread count"
+            return f"{name(ONE_COPY)} slower than {name(BASE)} {span}, over every thread count"
         return f"{name(ONE_COPY)} slower than {name(BASE)} at {fmt_size(w['size'])}, {plural(w['threads'], 'thread')}"
     if t.kind == "falls_with_size":
         where = f"at {plural(w['threads'], 'thread')}" if "threads" in w else "at every thread count"
@@ -83,11 +83,14 @@ def surprise_text(t: Test, standing: str, cells: list[Test], regions: list[Test]
     if standing == "pattern":
         ratios = [c.decision.ratio for c in t.cells]
         alone = sum(c.significant for c in t.cells)
-        return (f"**The most robust surprise: {describe(t)}: in all {len(t.cells)} cells "
-                f"({fmt_num(min(ratios))}–{fmt_num(max(ratios))}× {RATIO_OF[t.kind]}).** "
-                f"Expected: {EXPECTATIONS[t.kind]}. Pooled over the cells the ratio is {ratio_text(t.decision)}, "
-                f"adjusted p = {fmt_num(t.p_holm)}; {alone} of the {len(t.cells)} cells are significant on their "
-                f"own ({correction}).")
+        # the pattern is decided pooled; a cell is decided only by its own test (its row in the table)
+        return (f"**The most robust surprise: {describe(t)}, pooled over its {len(t.cells)} cells: "
+                f"{ratio_text(t.decision)}, adjusted p = {fmt_num(t.p_holm)}.** Expected: {EXPECTATIONS[t.kind]}. "
+                f"Every cell's mean falls short ({fmt_num(min(ratios))}–{fmt_num(max(ratios))}× "
+                f"{RATIO_OF[t.kind]}), " + (
+                    f"and every one is significant on its own ({correction})." if alone == len(t.cells) else
+                    f"but only {alone} of the {len(t.cells)} cells are significant on their own: the shortfall is "
+                    f"decided over the cells together, not in each ({correction})."))
     return (f"**The most significant surprise is one cell: {describe(t)}** ({ratio_text(t.decision, True)}, adjusted "
             f"p = {fmt_num(t.p_holm)}; {correction}). No pattern across cells holds: every wider region has a "
             f"cell that does not fall short, or does not survive the correction. Expected: {EXPECTATIONS[t.kind]}.")
