@@ -10,7 +10,7 @@ import re
 import pytest
 
 from copylab.analysis import configuration, crossover, harness, q3, q6, study, summary
-from copylab.analysis.decisions import holm
+from copylab.analysis.decisions import Outcome, holm
 from data.analysis import evidence as ev
 
 SLOW_SMALL = {"a2": {64: 0.60, 1024: 0.75}}  # A2 below A1 in every cell up to 1 KiB
@@ -62,7 +62,7 @@ def test_q4_gives_one_answer_from_the_decisions():
     df = ev.throughput_grid({"a2": {64: 0.7, 1024: 1.0, 4096: 1.3, 65536: 1.4}})
     s = study(df, {})
     text = crossover.decision_text(s, "a2", "q4")
-    assert text.count("**") == 2 and "**A2 outperforms A1 from 4 KiB upward**" in text
+    assert text.count("**") == 2 and "**A2 outperforms A1 from 4 KiB to 64 KiB**" in text
     assert "64 B: loss" in text and "1 KiB: equivalent" in text
     assert "Holm's correction over the 4 comparisons of this answer leaves every decision standing" in text
     table = crossover.decision_table(s, "a2", "q4")
@@ -94,6 +94,18 @@ def test_q3_concludes_per_size_from_its_own_test(ratio, verdict):
     from copylab.analysis import md_escape
     assert "\n\n**64 KiB" in md_escape(answer["text"]) and "\n\\- " not in md_escape(answer["text"])
     assert "with a PMU each line above would carry L1 and LLC misses per byte" in answer["text"]
+
+
+def test_q3_says_the_paths_differ_only_where_their_decisions_do():
+    """Undecided beside equivalent is no difference between paths (the report's 64 KiB line)."""
+    from types import SimpleNamespace as Decided
+
+    some = {"a1": Decided(decision=Outcome.UNDECIDED, ratio=1.1, low=0.9, high=1.3),
+            "a2": Decided(decision=Outcome.EQUIVALENT, ratio=1.0, low=0.95, high=1.05)}
+    line = q3._size_line(65536, some, None, {})
+    assert "the implementations differ" not in line and "no thread effect is decided (A2 equivalent)" in line
+    some["a3"] = Decided(decision=Outcome.WIN, ratio=1.5, low=1.3, high=1.7)
+    assert "the implementations differ" in q3._size_line(65536, some, None, {})
 
 
 def test_q3_calls_it_cache_contention_only_with_misses_rising():
@@ -209,3 +221,16 @@ def test_a_saturated_senders_cost_is_said_as_the_throughput_result_not_a_second_
     text = crossover.gain_sentence(s, "a2", s.decision("a2", 65536).decision)
     assert "this is the throughput result seen from the sender, not a second one" in text
     assert "So the cheaper send shows as more throughput" not in text
+
+
+def test_a_crossover_that_differs_per_thread_count_is_said():
+    """The pooled crossover need not hold at each thread count: where one differs, Q4 says so."""
+    faster = {("a2", 4096, 8, r): 1.3 for r in range(5)}
+    s = study(ev.throughput_grid({"a2": {65536: 1.3}}, outliers=faster), {"cores": 2}, ev.frame([]))
+    assert s.crossover("a2") == 65536
+    text = crossover.decision_text(s, "a2", "q4")
+    assert "**A2 outperforms A1 at 64 KiB**" in text
+    assert "Per thread count the crossover differs (" in text and "8 threads: 4 KiB" in text
+    assert "1 thread: 64 KiB" in text
+    same = study(ev.throughput_grid({"a2": {65536: 1.3}}), {"cores": 2}, ev.frame([]))
+    assert crossover.per_thread_crossovers(same, "a2", same.crossover("a2")) == ""

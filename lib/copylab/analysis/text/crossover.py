@@ -34,7 +34,9 @@ def decision_text(study: Study, impl: str, family: str) -> str:
            f"ratio {x}/{b} over the passes (log scale, each pass's shift removed, each point its own spread), "
            f"'equivalent' when it lies within {fmt_num(1 / (1 + margin))}–{fmt_num(1 + margin)}.")
     if start is not None:
-        text = (f"**{x} outperforms {b} from {fmt_size(start)} upward**: a decided win at {fmt_size(start)} "
+        # "upward" would claim sizes past the grid: from the crossover to the largest size measured
+        span = (f"from {fmt_size(start)} to {fmt_size(sizes[-1])}" if start != sizes[-1] else f"at {fmt_size(start)}")
+        text = (f"**{x} outperforms {b} {span}**: a decided win at {fmt_size(start)} "
                 f"({ratio_text(by_size[start], True)})")
         # the largest size measured: "every larger size" would claim sizes the grid does not have
         text += (" and at every larger size of this grid (at " f"{fmt_size(sizes[-1])}: {ratio_text(largest, True)})."
@@ -47,7 +49,19 @@ def decision_text(study: Study, impl: str, family: str) -> str:
                      "is no crossover.")
         text += f" At {fmt_size(sizes[-1])} the decision is {largest.decision} ({ratio_text(largest, True)})"
         text += f"; {more_passes(largest)}." if largest.decision == Outcome.UNDECIDED else "."
-    return f"{text} By size: {_size_list(by_size)}. {how} {correction_text(study, impl, family, start)}"
+    return (f"{text} By size: {_size_list(by_size)}.{per_thread_crossovers(study, impl, start)} {how} "
+            f"{correction_text(study, impl, family, start)}")
+
+
+def per_thread_crossovers(study: Study, impl: str, pooled: int | None) -> str:
+    """' Per thread count ...' when a thread count's own crossover differs from the pooled one ('' if none
+    does): a pooled crossover need not hold at each thread count."""
+    per = {t: decided_crossover(by) for t, by in sorted(study.compare(impl)["per_threads"].items())}
+    if all(c == pooled for c in per.values()):
+        return ""
+    said = "; ".join(f"{t} thread{'s' if t != 1 else ''}: " + (fmt_size(c) if c is not None else "none decided")
+                     for t, c in per.items())
+    return f" Per thread count the crossover differs ({said}: the per-thread table)."
 
 
 def correction_text(study: Study, impl: str, family: str, start: int | None) -> str:

@@ -107,7 +107,12 @@ def _answer(study: Study) -> dict:
 def _size_line(size: int, decided: dict, cs, misses: dict) -> str:
     parts = "; ".join(f"{name(i)} {ratio_text(d)} {d.decision}" for i, d in decided.items())
     verdict = size_verdict(decided)
-    conclusion = VERDICTS.get(verdict, "the implementations differ")
+    # "differ" only where decisions differ: undecided beside equivalent is no difference between paths
+    known = {d.decision for d in decided.values()} - {Outcome.UNDECIDED}
+    conclusion = VERDICTS.get(verdict) or (
+        "the implementations differ" if len(known) > 1 or Outcome.WIN in known or Outcome.LOSS in known else
+        "no thread effect is decided (" + ", ".join(f"{name(i)} {d.decision}" for i, d in decided.items()
+                                                    if d.decision != Outcome.UNDECIDED) + ")")
     extra = [f"context switches per MB {factors(cs)}"] if cs else []
     extra += [f"{lvl} misses per byte {factors(r)}" for lvl, r in misses.items() if r]
     if verdict in ("loss", "equivalent") and any(r for r in misses.values()):

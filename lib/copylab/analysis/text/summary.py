@@ -177,7 +177,7 @@ def markdown(study: Study) -> str:
     lines = [f"- **{words[0].upper() + words[1:]}:** {ranges_text(study, c)}." for c, words in WORDS.items()]
     fam = study.family(FAMILY)
     return ("Which send path to use on this host, by message size: a path other than the two-copy baseline "
-            f"({name(BASE)}) is named only where it is decided better than {name(BASE)} over all thread counts "
+            f"({name(BASE)}) is named only where it is decided better than {name(BASE)} pooled over the thread counts (not at each one) "
             f"(95% interval of the ratio, equivalence margin ±{fmt_num(100 * study.margin)}%) and that claim "
             f"survives Holm's correction over the {fam.size} comparisons of this summary (see \"How the decisions "
             f"are made\"). The table gives each path's verdict with its ratio to {name(BASE)} and interval; † marks "
