@@ -124,9 +124,14 @@ def test_unmeasured_metrics_become_notes_that_say_why_and_how(bare):
 
 
 def test_core_count_is_marked_on_scaling_figure(full):
-    fig = figures.throughput_vs_threads(*full)
+    df, meta = full
+    fig = figures.throughput_vs_threads(df, {k: v for k, v in meta.items() if k != "params"})
     assert any(s.x0 == 2.0 and s.x1 == 2.0 for s in fig.layout.shapes)
     assert any(a.text == "2 cores" for a in fig.layout.annotations)
+    # pinned sides share one CPU each from the first connection: no core line, the pinning said instead
+    pinned = figures.throughput_vs_threads(df, {**meta, "params": {"pin_server": "0", "pin_client": "1"}})
+    assert not any(a.text == "2 cores" for a in pinned.layout.annotations)
+    assert "every sender thread on CPU 0, every receiver on CPU 1" in pinned.layout.title.text
 
 
 def test_diagrams_number_the_copies():

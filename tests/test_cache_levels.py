@@ -193,6 +193,7 @@ def test_one_working_set_points_q2_to_the_cache_grid(tmp_path):
     s = analysis.study(df, meta, analysis.load_profiles(folder, df))
     assert s.cache is None
     assert "copylab sweep params/cache.yaml --report" in analysis.q2.answer(s)["text"]
+    assert "one working-set setting" in analysis.q2.answer(s)["text"]  # a setting: the bytes cycled vary by size
     assert isinstance(figures.cost_vs_working_set(s), figures.FigureNote)
 
 

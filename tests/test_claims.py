@@ -187,11 +187,12 @@ def test_the_summary_says_why_the_baseline_stays_named():
 def test_a_paragraph_is_said_once_and_referred_back_to():
     """Q5 cites what the zero-copy path pays: in one line pointing at the profile section, not the paragraph."""
     class Stub:
-        explanations = {"zero_copy_cost": explain.Explanation("zero_copy_cost", "deferred_copy", "A long paragraph."),
+        explanations = {"zero_copy_cost": explain.Explanation("zero_copy_cost", "deferred_copy", "A long paragraph.",
+                                                              {"msg_size": 65536}),
                         "deferred_copy_site": explain.Explanation("deferred_copy_site", "sendmsg", "Another one."),
                         "removed_copy": explain.hypothesis("removed_copy", "unknown", "x", "y", {})}
     line = words.refer_back(Stub, ("zero_copy_cost", "deferred_copy_site", "removed_copy"))
-    assert line == ("What A3's sender pays instead of the copy (the deferred copy, most); where its deferred copy "
+    assert line == ("What A3's sender pays instead of the copy (the deferred copy, most, at 64 KiB); where its deferred copy "
                     "runs (inside the sender's sendmsg): see \"Where the CPU goes, measured\".")
     assert "paragraph" not in line and words.refer_back(Stub, ("removed_copy",)) == ""
 

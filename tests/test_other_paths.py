@@ -69,6 +69,10 @@ def test_the_section_says_what_the_sweep_lacks(df):
     only_study = df[df["impl"].isin(registry.study_impls()) & (df["receive"] == "message")]
     assert "params/full.yaml" in other_paths.section_markdown(only_study)
     assert other_paths.receive_table(analysis.study(only_study, {})).empty
+    # with the study's three alone the section repeats neither Part E's table nor Part D's figure
+    assert other_paths.send_paths_table(analysis.study(only_study, {})).empty
+    note = other_paths.paths_figure(only_study, {})
+    assert not hasattr(note, "data") and "would repeat Part D" in str(vars(note))
     assert f"{len(registry.names(kind='native'))} send paths" in other_paths.section_markdown(df)
 
 

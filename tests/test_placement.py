@@ -203,7 +203,7 @@ def test_the_report_states_what_the_rule_learned_and_the_runs_set_aside():
                        "cpus_apart": ["False", "False", "True"], "placement_note": ["", "", ""]})
     modes = learn(BIMODAL)
     text = _placement(df, {"placement": modes.to_dict()})
-    assert "50 ns at the nearest, 60 ns median" in text and "3 runs taken while they were apart" in text
+    assert "50 ns at the nearest, 60 ns median" in text and "3 measured runs taken while they were apart" in text
     assert modes.why in text and "1 run still apart kept" in text
     assert "not recorded" in _placement(df, {})
     assert _placement(pd.DataFrame({"impl": ["a1"]}), {}) == NOT_RECORDED

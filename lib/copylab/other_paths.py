@@ -58,7 +58,7 @@ def send_paths_table(study: Study) -> pd.DataFrame:
     thread counts and repetitions), with the Study's decision against the two-copy and one-copy paths."""
     rows = throughput_rows(study.rows)
     rows = rows[rows["impl"].isin(native_paths(rows))]
-    if rows.empty:
+    if rows.empty or not extra_paths(rows):  # the study's three alone: Part E's tables already say it all
         return pd.DataFrame()
     agg = aggregate(rows, list(SIDE_METRICS), by=("impl", "msg_size"))
     bases = [b for b in (registry.baseline(), registry.by_role("one_copy")) if b in set(rows["impl"])]
@@ -139,8 +139,13 @@ def paths_figure(df: pd.DataFrame, meta: dict):
     mode, the primary receive strategy, means over thread counts and repetitions)."""
     from .figures.style import IMPL_COLORS, _is_spread, _log_ticks, _size_ticks, _style
 
+    from .figures.study import Merged
+
     rows = throughput_rows(one_receive(df))
     rows = rows[rows["impl"].isin(native_paths(rows))]
+    if not extra_paths(rows):
+        return Merged("Every send path", "Only the study's three send paths were measured, so this figure would "
+                      "repeat Part D's throughput and CPU-per-byte figures.")
     agg = aggregate(rows, list(SIDE_METRICS), by=("impl", "msg_size"))
     titles = ["throughput (Gbit/s)", "sender CPU per byte (ns/B)", "receiver CPU per byte (ns/B)"]
     fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.08, subplot_titles=titles)

@@ -247,6 +247,21 @@ ZC_WORK = tuple(ZC_COSTS)
 COPIES = ("user_copy", "kernel_copy_from_user")
 
 
+def _against_base(tp: pd.DataFrame, at: pd.DataFrame, impl: str, size: int, threads: int) -> tuple[float, float, str]:
+    """(impl's sender CPU per byte over the baseline's, the baseline's busy share over impl's, the sentence)
+    at one cell; NaNs and "" when either is not measured. Throughput is the sender's busy share over its
+    CPU per byte, so the throughput ratio is exactly the product of these two measured factors."""
+    base_at = tp[(tp["impl"] == BASE) & (tp["msg_size"] == size) & (tp["threads"] == threads)]
+    srv, base_busy = mean_of(at, "srv_cpu_busy"), mean_of(base_at, "srv_cpu_busy")
+    cost = mean_of(at, "srv_cpu_ns_per_byte") / mean_of(base_at, "srv_cpu_ns_per_byte")
+    idle_factor = base_busy / srv if srv == srv and srv > 0 else math.nan
+    if impl == BASE or cost != cost or idle_factor != idle_factor:
+        return math.nan, math.nan, ""
+    return cost, idle_factor, (f" Against {name(BASE)} in the same cell (throughput is the sender's busy share over its "
+                               f"CPU per byte): its sender's CPU per byte is {cost:.2f}x {name(BASE)}'s, and it runs "
+                               f"{pct(srv)} of the window against {pct(base_busy)}, a factor of {idle_factor:.2f}.")
+
+
 def why_at_size(df: pd.DataFrame, profiles: pd.DataFrame, impl: str, size: int) -> Explanation:
     """Why impl moves what it moves at size, from that size's evidence: its sender's busy share (the
     measured runs at the profiled thread count), and its sender profile's waiting (idle, scheduling),
@@ -274,18 +289,11 @@ def why_at_size(df: pd.DataFrame, profiles: pd.DataFrame, impl: str, size: int) 
              f"{sched.pct()} scheduling; pinning, deferred copy and completions {parts['zero-copy work'].pct()}; "
              f"copies from user memory {parts['copies'].pct()}.")
     work = parts["zero-copy work"] if impl == ZERO_COPY else parts["copies"]
-    # against the baseline at the same cell: throughput is the sender's busy share over its CPU per
-    # byte, so the throughput ratio is exactly the product of two factors, each measured
-    base_at = tp[(tp["impl"] == BASE) & (tp["msg_size"] == size) & (tp["threads"] == threads)]
-    cost = mean_of(at, "srv_cpu_ns_per_byte") / mean_of(base_at, "srv_cpu_ns_per_byte")
-    idle_factor = mean_of(base_at, "srv_cpu_busy") / srv if srv == srv and srv > 0 else math.nan
-    split = cost == cost and idle_factor == idle_factor and impl != BASE
+    cost, idle_factor, against = _against_base(tp, at, impl, size, threads)
+    split = bool(against)
     if split:
         evidence.update(cost_vs_base=cost, busy_factor_vs_base=idle_factor)
-        facts += (f" Against {name(BASE)} in the same cell (throughput is the sender's busy share over its CPU per "
-                  f"byte): its sender's CPU per byte is {cost:.2f}x {name(BASE)}'s, and it runs "
-                  f"{pct(srv)} of the window against {pct(mean_of(base_at, 'srv_cpu_busy'))}, a factor of "
-                  f"{idle_factor:.2f}.")
+        facts += against
     if srv == srv and cli == cli and cli >= NEAR_FULL and cli - srv >= CLEAR_GAP:
         return Explanation("why_at_size", "receiver", f"{facts} The receiver bounds it: its CPU is saturated and "
                            "the sender's is not.", evidence)

@@ -140,7 +140,9 @@ def run_facts(df: pd.DataFrame, meta: dict, profiles: pd.DataFrame | None = None
         "placement_why": placed.get("why") if isinstance(placed.get("why"), str) else None,
         "placement_line_ns": _number(placed.get("line_ns")),
         "apart_effect": _dict(placed.get("apart_effect")),
-        "runs_set_aside": int(_numeric(df, "placement_retries").fillna(0).sum()),
+        # the measured runs' and the profiled runs': the engine pairs both with their kept runs
+        "runs_set_aside": int(sum(_numeric(t, "placement_retries").fillna(0).sum()
+                                  for t in (df, profiles) if t is not None and len(t))),
         "kept_apart": kept_apart, "kept_apart_ratio": apart_ratio,
         "rows": int(len(df)), "steal_rows": int(steal.notna().sum()),
         "steal_over_flag": flagged_steal, "steal_over_heavy": int((steal > STEAL_HEAVY).sum()),

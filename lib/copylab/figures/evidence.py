@@ -30,14 +30,16 @@ def user_copy_per_message(df: pd.DataFrame, meta: dict):
     cost = next((m for m in ("srv_cycles_per_byte", "srv_cpu_ns_per_byte") if measured(tp, m)), None)
     metrics = ["user_copy_share"] + ([cost] if cost else [])
     agg = aggregate(tp, metrics, by=("impl", "msg_size"))
-    fig = make_subplots(rows=1, cols=len(metrics), horizontal_spacing=0.1,
-                        subplot_titles=["user-space copy per message (the servers' own count)",
+    # room between the panels for the right one's axis title (it overprinted the left panel's title)
+    fig = make_subplots(rows=1, cols=len(metrics), horizontal_spacing=0.16,
+                        subplot_titles=["user-space copy per message (servers' count)",
                                         "sender cost per byte"][:len(metrics)])
     for impl, g in agg.groupby("impl"):
         g = g.sort_values("msg_size")
         fig.add_trace(go.Bar(x=[fmt_size(s) for s in g["msg_size"]], y=g["user_copy_share"],
                              name=IMPL_LABELS[impl], marker_color=IMPL_COLORS[impl], legendgroup=impl,
-                             text=[f"{v:.2f}" if v > 0.005 else "" for v in g["user_copy_share"]],
+                             # a path that copies nothing in user space says 0: an empty slot read as missing
+                             text=[f"{v:.2f}" if v > 0.005 else "0" for v in g["user_copy_share"]],
                              textposition="outside",
                              textfont=dict(size=FONT["tick"]),
                              customdata=g["msg_size"] * g["user_copy_share"],

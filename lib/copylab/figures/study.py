@@ -115,11 +115,16 @@ def latency_vs_threads(df: pd.DataFrame, meta: dict):
 
 def throughput_vs_threads(df: pd.DataFrame, meta: dict):
     """Scaling: total throughput vs client threads, the host's core count marked."""
-    fig = _grid(df, meta, "throughput", ["throughput_gbps"], "threads", "msg_size",
-                "Throughput vs client threads, one panel per message size",
-                "throughput vs threads")
+    params = meta.get("params") if isinstance(meta.get("params"), dict) else {}
+    pinned = params.get("pin_server") not in (None, "") and params.get("pin_client") not in (None, "")
+    # pinned, every sender thread shares its one CPU from the first connection on: a core-count line
+    # would suggest sharing starts beyond it
+    title = ("Throughput vs client threads, one panel per message size" + (
+        f" (every sender thread on CPU {params['pin_server']}, every receiver on CPU {params['pin_client']})"
+        if pinned else ""))
+    fig = _grid(df, meta, "throughput", ["throughput_gbps"], "threads", "msg_size", title, "throughput vs threads")
     cores = meta.get("cores")
-    if isinstance(fig, go.Figure) and cores:
+    if isinstance(fig, go.Figure) and cores and not pinned:
         fig.add_vline(x=float(cores), line_dash="dot", line_color="#555",
                       annotation_text=f"{cores} cores", annotation_position="top left",
                       annotation_font_size=10, row="all", col="all")

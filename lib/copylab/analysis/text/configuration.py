@@ -99,7 +99,7 @@ def _placement(df: pd.DataFrame, meta: dict) -> str:
     retries = int(pd.to_numeric(df.get("placement_retries"), errors="coerce").fillna(0).sum())
     apart = int((df.get("cpus_apart", pd.Series(dtype=str)).astype(str) == "True").sum())
     if retries:
-        text += f"; {plural(retries, 'run')} taken while they were apart set aside and measured again"
+        text += f"; {plural(retries, 'measured run')} taken while they were apart set aside and measured again"
     if apart:
         text += f"; {plural(apart, 'run')} still apart kept (flagged cpus_apart)"
     return text

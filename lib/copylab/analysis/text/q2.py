@@ -62,7 +62,14 @@ def tables(study: Study) -> list[tuple[str, pd.DataFrame]]:
 
 def _where_placed(study: Study) -> str:
     """The default grid's Q2: where the answer by construction lives."""
-    return (f"This sweep cycles every sender through one working set, so it cannot say which level's residency "
+    used = pd.to_numeric(study.part_e.get("working_set_bytes", pd.Series(dtype=float)), errors="coerce").dropna()
+    # one setting, but the bytes cycled through grow with the message size (the ring memory bounds them)
+    cycled = (f" (as cycled, {fmt_size(int(used.min()))} to {fmt_size(int(used.max()))} per connection, growing "
+              "with the message size up to the setting: the ring's memory, its fields page-aligned, bounds how many "
+              "small messages it holds)"
+              if len(used) and used.min() != used.max() else "")
+    return (f"This sweep cycles every sender through one working-set setting{cycled}, which places no size's "
+            f"source in a chosen cache level, so it cannot say which level's residency "
             f"costs most. `copylab sweep {CACHE_GRID} --report` places each sender's working set at this host's "
             "own cache sizes (half of L1d, half of L2, half of the LLC, four times the LLC) and answers Q2 by "
             "construction, without a PMU.")

@@ -67,9 +67,10 @@ def _placement(facts: dict) -> str:
                  f"aside and measured again, at a cost of {facts['placement_s']:.0f} s")
         if wall:
             text += f" ({_pct(facts['placement_s'] / wall)} of the wall time)"
+        pairs = int(effect.get("pairs") or 0)
         if all(isinstance(effect.get(k), (int, float)) for k in ("ratio", "low", "high")):
             text += (f"; the runs set aside were {effect['ratio']:.2f}x as fast as the runs kept in their place "
-                     f"({effect['low']:.2f}-{effect['high']:.2f}, {plural(int(effect.get('pairs') or 0), 'pair')})")
+                     f"({effect['low']:.2f}-{effect['high']:.2f}, {plural(pairs, 'pair')})")
             if effect.get("differs") is False:
                 text += ": equivalent within the margin, so the sweep stopped measuring runs again"
         text += "."

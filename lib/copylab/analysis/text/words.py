@@ -4,7 +4,7 @@ what an unanswerable question says, and the repetitions behind the means."""
 
 from __future__ import annotations
 
-from ...fmt import fmt_num
+from ...fmt import fmt_num, fmt_size
 from ..decisions import Decision, Outcome
 from ..roles import BASE, ONE_COPY, ZERO_COPY, name
 from ..stats import MIN_REPS_FOR_INTERVAL
@@ -112,7 +112,10 @@ def refer_back(study, rules, section: str = PROFILE_SECTION) -> str:
     found = [e for e in found if e.verdict != "unknown"]
     if not found:
         return ""
+    # each verdict at the size it was found at: "most" at 64 KiB need not hold at 64 B
     said = [SHORT[e.rule].format(zc=name(ZERO_COPY), one=name(ONE_COPY),
-                                 verdict=("a hypothesis: " if e.hypothesis else "") + VERDICT_WORDS.get(e.verdict, e.verdict))
+                                 verdict=("a hypothesis: " if e.hypothesis else "") + VERDICT_WORDS.get(e.verdict, e.verdict)
+                                 + (f", at {fmt_size(e.evidence['msg_size'])}" if (e.evidence or {}).get("msg_size")
+                                    else ""))
             for e in found]
     return f"{said[0][0].upper() + said[0][1:]}" + "".join(f"; {x}" for x in said[1:]) + f": see \"{section}\"."
