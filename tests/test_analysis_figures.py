@@ -131,7 +131,7 @@ def test_core_count_is_marked_on_scaling_figure(full):
     # pinned sides share one CPU each from the first connection: no core line, the pinning said instead
     pinned = figures.throughput_vs_threads(df, {**meta, "params": {"pin_server": "0", "pin_client": "1"}})
     assert not any(a.text == "2 cores" for a in pinned.layout.annotations)
-    assert "every sender thread on CPU 0, every receiver on CPU 1" in pinned.layout.title.text
+    assert "all senders on CPU 0, all receivers on CPU 1" in pinned.layout.title.text
 
 
 def test_diagrams_number_the_copies():

@@ -31,7 +31,8 @@ def test_q6_reports_a_pattern_across_cells_with_its_correction():
     text = answer["text"]
     assert "A2 slower than A1 at sizes up to 1 KiB, over every thread count, pooled over its 8 cells" in text
     alone = sum(c["significant"] for c in details["cells"])
-    assert (f"but only {alone} of the 8 cells are significant on their own" if alone < 8 else
+    assert (f"but only {alone} of the 8 cells {'is' if alone == 1 else 'are'} significant on "
+            f"{'its' if alone == 1 else 'their'} own" if alone < 8 else
             "and every one is significant on its own") in text
     assert f"Holm's correction over the {answer['tests_made']} tests made" in text
     assert answer["correction"] == "holm" and answer["tests_made"] > 8

@@ -119,9 +119,9 @@ def throughput_vs_threads(df: pd.DataFrame, meta: dict):
     pinned = params.get("pin_server") not in (None, "") and params.get("pin_client") not in (None, "")
     # pinned, every sender thread shares its one CPU from the first connection on: a core-count line
     # would suggest sharing starts beyond it
-    title = ("Throughput vs client threads, one panel per message size" + (
-        f" (every sender thread on CPU {params['pin_server']}, every receiver on CPU {params['pin_client']})"
-        if pinned else ""))
+    title = ("Throughput vs client threads, one panel per message size" if not pinned else
+             f"Throughput vs client threads (all senders on CPU {params['pin_server']}, all receivers on CPU "
+             f"{params['pin_client']})")
     fig = _grid(df, meta, "throughput", ["throughput_gbps"], "threads", "msg_size", title, "throughput vs threads")
     cores = meta.get("cores")
     if isinstance(fig, go.Figure) and cores and not pinned:
