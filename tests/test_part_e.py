@@ -161,7 +161,10 @@ def test_harness_warns_when_the_like_for_like_pair_is_bounded_by_different_sides
     (caption, _), = harness.metric_tables(three)
     assert "so one pass taken under heavy steal or apart does not decide a row" in caption
     windows = harness.windows_table(df).set_index("tool")
-    assert windows.loc["iperf3", "window opened and closed by"] == "timer"
+    assert windows.loc["iperf3", "window opened and closed by"] == "timer" and windows.loc["iperf3", "mode"] == "throughput"
+    both = harness.windows_table(ev.frame([ev.measured_row("a1", 64, duration_s=1.0),
+                                           ev.measured_row("a1", 64, mode="latency", duration_s=0.25)]))
+    assert sorted(both["window (s, median)"]) == [0.25, 1.0], "a mode's windows are never pooled with another's"
     # the table says where a window did not open on a steady state (issue 21)
     note = harness.windows_note(df)
     assert note.startswith("Not on a detected steady state: A1 (warm-up ended by not recorded);")  # rows of before

@@ -105,7 +105,8 @@ def system_markdown(meta: dict, df) -> str:
         # the ones that change how much a send costs; the full list stays in meta.json
         key = [k for k in KEY_OFFLOADS if k in offloads]
         shown = ", ".join(f"{k}={'on' if offloads[k] in (True, 'on') else 'off'}" for k in key)
-        rows.append(("veth offloads", f"{shown} ({len(offloads)} in meta.json)"))
+        rows.append(("veth offloads", f"{shown} (the ones that change a send's cost; all {len(offloads)} "
+                                      "in meta.json)"))
     table = "| setting | value |\n|:---|:---|\n" + "\n".join(
         f"| {escape.markdown(k)} | {escape.markdown(v)} |" for k, v in rows)
     if meta.get("hosts"):

@@ -82,8 +82,9 @@ def windows_table(df: pd.DataFrame) -> pd.DataFrame:
     """Each tool's window as measured: what opened and closed it, what ended the warm-up, the warm-up
     as used and the measured seconds (medians over its runs)."""
     out = []
-    for tool, g in one_receive(df).groupby("impl"):
-        out.append({"tool": name(tool), "window opened and closed by": _values(g, "window_source"),
+    # one row per tool and mode: a latency window (0.25 s) pooled with a throughput one (1 s) is neither
+    for (tool, mode), g in one_receive(df).groupby(["impl", "mode"]):
+        out.append({"tool": name(tool), "mode": mode, "window opened and closed by": _values(g, "window_source"),
                     "warm-up ended by": _values(g, "warmup_end"),
                     "warm-up (s, median)": _median(g, "warmup_s"), "window (s, median)": _median(g, "duration_s"),
                     "runs": int(len(g))})

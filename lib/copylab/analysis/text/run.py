@@ -37,7 +37,8 @@ def _time(facts: dict) -> str:
         if wall > budget * 60:
             text += f" (over it by {_pct(wall / (budget * 60) - 1)})"
     if facts["pace"] is not None:
-        text += f"; its first points ran at {facts['pace']:.2f}x the grid's arithmetic"
+        text += (f"; its first points took {facts['pace']:.2f}x the time their windows and warm-ups add up to "
+                 "(the grid's arithmetic)")
     return text + "."
 
 
