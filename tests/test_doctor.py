@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import shutil
 import subprocess
@@ -30,8 +31,9 @@ def run_doctor(argv: list[str], capsys) -> tuple[int, str]:
 
 
 def namespaces() -> set[str]:
+    """This process's namespaces (doctor runs in it): another xdist worker's come and go meanwhile."""
     out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    return {line.split()[0] for line in out.splitlines() if line.strip()}
+    return {line.split()[0] for line in out.splitlines() if line.startswith(f"copylab-{os.getpid()}-")}
 
 
 @pytest.mark.root
