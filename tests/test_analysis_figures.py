@@ -132,6 +132,8 @@ def test_core_count_is_marked_on_scaling_figure(full):
     pinned = figures.throughput_vs_threads(df, {**meta, "params": {"pin_server": "0", "pin_client": "1"}})
     assert not any(a.text == "2 cores" for a in pinned.layout.annotations)
     assert "all senders on CPU 0, all receivers on CPU 1" in pinned.layout.title.text
+    hostile = figures.throughput_vs_threads(df, {**meta, "params": {"pin_server": "<b>0</b>", "pin_client": "1"}})
+    assert "<b>" not in hostile.layout.title.text and "&lt;b&gt;0" in hostile.layout.title.text
 
 
 def test_diagrams_number_the_copies():

@@ -117,8 +117,14 @@ def primary(rows: pd.DataFrame, default: int) -> pd.DataFrame:
     size = size[size > 0]
     if size.empty:
         return rows
-    best = (size.map(math.log) - math.log(default)).abs().idxmin()
+    best = nearest_working_set(size.to_dict(), default)
     return rows[keys == best]
+
+
+def nearest_working_set(sizes: dict, default: int):
+    """Of {key: bytes}, the key whose bytes are nearest the default grid's working set on a log scale:
+    the one rule for which working set Part E answers from (the Study's rows, the budget's passes)."""
+    return min(sizes, key=lambda k: abs(math.log(sizes[k]) - math.log(default)))
 
 
 def one_working_set(rows: pd.DataFrame, default: int) -> pd.DataFrame:

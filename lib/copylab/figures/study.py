@@ -11,6 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from .. import escape
 from ..analysis import aggregate, measured
 from ..analysis.stats import one_receive
 from ..fmt import fmt_size, md_escape
@@ -120,8 +121,9 @@ def throughput_vs_threads(df: pd.DataFrame, meta: dict):
     # pinned, every sender thread shares its one CPU from the first connection on: a core-count line
     # would suggest sharing starts beyond it
     title = ("Throughput vs client threads, one panel per message size" if not pinned else
-             f"Throughput vs client threads (all senders on CPU {params['pin_server']}, all receivers on CPU "
-             f"{params['pin_client']})")
+             # meta.json's values reach plotly's HTML-like title: escaped as the subtitle is
+             f"Throughput vs client threads (all senders on CPU {escape.html(params['pin_server'])}, all receivers "
+             f"on CPU {escape.html(params['pin_client'])})")
     fig = _grid(df, meta, "throughput", ["throughput_gbps"], "threads", "msg_size", title, "throughput vs threads")
     cores = meta.get("cores")
     if isinstance(fig, go.Figure) and cores and not pinned:

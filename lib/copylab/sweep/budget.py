@@ -26,7 +26,7 @@ import pandas as pd
 
 from .. import registry
 from ..analysis.decisions import compare_values, log_values, target_half_width
-from ..analysis.levels import ASKED as ASKED_WORKING_SET
+from ..analysis.levels import ASKED as ASKED_WORKING_SET, nearest_working_set
 from ..contract import WORKING_SET_DEFAULT
 from ..params import Grid, shuffled_blocks
 from ..point import PointSpec
@@ -66,7 +66,7 @@ def _study_rows(rows: dict[str, dict], grid: Grid) -> pd.DataFrame:
 def primary_working_set(grid: Grid) -> int:
     """The working set Part E's comparisons use when the grid varies it: the one nearest the default
     grid's on a log scale (the Study's rule, analysis/levels.py's primary())."""
-    return min(grid.working_set, key=lambda ws: abs(math.log(ws) - math.log(WORKING_SET_DEFAULT)))
+    return nearest_working_set({ws: ws for ws in grid.working_set}, WORKING_SET_DEFAULT)
 
 
 def wide_comparisons(rows: dict[str, dict], grid: Grid) -> list[dict]:
