@@ -20,13 +20,19 @@ report: deps $(STAMP)
 
 # in parallel, two workers per CPU: a third of the suite's time is spent waiting on clocks (runs'
 # windows, timeouts, servers starting), which a CPU's second worker fills (2 vCPUs, 2026-11-26:
-# 10 min 4 s on 2 workers, 8 min 52 s on 4). The tests of one real sweep stay together, and tests
-# that measure the host run alone (tests/conftest.py). native/ is built first: every worker's
-# sweeps run make in it, which must find nothing to do
+# 10 min 4 s on 2 workers, 8 min 52 s on 4). The tests of one real sweep stay together
+# (tests/conftest.py). The tests that must have the host to themselves (`alone`: they measure its
+# CPU load, or switch io_uring off for all) run first, one after another: among the workers each
+# waited for every other worker's current test, a minute and more when that was a real sweep or
+# the browser, with three workers idle. native/ is built first: every worker's sweeps run make in
+# it, which must find nothing to do. The exit status is the first failing phase's.
 TEST_WORKERS ?= $(shell echo $$(( $$(nproc) * 2 )))
 test: deps $(STAMP)
 	$(MAKE) -s -C native all sanitize
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup
+	@status=0; \
+	$(PY) -m pytest -m alone || status=$$?; \
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup -m "not alone" || { [ $$status -ne 0 ] || status=$$?; }; \
+	exit $$status
 
 # the tests marked neither root, network nor slow (tests/conftest.py holds the markers true)
 check: deps $(STAMP)

@@ -249,9 +249,10 @@ def _passes_needed(diff: Diff, margin: float) -> int | None:
     return None
 
 
-def _paired_diff(x: pd.Series, b: pd.Series) -> Diff | None:
-    """The paired differences of one cell over the passes both were measured in (None below 2)."""
-    d = (x - b).dropna().to_numpy()  # aligned on the pass
+def _paired_diff(x: dict, b: dict) -> Diff | None:
+    """The paired differences of one cell over the passes both were measured in (None below 2);
+    x and b are {pass: log value}."""
+    d = np.array([x[rep] - b[rep] for rep in sorted(x.keys() & b.keys())])
     n = len(d)
     if n < 2:
         return None
@@ -280,10 +281,13 @@ def cell_diffs(values: pd.DataFrame, impl: str, base: str) -> dict[tuple[int, in
     measured at, from log_values(): paired within passes where possible (the module's docstring)."""
     if values.empty or not {impl, base} <= set(values["impl"]):
         return {}
-    # each cell's values by pass, split once (a .loc per cell on the MultiIndex costs a compare ~1 s)
+    # each cell's {pass: value}, split once in plain dicts (a .loc per cell on the MultiIndex, or a
+    # Series per cell, made a comparison of two sweeps cost seconds); log_values() gives one per pass
     mine = values[values["impl"].isin([impl, base])]
-    series = {key: pd.Series(group["y"].to_numpy(), index=group["rep"].to_numpy())
-              for key, group in mine.groupby(["impl", "msg_size", "threads"])}
+    series: dict[tuple, dict] = {}
+    for key_impl, size, threads, rep, y in zip(mine["impl"], mine["msg_size"], mine["threads"], mine["rep"],
+                                              mine["y"]):
+        series.setdefault((key_impl, size, threads), {})[rep] = y
     stats = None
     cells = sorted({(size, threads) for (who, size, threads) in series if who == impl}
                    & {(size, threads) for (who, size, threads) in series if who == base})
@@ -381,7 +385,9 @@ def pass_values(table: pd.DataFrame, threads) -> pd.Series:
     """Per pass, the mean of a pass table's (pass_tables()) log values over the thread counts `threads`,
     unadjusted, in the passes that measured every one of them. Averaging within a pass first keeps the
     pass's shift, which all its cells share, in the spread between passes."""
-    return table.reindex(columns=sorted(threads)).dropna().mean(axis=1)
+    block = table.reindex(columns=sorted(threads)).to_numpy()
+    whole = ~np.isnan(block).any(axis=1)
+    return pd.Series(block[whole].mean(axis=1), index=table.index[whole])  # numpy: a comparison makes hundreds
 
 
 def sample_diff(first: pd.Series, second: pd.Series) -> Diff:
