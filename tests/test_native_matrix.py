@@ -76,17 +76,33 @@ def check_server(rc: int, s: dict | None, impl: str, mode: str, size: int, clien
         assert s["enobufs"] == 0
 
 
+EMPTY_WINDOW = "lengthen --duration"  # the client's refusal of a window in which nothing completed
+LONGER_WINDOW_S = 1.0  # the sweeps' own throughput window
+
+
+def run_client_once_more_if_empty(addr: str, port: int, mode: str, size: int, threads: int, **kw) -> tuple:
+    """A client run, and a second one with a longer window when the first saw nothing complete (seen
+    once in a loaded `make test`, uring_zc at 64 B on 4 threads: likely a segment dropped on the busy
+    host waiting out TCP's 200 ms minimum retransmission timeout, the whole 0.2 s window): (the run
+    to check, the bytes the empty run took from the server)."""
+    run = run_client(addr, port, mode, size, threads=threads, **kw)
+    if run.returncode == 0 or EMPTY_WINDOW not in run.stderr:
+        return run, 0
+    taken = (run.result or {}).get("total_bytes", 0)
+    return run_client(addr, port, mode, size, threads=threads, **{**kw, "duration": LONGER_WINDOW_S}), taken
+
+
 def run_point(impl: str, mode: str, size: int, addr: str, sanitize: bool, server_prefix=(), client_prefix=()):
     server = start_server(impl, mode, size, bind=addr, sanitize=sanitize, prefix=server_prefix)
     try:
-        runs = [run_client(addr, server.port, mode, size, threads=t, sanitize=sanitize, prefix=client_prefix)
-                for t in THREADS]
+        runs = [run_client_once_more_if_empty(addr, server.port, mode, size, t, sanitize=sanitize,
+                                              prefix=client_prefix) for t in THREADS]
     finally:
         rc, s = server.stop()
-    results = [check_client(run, impl, mode, size, t) for run, t in zip(runs, THREADS)]
-    check_server(rc, s, impl, mode, size, sum(r["total_bytes"] for r in results))
+    results = [check_client(run, impl, mode, size, t) for (run, _), t in zip(runs, THREADS)]
+    check_server(rc, s, impl, mode, size, sum(r["total_bytes"] for r in results) + sum(taken for _, taken in runs))
     if sanitize:
-        for text in [server.stderr()] + [run.stderr for run in runs]:
+        for text in [server.stderr()] + [run.stderr for run, _ in runs]:
             assert not sanitizer_findings(text), text
     return s
 
