@@ -31,7 +31,7 @@ def test_a_resumed_sweep_counts_its_earlier_sessions_against_the_budget(tmp_path
 
 
 def test_a_point_is_expected_to_take_its_window_or_its_peers_own_run():
-    from copylab.point import PointSpec
+    from copylab.pointspec import PointSpec
 
     native = PointSpec(impl="a1", mode="throughput", msg_size=1024, threads=1, duration_s=1.0, warmup_s=0.1,
                        steady_max_s=0.4)

@@ -9,7 +9,7 @@ from copylab.errors import ErrorKind
 from copylab.intervals import Series
 from copylab.measurement import Collected, build_row
 from copylab.perf import PerfPlan
-from copylab.point import PointSpec
+from copylab.pointspec import PointSpec
 from copylab.runners import Result
 
 SPEC = PointSpec(impl="a2", mode="throughput", msg_size=4096, threads=2, rep=1, duration_s=1.0, warmup_s=0.1,

@@ -155,7 +155,7 @@ def test_a_server_building_a_large_ring_gets_the_setup_time_it_was_given(native_
 
 
 def test_the_engine_gives_large_rings_their_setup_time():
-    from copylab.point import PointSpec
+    from copylab.pointspec import PointSpec
     from copylab.runners.native import SLOWEST_FILL_BYTES_S, setup_timeout
 
     spec = PointSpec(impl="a3", mode="throughput", msg_size=4096, threads=2, working_set=128 << 20,

@@ -251,7 +251,7 @@ def test_a_points_defaults_are_pointspecs_in_the_grid_the_cli_and_the_notebook()
     from copylab.cli import build_parser
     from copylab.experiment import SPEC_FIELDS, spec_from_params
     from copylab.paths import NOTEBOOKS_DIR
-    from copylab.point import POINT_DEFAULTS, PointSpec
+    from copylab.pointspec import POINT_DEFAULTS, PointSpec
 
     assert POINT_DEFAULTS == {f.name: f.default for f in fields(PointSpec) if f.name in POINT_DEFAULTS}
     grid = parse_grid({"name": "g", "impls": ["a1"], "modes": ["throughput"], "msg_sizes": [64], "threads": [1],

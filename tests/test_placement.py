@@ -226,7 +226,7 @@ def test_the_kept_run_carries_the_time_spent_on_placement(monkeypatch):
 
 
 def test_the_sweep_counts_placement_apart_from_the_harness(monkeypatch):
-    from copylab.point import PointSpec
+    from copylab.pointspec import PointSpec
     from copylab.sweep import accounting
 
     clock = iter([0.0, 2.0, 3.0])

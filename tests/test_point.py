@@ -21,7 +21,8 @@ from copylab import paths as pathsmod
 from copylab import perf as perfmod
 from copylab.contract import COLUMNS, REQUIRED_COLUMNS
 from copylab.errors import CopylabError
-from copylab.point import PointSpec, run_point
+from copylab.point import run_point
+from copylab.pointspec import PointSpec
 from copylab.topology import loopback, netns_pair
 from faults import BUILD, our_namespaces, own_descendants
 

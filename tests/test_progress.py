@@ -9,7 +9,7 @@ import os
 import re
 from pathlib import Path
 
-from copylab.point import PointSpec
+from copylab.pointspec import PointSpec
 from copylab.sweep import SweepSummary, describe
 from copylab.sweep.progress import PLAIN_WIDTH, Progress, label, terminal_columns
 

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import ROOT, run_copylab
 from copylab.errors import ErrorKind
-from copylab.point import PointSpec
+from copylab.pointspec import PointSpec
 from copylab.runners.iperf3 import Iperf3Runner as Iperf3, iperf3_window
 from copylab.runners.native import NativeRunner as Native
 from copylab.runners.sockperf import SockperfRunner as Sockperf, nearest_rank, sockperf_rtts

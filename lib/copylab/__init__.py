@@ -1,8 +1,16 @@
 """copylab: what data movement costs in Linux TCP I/O (A1 send, A2 sendmsg, A3 MSG_ZEROCOPY)."""
 
-from importlib.metadata import PackageNotFoundError, version
 
-try:
-    __version__ = version("copylab")  # pyproject.toml's, the one place it is written
-except PackageNotFoundError:  # the sources on PYTHONPATH without an install
-    __version__ = "unknown"
+def __getattr__(name: str):
+    """__version__ on first use (PEP 562): reading the installed metadata costs every command's start
+    a fifth of a second, and only the report, the bundle and --version say it."""
+    if name != "__version__":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        found = version("copylab")  # pyproject.toml's, the one place it is written
+    except PackageNotFoundError:  # the sources on PYTHONPATH without an install
+        found = "unknown"
+    globals()["__version__"] = found
+    return found

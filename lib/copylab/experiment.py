@@ -17,7 +17,8 @@ from .errors import ErrorKind, MeasurementError
 from .fsutil import atomic_write_json, jsonable
 from .paths import OUTPUT_DIR
 from .placement import CpuDistance, placed, probe_cpus
-from .point import PointSpec, run_point
+from .point import run_point
+from .pointspec import PointSpec
 from .hosts import SshSettings
 from .topology import attach_params, choose_topology, open_topology
 

@@ -20,7 +20,7 @@ from .errors import CopylabError
 from .hosts import SshSettings, is_destination
 from .paths import PROJECT_ROOT
 from .memory import point_memory
-from .point import POINT_DEFAULTS, PointSpec
+from .pointspec import POINT_DEFAULTS, PointSpec
 
 _NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 

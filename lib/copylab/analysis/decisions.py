@@ -35,7 +35,6 @@ from enum import StrEnum
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
 ALPHA = 0.05             # family-wise error of the corrected claims (Holm)
 CONFIDENCE = 1 - ALPHA   # every interval of the report
@@ -92,6 +91,8 @@ def target_half_width(margin: float) -> float:
 
 @functools.lru_cache(maxsize=4096)  # a study asks for a few distinct degrees of freedom thousands of times
 def _t(df: float) -> float:
+    from scipy import stats as sps  # here: a refusal of bad input should not pay scipy's import
+
     return float(sps.t.ppf(0.5 + CONFIDENCE / 2, df)) if df > 0 and math.isfinite(df) else (
         float(sps.norm.ppf(0.5 + CONFIDENCE / 2)) if df == math.inf else math.nan)
 
@@ -118,6 +119,8 @@ def p_values(d: float, se: float, df: float, margin: float) -> tuple[float, floa
     bound = math.log1p(margin)
     if se == 0:
         return (1.0 if d == 0 else 0.0), (0.0 if abs(d) < bound else 1.0)
+    from scipy import stats as sps
+
     # one call, unfrozen: freezing sps.t(df) builds a distribution object (its docstrings too) each time
     points = np.array([abs(d), d + bound, bound - d]) / se
     tail = sps.norm.sf(points) if math.isinf(df) else sps.t.sf(points, df)

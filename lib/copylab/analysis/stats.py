@@ -7,7 +7,6 @@ import math
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
 from ..contract import GROUP_KEYS, UNSTABLE_CV
 from .roles import STUDY, ZERO_COPY
@@ -17,6 +16,8 @@ def t_critical_95(dof: int) -> float:
     """Two-sided 95% Student t quantile for dof degrees of freedom (NaN below 1)."""
     if dof < 1:
         return math.nan
+    from scipy import stats as sps  # here: loading results to refuse them should not pay scipy's import
+
     return float(sps.t.ppf(0.975, dof))
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from ..point import remove_stale_workdirs
 from ..topology import clean_leftovers, namespace_support
 
 
@@ -14,6 +13,8 @@ def register(subparsers) -> None:
 
 
 def clean_command(args) -> int:
+    from ..point import remove_stale_workdirs  # here: measuring's imports (numpy) at every command's start
+
     ok, reason = namespace_support()
     if not ok:
         print(f"copylab clean: note: {reason}; namespaces cannot be removed")

@@ -10,16 +10,12 @@ from pathlib import Path
 
 from .. import limits, registry
 from ..errors import CopylabError
-from ..experiment import probe_topology, show, summary_line
 from ..hosts import SshSettings
 from ..fsutil import jsonable
 from ..contract import (ALL_IMPLS, COLUMNS, MODES, RECEIVE_STRATEGIES,
                         check_cpus_available)
-from ..params import parse_grid
 from ..paths import OUTPUT_DIR
-from ..placement import MIN_PROBES, CpuDistance, placed, probe_cpus
-from ..point import POINT_DEFAULTS, PointSpec, run_point
-from ..runners import runner_for
+from ..pointspec import POINT_DEFAULTS, PointSpec
 from ..topology import check_congestion_usable, choose_topology, open_topology
 
 
@@ -72,6 +68,13 @@ def register(subparsers) -> None:
 
 
 def run_command(args) -> int:
+    # here, not at the top: every command's parser is built at each start, and these cost a third of
+    # a second of CPU (numpy, pydantic) that `copylab sweep` or a refusal has no use for
+    from ..experiment import probe_topology, show, summary_line
+    from ..placement import MIN_PROBES, CpuDistance, placed, probe_cpus
+    from ..point import run_point
+    from ..runners import runner_for
+
     topology = choose_topology(args.topology)
     spec = PointSpec(impl=args.impl, mode=args.mode, msg_size=args.msg_size, threads=args.threads,
                      duration_s=args.duration, warmup_s=args.warmup, topology=topology,
@@ -124,6 +127,8 @@ def _ssh_settings(args, topology: str) -> SshSettings | None:
         if extra:
             raise CopylabError(f"--{extra[0].replace('_', '-')} is only for --topology ssh")
         return None
+    from ..params import parse_grid
+
     grid = parse_grid({"name": "run", "impls": [registry.baseline()], "modes": ["throughput"], "msg_sizes": [8], "threads": [1],
                        "topology": "ssh", **{k: v for k, v in given.items() if v is not None}}, source="copylab run")
     return grid.ssh

@@ -29,7 +29,7 @@ from ..analysis.decisions import compare_values, log_values, target_half_width
 from ..analysis.levels import ASKED as ASKED_WORKING_SET, nearest_working_set
 from ..contract import WORKING_SET_DEFAULT
 from ..params import Grid, shuffled_blocks
-from ..point import PointSpec
+from ..pointspec import PointSpec
 from . import estimate as est
 
 MIN_BASE_PASSES = 3

@@ -34,7 +34,8 @@ from ..fsutil import atomic_write_json, describe_os_error, shown
 from ..params import Grid, load_grid
 from ..paths import NOTEBOOKS_DIR, OUTPUT_DIR
 from ..perf import PerfPlan
-from ..point import PointSpec, kill_registered
+from ..point import kill_registered
+from ..pointspec import PointSpec
 from ..topology import Topology, check_congestion_usable, choose_topology, open_topology
 from . import budget as budgeting
 from . import estimate as est

@@ -11,7 +11,8 @@ from pathlib import Path
 from ..errors import CopylabError, ErrorKind, MeasurementError
 from ..experiment import spec_params
 from ..paths import NOTEBOOKS_DIR
-from ..point import PointSpec, kill_registered
+from ..point import kill_registered
+from ..pointspec import PointSpec
 from ..topology import Topology
 from . import folder
 from .budget import pass_seconds

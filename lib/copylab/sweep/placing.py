@@ -19,7 +19,6 @@ import math
 import time
 
 import numpy as np
-from scipy import stats
 
 from .. import placement as rule
 from ..errors import CopylabError
@@ -39,6 +38,8 @@ def apart_effect(pairs: list[tuple[float, float]], margin: float = 0.10) -> dict
     out = {"pairs": int(logs.size), "ratio": None, "low": None, "high": None, "differs": None, "margin": margin}
     if logs.size < 2:
         return out
+    from scipy import stats  # here: every command that reads a sweep's records imports this module
+
     ci = stats.ttest_1samp(logs, 0.0).confidence_interval(0.95)
     out.update(ratio=round(math.exp(logs.mean()), 3), low=round(math.exp(ci.low), 3), high=round(math.exp(ci.high), 3))
     if logs.size >= EFFECT_PAIRS:

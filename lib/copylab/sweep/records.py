@@ -13,7 +13,8 @@ from .. import userfiles
 from ..analysis.stats import repetition_spread
 from ..contract import COLUMNS
 from ..fsutil import atomic_write_text
-from ..point import PointSpec, empty_row
+from ..point import empty_row
+from ..pointspec import PointSpec
 
 SORT_KEYS = ["impl", "mode", "msg_size", "threads", "receive", "congestion", "rep"]
 PROFILES_CSV = "profiles.csv"  # the profiled runs: same columns, never part of the statistics
