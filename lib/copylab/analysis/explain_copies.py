@@ -32,6 +32,11 @@ def profiled_sizes(profiles: pd.DataFrame, impls) -> set[int]:
     return set.intersection(*sizes) if sizes else set()
 
 
+def profiled_threads(rows: pd.DataFrame) -> list[int]:
+    """The thread counts of profiled runs (an explanation's evidence: where it was measured)."""
+    return sorted(int(n) for n in set(rows["threads"])) if len(rows) else []
+
+
 def profiled_size(profiles: pd.DataFrame, impls, pick=max) -> int | None:
     """The largest (pick=min: smallest) size at which every one of impls was profiled."""
     common = profiled_sizes(profiles, impls)
@@ -82,7 +87,8 @@ def zero_copy_cost(df: pd.DataFrame, profiles: pd.DataFrame, size: int | None = 
     ranked = sorted(shares, key=lambda b: -shares[b].mean)
     top, second = ranked[0], ranked[1]
     listing = "; ".join(f"{ZC_COSTS[b]} {shares[b].pct()}" for b in ranked)
-    evidence = {"msg_size": size, "sender_shares": {b: s.to_dict() for b, s in shares.items()}, "enobufs": eno}
+    evidence = {"msg_size": size, "threads": profiled_threads(rows),
+                "sender_shares": {b: s.to_dict() for b, s in shares.items()}, "enobufs": eno}
     head = f"Of {name(ZERO_COPY)}'s sender samples at {fmt_size(size)} ({shares[top].over()}): {listing}."
     if not shares[top].above(shares[second]):
         return hypothesis("zero_copy_cost", top, f"{ZC_COSTS[top][0].upper() + ZC_COSTS[top][1:]} may cost the "
@@ -125,7 +131,8 @@ def deferred_copy_site(profiles: pd.DataFrame, results_dir, size: int | None = N
              else {} for side in ("srv", "cli")}
     where = {side: stacks.contexts(counts) for side, counts in found.items()}
     total = sum(sum(c.values()) for c in where.values())
-    evidence = {"msg_size": size, "rps": rps, "samples": {s: dict(c) for s, c in where.items()}}
+    threads = profiled_threads(rows)
+    evidence = {"msg_size": size, "threads": threads, "rps": rps, "samples": {s: dict(c) for s, c in where.items()}}
     if rows.empty or not any(found.values()):
         return hypothesis("deferred_copy_site", "unknown", f"where {name(ZERO_COPY)}'s deferred copy runs cannot "
                           "be read from call stacks here.", "the folded stacks of its profiled runs "
@@ -145,16 +152,21 @@ def deferred_copy_site(profiles: pd.DataFrame, results_dir, size: int | None = N
                            evidence)
     side = "srv" if where["srv"][top] >= where["cli"][top] else "cli"
     path = stacks.example_path(found[side], stacks.DEFERRED_COPY, top)
-    return Explanation("deferred_copy_site", top, _site_text(top, share_top, total, path, rps), evidence)
+    # the rest said too: a minority in the receiver's recv is what the runs at other thread counts may grow
+    rest = ", ".join(f"{100 * n / total:.0f}% {_CONTEXT_WORDS[c]}" for c, n in by_context.items() if n and c != top)
+    at = f"{fmt_size(size)}, {plural(len(threads), 'thread count')}" if len(threads) > 1 else \
+        f"{fmt_size(size)}, {plural(threads[0], 'thread')}"
+    return Explanation("deferred_copy_site", top, _site_text(top, share_top, total, path, rps, at, rest), evidence)
 
 
 _CONTEXT_WORDS = {"sendmsg": "inside the sender's own sendmsg call", "recv": "inside the receiver's recv call",
                   "softirq_thread": "in a softirq thread (ksoftirqd)", "interrupt": "in interrupt context"}
 
 
-def _site_text(context: str, share_top: float, total: int, path: str, rps: bool) -> str:
-    text = (f"Where the deferred copy runs, from its call stacks: {100 * share_top:.0f}% of its {total} samples "
-            f"ran {_CONTEXT_WORDS[context]}" + (f" ({path})" if path else ""))
+def _site_text(context: str, share_top: float, total: int, path: str, rps: bool, at: str, rest: str = "") -> str:
+    text = (f"Where the deferred copy runs, from its call stacks (profiled at {at}): {100 * share_top:.0f}% of its "
+            f"{total} samples ran {_CONTEXT_WORDS[context]}" + (f" ({path})" if path else "")
+            + (f"; {rest}" if rest else ""))
     if context == "sendmsg":
         text += (": veth delivers the packet on the transmitting CPU, so the sender pays the copy it set out "
                  "to skip" + (", although RPS was set to move receive work to the receiver's CPU (rps=True)"
@@ -178,7 +190,7 @@ def removed_copy(profiles: pd.DataFrame, size: int | None = None) -> Explanation
     ub, ux = share(rb, "srv", "user_copy"), share(rx, "srv", "user_copy")
     kb, kx = share(rb, "srv", "kernel_copy_from_user"), share(rx, "srv", "kernel_copy_from_user")
     cost = bucket_cost(rb, "srv", "user_copy")
-    evidence = {"msg_size": size, "base_user_copy": ub.to_dict(), "x_user_copy": ux.to_dict(),
+    evidence = {"msg_size": size, "threads": profiled_threads(rx), "base_user_copy": ub.to_dict(), "x_user_copy": ux.to_dict(),
                 "base_kernel_copy": kb.to_dict(), "x_kernel_copy": kx.to_dict(), "base_user_copy_ns_per_byte": cost}
     head = (f"Profiled at {fmt_size(size)} ({ub.over()}): {name(BASE)}'s user-space copy (memcpy in its server) is "
             f"{ub.pct()} of the sender's samples" + (f" ({fmt_num(cost)} ns of CPU per byte)" if cost == cost else "")

@@ -1,0 +1,129 @@
+"""The effects the data explain, explained (issue 33, second reading): a cell's runs in two states, what a
+profile at one thread count explains of a decision over all of them, a loss's profile buckets, the
+latency that halves with a second thread, and the factor of a loss the Study decides. Every rule is fed
+SYNTHETIC rows (tests/data/analysis/evidence.py): stand-ins of other hosts flip each sentence."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from copylab.analysis import explain, states
+from copylab.analysis.study import study as build_study
+from copylab.analysis.text import words
+from data.analysis import evidence as ev
+
+# the report's two states of A3 at 64 KiB: each side's task-clock as measured per byte (0.264 and 0.330 ns
+# per byte; 0.395 and 0.176), so the work per byte changes sides
+RECEIVER_BUSY = dict(gbps=22.7, busy=(0.71, 0.98), srv_task_clock_ms=600.0, cli_task_clock_ms=750.0)
+SENDER_BUSY = dict(gbps=18.5, busy=(0.88, 0.66), srv_task_clock_ms=730.0, cli_task_clock_ms=326.0)
+
+
+def cell(kinds, impl="a3", size=65536) -> list[dict]:
+    """Runs of one cell: kinds[(threads, rep)] -> the state's numbers, each run nudged a little."""
+    rng = np.random.default_rng(7)
+    rows = []
+    for (threads, rep), kind in kinds.items():
+        jitter = 1 + rng.normal(0, 0.02)
+        rows.append(ev.measured_row(impl, size, threads=threads, rep=rep, gbps=kind["gbps"] * jitter, busy=kind["busy"],
+                                    enobufs=0,
+                                    srv_task_clock_ms=kind["srv_task_clock_ms"], cli_task_clock_ms=kind["cli_task_clock_ms"]))
+    return rows
+
+
+def two_state_cell(impl="a3", size=65536, receiver_busy=RECEIVER_BUSY) -> list[dict]:
+    """The report's A3 at 64 KiB: 1 thread all sender-busy, 2-8 threads switching between the two."""
+    kinds = {(1, r): {**SENDER_BUSY, "busy": (0.97, 0.55)} for r in range(6)}
+    kinds.update({(t, r): (receiver_busy if (r + t) % 3 == 0 else SENDER_BUSY) for t in (2, 4, 8) for r in range(6)})
+    return cell(kinds, impl, size)
+
+
+def unimodal_cell(draw, impl="a3", size=65536) -> list[dict]:
+    """One state with a spread (draw: the busy difference's noise of another host), 24 runs."""
+    rng = np.random.default_rng(11)
+    rows = []
+    for i, (threads, rep) in enumerate((t, r) for t in (1, 2, 4, 8) for r in range(6)):
+        d = draw(rng)
+        rows.append(ev.measured_row(impl, size, threads=threads, rep=rep, gbps=20 * (1 + 0.05 * rng.normal()),
+                                    busy=(0.8 - d / 2, 0.6 + d / 2), srv_task_clock_ms=800.0, cli_task_clock_ms=600.0))
+    return rows
+
+
+def test_a_cell_whose_runs_switch_between_two_states_is_found_and_said():
+    found = states.two_state_splits(ev.frame(two_state_cell()))
+    split = found[("a3", 65536)]
+    assert split.receiver_busier.runs == 6 and split.sender_busier.runs == 18
+    assert split.both_at == (2, 4, 8) and split.p_holm < 0.05
+    said = explain.two_states(split, zero_copy=True)
+    assert said.hypothesis and said.verdict == "work_moves"
+    for text in ("its 24 throughput runs fall into two states at the same settings (runs of both at 2, 4 and 8 threads)",
+                 "In 6 runs (2, 4 and 8 threads) the receiver's CPU is 98% busy and the sender's 71%",
+                 "in the other 18 runs (1, 2, 4 and 8 threads) the receiver's CPU is 62% busy and the sender's 91%",
+                 "the deferred copy runs in the receiver's context", "profiles of A3 at 64 KiB at 2, 4 and 8 threads"):
+        assert text in said.text, text
+    # throughput of the two states: an interval, and a verdict that follows it
+    ratio, low, high = split.gbps_ratio
+    assert low > 1 and "decided more" in said.text
+
+
+def test_a_receiver_that_does_more_rather_than_take_over_work_is_not_said_to_take_it_over():
+    """Another host: the receiver-busy state costs the receiver more per byte than the sender saves."""
+    heavier = {**RECEIVER_BUSY, "srv_task_clock_ms": 450.0, "cli_task_clock_ms": 1400.0}
+    said = explain.two_states(states.two_state_splits(ev.frame(two_state_cell(receiver_busy=heavier)))[("a3", 65536)],
+                              zero_copy=True)
+    assert said.verdict == "unexplained" and said.hypothesis
+    assert "changes sides" not in said.text and "cannot be told from the counters" in said.text
+
+
+@pytest.mark.parametrize("draw", [
+    lambda rng: rng.normal(0, 0.08),            # a host with a plain spread
+    lambda rng: 0.05 * rng.standard_t(3),       # heavy tails: single runs far out are no state
+    lambda rng: rng.uniform(-0.15, 0.15),       # flat: no gap to split at
+])
+def test_a_unimodal_cell_is_not_called_two_states(draw):
+    assert states.two_state_splits(ev.frame(unimodal_cell(draw))) == {}
+
+
+def test_states_that_follow_the_thread_count_are_a_thread_effect_not_two_states():
+    kinds = {(t, r): (SENDER_BUSY if t <= 2 else RECEIVER_BUSY) for t in (1, 2, 4, 8) for r in range(6)}
+    assert states.two_state_splits(ev.frame(cell(kinds))) == {}
+
+
+def test_one_outlying_run_is_no_state():
+    kinds = {(t, r): SENDER_BUSY for t in (1, 2, 4, 8) for r in range(6)}
+    kinds[(4, 0)] = RECEIVER_BUSY
+    assert states.two_state_splits(ev.frame(cell(kinds))) == {}
+
+
+def _study(rows):
+    base = [ev.measured_row("a1", 65536, threads=t, rep=r, gbps=24.0, busy=(0.99, 0.55), srv_task_clock_ms=990.0,
+                            cli_task_clock_ms=550.0) for t in (1, 2, 4, 8) for r in range(6)]
+    return build_study(ev.frame(base + rows), {"cores": 2}, ev.frame([]))
+
+
+def test_the_study_keeps_the_split_and_the_answers_refer_to_it():
+    s = _study(two_state_cell())
+    assert s.two_states("a3", 65536) is not None and s.two_states("a1", 65536) is None
+    assert "states_a3_65536" in s.explanations
+    note = words.states_note(s, "a3", 65536)
+    assert "A3's runs at 64 KiB fall into two states: in 6 of 24 the receiver is the busier CPU" in note
+    from copylab.analysis.text import profile, q5
+    assert "fall into two states" in q5.answer(s)["text"]
+    assert "fall into two states at the same settings" in profile.markdown(s).replace("\\", "")
+    calm = _study(unimodal_cell(lambda rng: rng.normal(0, 0.08)))
+    assert calm.states == {} and words.states_note(calm, "a3", 65536) == ""
+    assert "two states" not in q5.answer(calm)["text"]
+
+
+def test_evidence_of_one_thread_count_is_marked_beside_a_pooled_decision():
+    s = _study(two_state_cell())
+    assert s.thread_counts == [1, 2, 4, 8]
+    assert words.only_at(s, [1]) == ", 1 thread only"
+    assert words.only_at(s, [1, 2, 4, 8]) == "" and words.only_at(s, None) == ""
+    assert words.pooled_note(s, [1]) == " (Measured at 1 thread only: the decision pools 1, 2, 4 and 8 threads.)"
+    from copylab.analysis.text import crossover
+    assert "(Measured at 1 thread only" in crossover.gain_sentence(s, "a3", None)
+    one = build_study(ev.frame([r for r in two_state_cell() if r["threads"] == 1]
+                               + [ev.measured_row("a1", 65536, rep=r, busy=(0.99, 0.55)) for r in range(6)]),
+                      {"cores": 2}, ev.frame([]))
+    assert words.pooled_note(one, [1]) == "" and "Measured at" not in crossover.gain_sentence(one, "a3", None)
