@@ -127,3 +127,39 @@ def test_evidence_of_one_thread_count_is_marked_beside_a_pooled_decision():
                                + [ev.measured_row("a1", 65536, rep=r, busy=(0.99, 0.55)) for r in range(6)]),
                       {"cores": 2}, ev.frame([]))
     assert words.pooled_note(one, [1]) == "" and "Measured at" not in crossover.gain_sentence(one, "a3", None)
+
+
+# ------------------------------------------------------------------------------------------------
+# Q1: the larger factor of a loss is read from the Study's decision of the sender's CPU per byte
+
+
+def _decision(ratio, low, high, outcome):
+    from copylab.analysis.decisions import Decision
+    return Decision("a3", "a1", 64, 1, ratio, low, high, 3, 3, 4.0, 0.1, outcome, None)
+
+
+def _why(cost, loss):
+    shares = {"idle": 0.10, "scheduling": 0.20, "deferred_copy": 0.06, "zerocopy_pin": 0.095, "tcp_send": 0.3}
+    rows = [ev.measured_row("a3", 64, rep=r, gbps=1.0, busy=(0.97, 0.5)) for r in range(3)]
+    rows += [ev.measured_row("a1", 64, rep=r, gbps=5.0, busy=(0.99, 0.5)) for r in range(3)]
+    profiles = ev.frame([ev.profile_row("a3", 64, shares, busy=(0.97, 0.5), rep=r) for r in range(3)])
+    from copylab.analysis import explain_copies
+    return explain_copies.why_at_size(ev.frame(rows), profiles, "a3", 64, cost=cost, loss=loss)
+
+
+def test_the_larger_factor_is_named_only_where_the_studys_interval_says_so():
+    from copylab.analysis.decisions import Outcome
+    loss = _decision(0.2, 0.18, 0.22, Outcome.LOSS)
+    # decided 4x, at least 3x by its interval, against a remainder of 1/0.2/4 = 1.25: the cost stands out
+    found = _why(_decision(4.0, 3.0, 5.3, Outcome.WIN), loss)
+    assert found.verdict == "work" and not found.hypothesis, found.text
+    assert "(4.00x, at least 3.00x by its interval, against 1.25x" in found.text
+    assert "95% interval 3.00–5.30: decided higher" in found.text
+    assert found.evidence["cost_interval"] == [3.0, 5.3]
+    # the same mean with an interval that reaches down to the remainder: no factor is the larger one
+    wide = _why(_decision(4.0, 0.9, 17.0, Outcome.UNDECIDED), loss)
+    assert wide.hypothesis and "The larger factor" not in wide.text
+    assert "95% interval 0.900–17.0: undecided" in wide.text and "neither factor stands out" in wide.text
+    # decided higher, but its near end within CLEAR_GAP of the remainder: said as undecided between them
+    close = _why(_decision(2.6, 2.1, 3.2, Outcome.WIN), _decision(0.2, 0.18, 0.22, Outcome.LOSS))
+    assert close.hypothesis and "The larger factor" not in close.text, close.text

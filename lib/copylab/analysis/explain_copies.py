@@ -5,6 +5,7 @@ its deferred copy runs, and what makes one path cost more per message than anoth
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -259,22 +260,61 @@ ZC_WORK = tuple(ZC_COSTS)
 COPIES = ("user_copy", "kernel_copy_from_user")
 
 
-def _against_base(tp: pd.DataFrame, at: pd.DataFrame, impl: str, size: int, threads: int) -> tuple[float, float, str]:
-    """(impl's sender CPU per byte over the baseline's, the baseline's busy share over impl's, the sentence)
-    at one cell; NaNs and "" when either is not measured. Throughput is the sender's busy share over its
-    CPU per byte, so the throughput ratio is exactly the product of these two measured factors."""
+@dataclass
+class Factors:
+    """A loss against the baseline in one cell split in its two factors (throughput is the sender's busy
+    share over its CPU per byte): the CPU per byte as the Study decides it (low/high its 95% interval,
+    NaN when only means were there), and the time the sender does not run, the remainder."""
+
+    cost: float
+    low: float
+    high: float
+    verdict: str        # the cost's decision ("win": decided higher, ...), "" from means
+    idle: float
+    text: str
+
+    def stands(self, which: str) -> bool:
+        """Whether one factor stands out: above 1 and the other by CLEAR_GAP, the cost by its interval's
+        near end where the Study decided it (a factor inside its interval is no larger factor)."""
+        if which == "cost":
+            near = self.low if self.low == self.low else self.cost
+            return near > 1 + CLEAR_GAP and near > self.idle * (1 + CLEAR_GAP)
+        far = self.high if self.high == self.high else self.cost
+        return self.idle > 1 + CLEAR_GAP and self.idle > far * (1 + CLEAR_GAP)
+
+    def cost_text(self) -> str:
+        if self.low != self.low:
+            return f"{self.cost:.2f}x"
+        said = {"win": "decided higher", "loss": "decided lower", "equivalent": "equivalent"}.get(self.verdict,
+                                                                                               "undecided")
+        return f"{self.cost:.2f}x (95% interval {fmt_num(self.low)}–{fmt_num(self.high)}: {said})"
+
+
+def _against_base(tp: pd.DataFrame, at: pd.DataFrame, impl: str, size: int, threads: int, cost=None,
+                  loss=None) -> Factors | None:
+    """impl's loss against the baseline in one cell, in its two factors (Factors); None when either is not
+    measured. cost: the Study's decision of the sender's CPU per byte in that cell, loss: of the throughput
+    (both Decisions); without them, the means of the cell's runs."""
     base_at = tp[(tp["impl"] == BASE) & (tp["msg_size"] == size) & (tp["threads"] == threads)]
     srv, base_busy = mean_of(at, "srv_cpu_busy"), mean_of(base_at, "srv_cpu_busy")
-    cost = mean_of(at, "srv_cpu_ns_per_byte") / mean_of(base_at, "srv_cpu_ns_per_byte")
-    idle_factor = base_busy / srv if srv == srv and srv > 0 else math.nan
-    if impl == BASE or cost != cost or idle_factor != idle_factor:
-        return math.nan, math.nan, ""
-    return cost, idle_factor, (f" Against {name(BASE)} in the same cell (throughput is the sender's busy share over its "
-                               f"CPU per byte): its sender's CPU per byte is {cost:.2f}x {name(BASE)}'s, and it runs "
-                               f"{pct(srv)} of the window against {pct(base_busy)}, a factor of {idle_factor:.2f}.")
+    if cost is not None and cost.ratio == cost.ratio:
+        ratio, low, high, verdict = cost.ratio, cost.low, cost.high, str(cost.decision)
+    else:
+        ratio, low, high, verdict = (mean_of(at, "srv_cpu_ns_per_byte") / mean_of(base_at, "srv_cpu_ns_per_byte"),
+                                     math.nan, math.nan, "")
+    # the remainder of the loss: what the CPU per byte does not account for
+    idle = (1 / loss.ratio / ratio if loss is not None and loss.ratio == loss.ratio and loss.ratio > 0 else
+            base_busy / srv if srv == srv and srv > 0 else math.nan)
+    if impl == BASE or ratio != ratio or idle != idle:
+        return None
+    f = Factors(ratio, low, high, verdict, idle, "")
+    f.text = (f" Against {name(BASE)} in the same cell (throughput is the sender's busy share over its CPU per byte): "
+              f"its sender's CPU per byte is {f.cost_text()} {name(BASE)}'s, and it runs {pct(srv)} of the window "
+              f"against {pct(base_busy)}; the rest of the loss, the time it does not run, is a factor of {idle:.2f}.")
+    return f
 
 
-def why_at_size(df: pd.DataFrame, profiles: pd.DataFrame, impl: str, size: int) -> Explanation:
+def why_at_size(df: pd.DataFrame, profiles: pd.DataFrame, impl: str, size: int, cost=None, loss=None) -> Explanation:
     """Why impl moves what it moves at size, from that size's evidence: its sender's busy share (the
     measured runs at the profiled thread count), and its sender profile's waiting (idle, scheduling),
     zero-copy work (pinning, deferred copy, completions) and copies. A sender well short of busy whose
@@ -301,34 +341,33 @@ def why_at_size(df: pd.DataFrame, profiles: pd.DataFrame, impl: str, size: int) 
              f"{sched.pct()} scheduling; pinning, deferred copy and completions {parts['zero-copy work'].pct()}; "
              f"copies from user memory {parts['copies'].pct()}.")
     work = parts["zero-copy work"] if impl == ZERO_COPY else parts["copies"]
-    cost, idle_factor, against = _against_base(tp, at, impl, size, threads)
-    split = bool(against)
+    factors = _against_base(tp, at, impl, size, threads, cost, loss)
+    split = factors is not None
     if split:
-        evidence.update(cost_vs_base=cost, busy_factor_vs_base=idle_factor)
-        facts += against
+        evidence.update(cost_vs_base=factors.cost, cost_interval=[factors.low, factors.high],
+                        cost_decision=factors.verdict, busy_factor_vs_base=factors.idle)
+        facts += factors.text
     if srv == srv and cli == cli and cli >= NEAR_FULL and cli - srv >= CLEAR_GAP:
         return Explanation("why_at_size", "receiver", f"{facts} The receiver bounds it: its CPU is saturated and "
                            "the sender's is not.", evidence)
     what = "the zero-copy work" if impl == ZERO_COPY else "copying"
     waits = srv == srv and srv < NEAR_FULL - CLEAR_GAP and parts["waiting"].above(work)
-    # a factor stands out when it exceeds 1 and the other by CLEAR_GAP (means over passes, no interval:
-    # anything closer is said as a hypothesis)
-    stands = lambda a, b: a > 1 + CLEAR_GAP and a > b * (1 + CLEAR_GAP)
-    if waits and (not split or stands(idle_factor, cost)):
+    if waits and (not split or factors.stands("idle")):
         return Explanation("why_at_size", "waiting", f"{facts} Its CPU is far from busy, and the sender sleeps or is "
                            "switched out and in (idle and scheduling: the cost of blocking) more than it pins or copies: "
                            "at this size what paces it is waiting to be woken (each send's completion and the "
                            "receiver's wake-ups), more than the work per byte.", evidence)
-    if split and stands(cost, idle_factor):
-        return Explanation("why_at_size", "work", f"{facts} The larger factor is its CPU per byte ({cost:.2f}x against "
-                           f"{idle_factor:.2f}x for the time it does not run): it moves fewer bytes per CPU second, "
-                           f"rather than mainly waiting; {what} is {work.pct()} of its sender's samples, and "
+    if split and factors.stands("cost"):
+        least = f", at least {factors.low:.2f}x by its interval," if factors.low == factors.low else ""
+        return Explanation("why_at_size", "work", f"{facts} The larger factor is its CPU per byte ({factors.cost:.2f}x"
+                           f"{least} against {factors.idle:.2f}x for the time it does not run): it moves fewer bytes per CPU "
+                           f"second, rather than mainly waiting; {what} is {work.pct()} of its sender's samples, and "
                            f"scheduling (switching it out and in, which its CPU time counts) {sched.pct()}.", evidence)
     if not split and srv == srv and srv >= NEAR_FULL and work.above(parts["waiting"]):
         return Explanation("why_at_size", "work", f"{facts} The sender is saturated and {what} is the larger part "
                            "of its samples: at this size it pays for that work.", evidence)
-    claim = (f"neither factor stands out: its CPU per byte is {cost:.2f}x {name(BASE)}'s and the time it does not "
-             f"run a factor of {idle_factor:.2f}." if split else
+    claim = (f"neither factor stands out: its CPU per byte is {factors.cost_text()} {name(BASE)}'s and the time it "
+             f"does not run a factor of {factors.idle:.2f}." if split else
              "neither waiting nor the copy work stands out beyond the intervals.")
     decide_by = (f"more passes of {name(impl)} and {name(BASE)} at {fmt_size(size)}" if split else
                  f"more profiled runs of {name(impl)} at {fmt_size(size)}")

@@ -31,6 +31,7 @@ from .explain import Explanation, bound_side, two_states
 from .explain_copies import deferred_copy_site, removed_copy, why_at_size, zero_copy_cost
 from .explain_surprise import explain_surprise
 from .levels import CacheLevels, cache_levels, one_working_set, primary, varies, working_set_key
+from .profiles import point_rows
 from .patterns import q6_tests, robust_surprise, thread_decisions
 from ..contract import WORKING_SET_DEFAULT
 from ..fmt import fmt_size, plural
@@ -271,7 +272,12 @@ def explanations(s: Study) -> dict[str, Explanation]:
         found[f"states_{impl}_{size}"] = two_states(split, zero_copy=impl == ZERO_COPY)
     tp = throughput_rows(df)
     for size in sorted(set(tp.loc[tp["impl"] == ZERO_COPY, "msg_size"])):  # Q1: each size from its own evidence
-        found[f"why_{ZERO_COPY}_{int(size)}"] = why_at_size(df, profiles, ZERO_COPY, int(size))
+        # the profiled cell's decisions against the baseline: its sender's CPU per byte and its throughput
+        at = point_rows(profiles, ZERO_COPY, int(size))
+        threads = int(at["threads"].iloc[0]) if len(at) else 1
+        found[f"why_{ZERO_COPY}_{int(size)}"] = why_at_size(
+            df, profiles, ZERO_COPY, int(size), cost=s.decision(ZERO_COPY, int(size), threads, metric=SIDE_CPU["sender"]),
+            loss=s.decision(ZERO_COPY, int(size), threads))
     if len(tp):
         largest = int(tp["msg_size"].max())
         for impl in (ONE_COPY, ZERO_COPY):
