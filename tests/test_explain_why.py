@@ -163,3 +163,40 @@ def test_the_larger_factor_is_named_only_where_the_studys_interval_says_so():
     # decided higher, but its near end within CLEAR_GAP of the remainder: said as undecided between them
     close = _why(_decision(2.6, 2.1, 3.2, Outcome.WIN), _decision(0.2, 0.18, 0.22, Outcome.LOSS))
     assert close.hypothesis and "The larger factor" not in close.text, close.text
+
+
+# ------------------------------------------------------------------------------------------------
+# the round trip that halves with a second connection
+
+
+def latency_rows(p50: dict, busy: dict) -> list[dict]:
+    """p50[threads] round trips (µs) of every path and size, 3 passes, CPUs busy[threads] = (sender, receiver)."""
+    return [ev.measured_row(impl, size, threads=t, rep=r, mode="latency", busy=busy[t], latency_p50_us=p50[t] * (1 + 0.01 * r))
+            for impl in ("a1", "a2", "a3") for size in (64, 65536) for t in p50 for r in range(3)]
+
+
+@pytest.mark.parametrize("p50, busy, verdict", [
+    # the report: 60 µs at 1 thread, 30 at 2, both CPUs 41%/32% busy at 1 and 84%/69% at 2
+    ({1: 60.0, 2: 30.0, 8: 80.0}, {1: (0.41, 0.32), 2: (0.84, 0.69), 8: (0.98, 0.87)}, "idle_wakeup"),
+    # a host whose CPUs were busy already at 1 thread (other load): no idle vCPU to wake
+    ({1: 60.0, 2: 30.0}, {1: (0.96, 0.95), 2: (0.98, 0.97)}, "mixed"),
+    # a host where the second connection lengthens the round trip
+    ({1: 30.0, 2: 45.0}, {1: (0.41, 0.32), 2: (0.84, 0.69)}, "mixed"),
+])
+def test_the_round_trip_against_threads_is_explained_from_the_busy_shares(p50, busy, verdict):
+    found = explain.latency_threads(ev.frame(latency_rows(p50, busy)))
+    assert found.verdict == verdict and found.hypothesis, found.text
+    assert f"the sender's {explain.pct(busy[1][0])} with 1 and {explain.pct(busy[2][0])} with 2" in found.text
+    assert ("wake it" in found.text) is (verdict == "idle_wakeup")
+    assert "perf sched latency" in found.decide_by
+
+
+def test_the_round_trip_sentence_reaches_q3_and_needs_two_thread_counts():
+    rows = latency_rows({1: 60.0, 2: 30.0}, {1: (0.41, 0.32), 2: (0.84, 0.69)})
+    rows += [ev.measured_row(i, 64, threads=t, rep=r, busy=(0.9, 0.9)) for i in ("a1", "a2", "a3") for t in (1, 2)
+             for r in range(3)]
+    from copylab.analysis.text import q3
+    text = q3.answer(build_study(ev.frame(rows), {"cores": 2}, ev.frame([])))["text"]
+    assert "**Latency against threads.** From 1 to 2 threads the median round trip" in text
+    assert "shorter with 2 in 18 of the 18 passes" in text
+    assert explain.latency_threads(ev.frame([r for r in rows if r["threads"] == 1 and r["mode"] == "latency"])) is None

@@ -246,3 +246,52 @@ def two_states(t, zero_copy: bool = False) -> Explanation:
         return hypothesis("two_states", "work_moves", claim, where, evidence, facts=facts)
     return hypothesis("two_states", "unexplained", "what the receiver does more of in its busy state cannot be told "
                       "from the counters.", where, evidence, facts=facts)
+
+
+# ------------------------------------------------------------------------------------------------
+# latency: a second connection that shortens the round trip
+
+
+def latency_threads(rows: pd.DataFrame) -> Explanation | None:
+    """Why the median round trip changes from the fewest to the next thread count (latency-mode rows):
+    the ratio of p50 means per path and size, in how many passes it fell, and both CPUs' busy shares at
+    the two counts. A round trip that shortens in every pass while CPUs that were mostly idle become busy
+    is said with the idle-CPU wake-up as a hypothesis; None when there is no such pair of thread counts."""
+    if rows.empty or "latency_p50_us" not in rows:
+        return None
+    counts = sorted(int(t) for t in set(rows["threads"]))
+    if len(counts) < 2:
+        return None
+    lo, hi = counts[:2]
+    p50 = rows.groupby(["impl", "msg_size", "rep", "threads"])["latency_p50_us"].mean().unstack("threads")
+    if lo not in p50 or hi not in p50:
+        return None
+    paired = p50[[lo, hi]].dropna()
+    if paired.empty:
+        return None
+    cells = paired.groupby(level=["impl", "msg_size"]).mean()
+    ratios = cells[hi] / cells[lo]
+    fell = int((paired[hi] < paired[lo]).sum())
+    busy = {(side, n): mean_of(rows[rows["threads"] == n], f"{side}_cpu_busy") for side in ("srv", "cli") for n in (lo, hi)}
+    evidence = {"threads": [lo, hi], "p50_ratio_range": [float(ratios.min()), float(ratios.max())],
+                "passes_lower": fell, "passes": int(len(paired)), "busy": {f"{s}_{n}": v for (s, n), v in busy.items()}}
+    facts = (f"From {lo} to {hi} threads the median round trip (latency mode) changes by a factor of "
+             f"{fmt_num(ratios.min())}–{fmt_num(ratios.max())} over the {len(cells)} paths and sizes (means of the "
+             f"passes); it is shorter with {hi} in {fell} of the {len(paired)} passes. Both CPUs' busy shares: the "
+             f"sender's {pct(busy[('srv', lo)])} with {lo} and {pct(busy[('srv', hi)])} with {hi}, the receiver's "
+             f"{pct(busy[('cli', lo)])} and {pct(busy[('cli', hi)])}.")
+    idle_then = all(busy[(s, lo)] == busy[(s, lo)] and busy[(s, lo)] < NEAR_FULL - CLEAR_GAP for s in ("srv", "cli"))
+    busier = all(busy[(s, hi)] - busy[(s, lo)] >= CLEAR_GAP for s in ("srv", "cli") if busy[(s, hi)] == busy[(s, hi)])
+    decide_by = ("the wake-up latency at both thread counts (perf sched latency on both CPUs) and the same sweep "
+                 "with the hypervisor's halt polling changed (KVM's halt_poll_ns) or the guest kept from idling "
+                 "(idle=poll)")
+    if fell == len(paired) and ratios.max() < 1 and idle_then and busier:
+        return hypothesis("latency_threads", "idle_wakeup", f"with {lo} connection{'s' if lo != 1 else ''} each "
+                          "message finds the other side's vCPU idle, and a round trip is mostly the time to wake it "
+                          f"(the host's scheduler and halt exit); with {hi} the extra connections keep both vCPUs "
+                          "busier, so a message is more often picked up without that wake-up. The round trips of this "
+                          "sweep, and any ratio against a reference program at one thread, then compare wake-up "
+                          "latencies.",
+                          decide_by, evidence, facts=facts)
+    return hypothesis("latency_threads", "mixed", "the busy shares do not show why the round trip changes.",
+                      decide_by, evidence, facts=facts)

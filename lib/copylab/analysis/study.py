@@ -27,7 +27,7 @@ import pandas as pd
 from . import findings as fnd
 from .decisions import (ALPHA, DEFAULT_MARGIN, Decision, Outcome, cell_diffs, decide_cells, decided_crossover,
                         holm, log_values, point_stats)
-from .explain import Explanation, bound_side, two_states
+from .explain import Explanation, bound_side, latency_threads, two_states
 from .explain_copies import deferred_copy_site, removed_copy, why_at_size, zero_copy_cost
 from .explain_surprise import explain_surprise
 from .levels import CacheLevels, cache_levels, one_working_set, primary, varies, working_set_key
@@ -270,6 +270,9 @@ def explanations(s: Study) -> dict[str, Explanation]:
              "deferred_copy_site": deferred_copy_site(profiles, s.results_dir)}
     for (impl, size), split in sorted(s.states.items()):
         found[f"states_{impl}_{size}"] = two_states(split, zero_copy=impl == ZERO_COPY)
+    latency = latency_threads(df[df["mode"] == "latency"])
+    if latency is not None:
+        found["latency_threads"] = latency
     tp = throughput_rows(df)
     for size in sorted(set(tp.loc[tp["impl"] == ZERO_COPY, "msg_size"])):  # Q1: each size from its own evidence
         # the profiled cell's decisions against the baseline: its sender's CPU per byte and its throughput
