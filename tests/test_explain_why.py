@@ -200,3 +200,29 @@ def test_the_round_trip_sentence_reaches_q3_and_needs_two_thread_counts():
     assert "**Latency against threads.** From 1 to 2 threads the median round trip" in text
     assert "shorter with 2 in 18 of the 18 passes" in text
     assert explain.latency_threads(ev.frame([r for r in rows if r["threads"] == 1 and r["mode"] == "latency"])) is None
+
+
+# ------------------------------------------------------------------------------------------------
+# Q4: each decided loss of the one-copy path from its own profile
+
+
+def test_a_decided_loss_of_the_one_copy_path_is_explained_from_its_profile_buckets():
+    grid = ev.throughput_grid({"a2": {64: 0.78, 1024: 0.88}}, passes=3, sizes=(64, 1024, 65536), threads=(1, 2))
+    grid["srv_cpu_busy"], grid["cli_cpu_busy"] = 0.99, 0.6
+    a1 = {"user_copy": 0.02, "kernel_copy_from_user": 0.01, "tcp_send": 0.2, "syscall": 0.04}
+    a2 = {"kernel_copy_from_user": 0.05, "tcp_send": 0.2, "syscall": 0.06}
+    profiles = ev.frame([ev.profile_row(i, s, a1 if i == "a1" else a2, busy=(0.99 if i == "a2" else 0.8, 0.6), rep=r)
+                         for i in ("a1", "a2") for s in (64, 1024) for r in range(2)])
+    from copylab.analysis.text import q4
+    s = build_study(grid, {"cores": 2}, profiles)
+    assert "gap_a2_1024" in s.explanations
+    text = q4.answer(s)["text"]
+    q6 = (s.q6_explanation.evidence or {}).get("msg_size") if s.q6_explanation else None
+    explained = [size for size in (64, 1024) if size != q6]
+    for size in explained:
+        label = "64 B" if size == 64 else "1 KiB"
+        assert f"at {label} its loss over all thread counts is" in text and "its profile of 1 thread only" in text
+    assert "What the profile shows per message, A2 against A1:" in text and "syscall +" in text
+    assert "Hypothesis" in text and "copy_from_iter walks the iovec" in text
+    # a size A2 does not lose at is not explained as a loss
+    assert "at 64 KiB its loss" not in text

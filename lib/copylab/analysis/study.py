@@ -28,7 +28,8 @@ from . import findings as fnd
 from .decisions import (ALPHA, DEFAULT_MARGIN, Decision, Outcome, cell_diffs, decide_cells, decided_crossover,
                         holm, log_values, point_stats)
 from .explain import Explanation, bound_side, latency_threads, two_states
-from .explain_copies import deferred_copy_site, removed_copy, why_at_size, zero_copy_cost
+from .explain_copies import (deferred_copy_site, per_message_gap, profiled_sizes, removed_copy, why_at_size,
+                             zero_copy_cost)
 from .explain_surprise import explain_surprise
 from .levels import CacheLevels, cache_levels, one_working_set, primary, varies, working_set_key
 from .profiles import point_rows
@@ -270,6 +271,9 @@ def explanations(s: Study) -> dict[str, Explanation]:
              "deferred_copy_site": deferred_copy_site(profiles, s.results_dir)}
     for (impl, size), split in sorted(s.states.items()):
         found[f"states_{impl}_{size}"] = two_states(split, zero_copy=impl == ZERO_COPY)
+    for size, d in sorted(s.compare(ONE_COPY)["by_size"].items()):  # Q4: each decided loss from its profile
+        if d.decision == Outcome.LOSS and size in profiled_sizes(profiles, [ONE_COPY, BASE]):
+            found[f"gap_{ONE_COPY}_{int(size)}"] = per_message_gap(profiles, ONE_COPY, BASE, int(size))
     latency = latency_threads(df[df["mode"] == "latency"])
     if latency is not None:
         found["latency_threads"] = latency
