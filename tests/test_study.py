@@ -197,10 +197,10 @@ def test_changing_one_run_changes_every_consumer_together(tmp_path):
 
 DECIDING = {"cell_diffs", "decide_cells", "decide_diff", "point_diff", "pool", "compare_values", "log_values",
             "point_stats", "q6_tests", "thread_decisions", "between_sweeps", "sample_diff", "pass_values",
-            "pass_tables", "path_diffs"}
+            "pass_tables", "path_diffs", "two_state_splits", "split_p"}
 # the Study's builder, and the Comparison's (two sweeps: copylab compare, issue 37), built the same way
 BUILDER = {"analysis/study.py", "analysis/decisions.py", "analysis/patterns.py", "analysis/levels.py",
-           "analysis/comparison.py"}
+           "analysis/comparison.py", "analysis/states.py"}
 # the budget plans extra passes from a sweep still running: it decides nothing the report shows
 PLANNER = {"sweep/budget.py"}
 

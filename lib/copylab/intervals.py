@@ -65,22 +65,30 @@ def from_round_trips(interval_s: float, counts: list, means_us: list, window_sta
     return Series(interval_s, values, [float(c) for c in counts], first, min(last, len(values) - 1))
 
 
+def best_splits(samples) -> tuple[np.ndarray, np.ndarray]:
+    """For each row of samples: (k, within/total) of its best split in two by 2-means (exact in 1-D:
+    the lowest k sorted values against the rest), within/total the share of the row's sum of squares
+    left within the two groups (Engelman and Hartigan's statistic: small when the values fall in two
+    separated groups). Rows need at least 2 values, not all equal."""
+    v = np.sort(np.atleast_2d(np.asarray(samples, float)), axis=1)
+    n = v.shape[1]
+    total_sum, total_sq = np.cumsum(v, axis=1), np.cumsum(v * v, axis=1)
+    k = np.arange(1, n)
+    lo_sum, lo_sq = total_sum[:, :-1], total_sq[:, :-1]
+    hi_sum, hi_sq = total_sum[:, -1:] - lo_sum, total_sq[:, -1:] - lo_sq
+    within = (lo_sq - lo_sum ** 2 / k) + (hi_sq - hi_sum ** 2 / (n - k))
+    best = within.argmin(axis=1)
+    total = total_sq[:, -1] - total_sum[:, -1] ** 2 / n
+    return best + 1, within[np.arange(len(v)), best] / total
+
+
 def two_levels(values: list[float]) -> tuple[float, float, float] | None:
     """(low mean, high mean, high share) of the best 2-means split; None if too few or all equal."""
     v = np.sort(np.asarray(values, float))
     n = len(v)
     if n < MIN_INTERVALS or v[-1] == v[0]:
         return None
-    prefix, prefix_sq = np.cumsum(v), np.cumsum(v * v)
-    best = None
-    for k in range(1, n):  # low = v[:k], high = v[k:]
-        lo_n, hi_n = k, n - k
-        lo_sum, hi_sum = prefix[k - 1], prefix[-1] - prefix[k - 1]
-        lo_sq, hi_sq = prefix_sq[k - 1], prefix_sq[-1] - prefix_sq[k - 1]
-        within = (lo_sq - lo_sum ** 2 / lo_n) + (hi_sq - hi_sum ** 2 / hi_n)
-        if best is None or within < best[0]:
-            best = (within, k)
-    k = best[1]
+    k = int(best_splits(v)[0][0])
     return float(v[:k].mean()), float(v[k:].mean()), (n - k) / n
 
 

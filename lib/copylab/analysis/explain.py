@@ -194,3 +194,104 @@ def thread_effect(lo_rows: pd.DataFrame, hi_rows: pd.DataFrame, who: str, outcom
                            "connections cannot add CPU time, only switching between them.", evidence)
     return hypothesis("thread_effect", "mixed", "the busy shares do not show where the change comes from.",
                       "the wake-up latency (perf sched latency) at both thread counts", evidence, facts=facts)
+
+
+# ------------------------------------------------------------------------------------------------
+# two states in one cell's runs (states.py finds them; the Study keeps them)
+
+
+def _threads(threads) -> str:
+    """'2, 4 and 8 threads', '1 thread'."""
+    return f"{and_list([str(t) for t in threads])} thread{'s' if list(threads) != [1] else ''}"
+
+
+def two_states(t, zero_copy: bool = False) -> Explanation:
+    """What a cell whose runs fall into two states (states.TwoStates) is in each state: busy shares,
+    throughput and each side's CPU per byte, the throughput of one state against the other as its
+    interval decides it, and, as a hypothesis, what moves between the sides (zero_copy: the deferred
+    copy). Said only for a split the Study found (the test and its correction are states.py's)."""
+    hi, lo = t.receiver_busier, t.sender_busier
+    who = f"{name(t.impl)} at {fmt_size(t.size)}"
+    evidence = t.to_dict()
+
+    def state(s, lead: str) -> str:
+        return (f"{lead} {s.runs} runs ({_threads(s.threads)}) the receiver's CPU is {pct(s.receiver_busy)} busy and "
+                f"the sender's {pct(s.sender_busy)}, at {fmt_num(s.gbps)} Gbit/s, the receiver spending "
+                f"{fmt_num(s.receiver_ns_per_byte)} ns of CPU per byte and the sender {fmt_num(s.sender_ns_per_byte)}")
+
+    ratio, low, high = t.gbps_ratio
+    moves = f"The receiver-busy state moves {fmt_num(ratio)}× the other's throughput"
+    if low == low and high == high:
+        verdict = "decided more" if low > 1 else "decided less" if high < 1 else "undecided"
+        moves += f" (95% interval {fmt_num(low)}–{fmt_num(high)}): {verdict}."
+    else:
+        moves += "."
+    totals = (lo.sender_ns_per_byte + lo.receiver_ns_per_byte, hi.sender_ns_per_byte + hi.receiver_ns_per_byte)
+    facts = (f"{who}, its {t.runs} throughput runs fall into two states at the same settings (runs of both at "
+             f"{_threads(t.both_at)}): the receiver's busy share minus the sender's splits them (Engelman and "
+             f"Hartigan's test, p = {fmt_num(t.p_holm)} after Holm's correction over the cells tested). "
+             f"{state(hi, 'In')}; {state(lo, 'in the other')}. {moves} Together the two sides spend "
+             f"{fmt_num(totals[1])} and {fmt_num(totals[0])} ns of CPU per byte.")
+    shifted = hi.receiver_ns_per_byte - lo.receiver_ns_per_byte
+    saved = lo.sender_ns_per_byte - hi.sender_ns_per_byte
+    where = (f"profiles of {name(t.impl)} at {fmt_size(t.size)} at {_threads(t.both_at)} (one per state): their "
+             "folded stacks say on which side " + ("the deferred copy (skb_copy_ubufs)" if zero_copy else
+                                                   "the receive processing (softirq)") + " runs")
+    if shifted > 0 and saved > 0 and abs(shifted - saved) <= CLEAR_GAP * max(totals):
+        work = ("the deferred copy runs in the receiver's context (the socket's backlog, processed in its recv) "
+                "instead of the sender's sendmsg" if zero_copy else
+                "the receive processing runs on the receiver's CPU instead of the sender's")
+        claim = (f"the same work changes sides: the receiver's CPU per byte rises by {fmt_num(shifted)} ns where the "
+                 f"sender's falls by {fmt_num(saved)}; in the receiver-busy state {work}.")
+        return hypothesis("two_states", "work_moves", claim, where, evidence, facts=facts)
+    return hypothesis("two_states", "unexplained", "what the receiver does more of in its busy state cannot be told "
+                      "from the counters.", where, evidence, facts=facts)
+
+
+# ------------------------------------------------------------------------------------------------
+# latency: a second connection that shortens the round trip
+
+
+def latency_threads(rows: pd.DataFrame) -> Explanation | None:
+    """Why the median round trip changes from the fewest to the next thread count (latency-mode rows):
+    the ratio of p50 means per path and size, in how many passes it fell, and both CPUs' busy shares at
+    the two counts. A round trip that shortens in every pass while CPUs that were mostly idle become busy
+    is said with the idle-CPU wake-up as a hypothesis; None when there is no such pair of thread counts."""
+    if rows.empty or "latency_p50_us" not in rows:
+        return None
+    counts = sorted(int(t) for t in set(rows["threads"]))
+    if len(counts) < 2:
+        return None
+    lo, hi = counts[:2]
+    p50 = rows.groupby(["impl", "msg_size", "rep", "threads"])["latency_p50_us"].mean().unstack("threads")
+    if lo not in p50 or hi not in p50:
+        return None
+    paired = p50[[lo, hi]].dropna()
+    if paired.empty:
+        return None
+    cells = paired.groupby(level=["impl", "msg_size"]).mean()
+    ratios = cells[hi] / cells[lo]
+    fell = int((paired[hi] < paired[lo]).sum())
+    busy = {(side, n): mean_of(rows[rows["threads"] == n], f"{side}_cpu_busy") for side in ("srv", "cli") for n in (lo, hi)}
+    evidence = {"threads": [lo, hi], "p50_ratio_range": [float(ratios.min()), float(ratios.max())],
+                "passes_lower": fell, "passes": int(len(paired)), "busy": {f"{s}_{n}": v for (s, n), v in busy.items()}}
+    facts = (f"From {lo} to {hi} threads the median round trip (latency mode) changes by a factor of "
+             f"{fmt_num(ratios.min())}–{fmt_num(ratios.max())} over the {len(cells)} paths and sizes (means of the "
+             f"passes); it is shorter with {hi} in {fell} of the {len(paired)} passes. Both CPUs' busy shares: the "
+             f"sender's {pct(busy[('srv', lo)])} with {lo} and {pct(busy[('srv', hi)])} with {hi}, the receiver's "
+             f"{pct(busy[('cli', lo)])} and {pct(busy[('cli', hi)])}.")
+    idle_then = all(busy[(s, lo)] == busy[(s, lo)] and busy[(s, lo)] < NEAR_FULL - CLEAR_GAP for s in ("srv", "cli"))
+    busier = all(busy[(s, hi)] - busy[(s, lo)] >= CLEAR_GAP for s in ("srv", "cli") if busy[(s, hi)] == busy[(s, hi)])
+    decide_by = ("the wake-up latency at both thread counts (perf sched latency on both CPUs) and the same sweep "
+                 "with the hypervisor's halt polling changed (KVM's halt_poll_ns) or the guest kept from idling "
+                 "(idle=poll)")
+    if fell == len(paired) and ratios.max() < 1 and idle_then and busier:
+        return hypothesis("latency_threads", "idle_wakeup", f"with {lo} connection{'s' if lo != 1 else ''} each "
+                          "message finds the other side's vCPU idle, and a round trip is mostly the time to wake it "
+                          f"(the host's scheduler and halt exit); with {hi} the extra connections keep both vCPUs "
+                          "busier, so a message is more often picked up without that wake-up. The round trips of this "
+                          "sweep, and any ratio against a reference program at one thread, then compare wake-up "
+                          "latencies.",
+                          decide_by, evidence, facts=facts)
+    return hypothesis("latency_threads", "mixed", "the busy shares do not show why the round trip changes.",
+                      decide_by, evidence, facts=facts)

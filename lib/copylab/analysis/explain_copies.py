@@ -5,6 +5,7 @@ its deferred copy runs, and what makes one path cost more per message than anoth
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -30,6 +31,11 @@ def profiled_sizes(profiles: pd.DataFrame, impls) -> set[int]:
     rows = profiled(profiles)
     sizes = [set(int(s) for s in rows[rows["impl"] == i]["msg_size"]) for i in impls]
     return set.intersection(*sizes) if sizes else set()
+
+
+def profiled_threads(rows: pd.DataFrame) -> list[int]:
+    """The thread counts of profiled runs (an explanation's evidence: where it was measured)."""
+    return sorted(int(n) for n in set(rows["threads"])) if len(rows) else []
 
 
 def profiled_size(profiles: pd.DataFrame, impls, pick=max) -> int | None:
@@ -82,7 +88,8 @@ def zero_copy_cost(df: pd.DataFrame, profiles: pd.DataFrame, size: int | None = 
     ranked = sorted(shares, key=lambda b: -shares[b].mean)
     top, second = ranked[0], ranked[1]
     listing = "; ".join(f"{ZC_COSTS[b]} {shares[b].pct()}" for b in ranked)
-    evidence = {"msg_size": size, "sender_shares": {b: s.to_dict() for b, s in shares.items()}, "enobufs": eno}
+    evidence = {"msg_size": size, "threads": profiled_threads(rows),
+                "sender_shares": {b: s.to_dict() for b, s in shares.items()}, "enobufs": eno}
     head = f"Of {name(ZERO_COPY)}'s sender samples at {fmt_size(size)} ({shares[top].over()}): {listing}."
     if not shares[top].above(shares[second]):
         return hypothesis("zero_copy_cost", top, f"{ZC_COSTS[top][0].upper() + ZC_COSTS[top][1:]} may cost the "
@@ -125,7 +132,8 @@ def deferred_copy_site(profiles: pd.DataFrame, results_dir, size: int | None = N
              else {} for side in ("srv", "cli")}
     where = {side: stacks.contexts(counts) for side, counts in found.items()}
     total = sum(sum(c.values()) for c in where.values())
-    evidence = {"msg_size": size, "rps": rps, "samples": {s: dict(c) for s, c in where.items()}}
+    threads = profiled_threads(rows)
+    evidence = {"msg_size": size, "threads": threads, "rps": rps, "samples": {s: dict(c) for s, c in where.items()}}
     if rows.empty or not any(found.values()):
         return hypothesis("deferred_copy_site", "unknown", f"where {name(ZERO_COPY)}'s deferred copy runs cannot "
                           "be read from call stacks here.", "the folded stacks of its profiled runs "
@@ -145,16 +153,21 @@ def deferred_copy_site(profiles: pd.DataFrame, results_dir, size: int | None = N
                            evidence)
     side = "srv" if where["srv"][top] >= where["cli"][top] else "cli"
     path = stacks.example_path(found[side], stacks.DEFERRED_COPY, top)
-    return Explanation("deferred_copy_site", top, _site_text(top, share_top, total, path, rps), evidence)
+    # the rest said too: a minority in the receiver's recv is what the runs at other thread counts may grow
+    rest = ", ".join(f"{100 * n / total:.0f}% {_CONTEXT_WORDS[c]}" for c, n in by_context.items() if n and c != top)
+    at = f"{fmt_size(size)}, {plural(len(threads), 'thread count')}" if len(threads) > 1 else \
+        f"{fmt_size(size)}, {plural(threads[0], 'thread')}"
+    return Explanation("deferred_copy_site", top, _site_text(top, share_top, total, path, rps, at, rest), evidence)
 
 
 _CONTEXT_WORDS = {"sendmsg": "inside the sender's own sendmsg call", "recv": "inside the receiver's recv call",
                   "softirq_thread": "in a softirq thread (ksoftirqd)", "interrupt": "in interrupt context"}
 
 
-def _site_text(context: str, share_top: float, total: int, path: str, rps: bool) -> str:
-    text = (f"Where the deferred copy runs, from its call stacks: {100 * share_top:.0f}% of its {total} samples "
-            f"ran {_CONTEXT_WORDS[context]}" + (f" ({path})" if path else ""))
+def _site_text(context: str, share_top: float, total: int, path: str, rps: bool, at: str, rest: str = "") -> str:
+    text = (f"Where the deferred copy runs, from its call stacks (profiled at {at}): {100 * share_top:.0f}% of its "
+            f"{total} samples ran {_CONTEXT_WORDS[context]}" + (f" ({path})" if path else "")
+            + (f"; {rest}" if rest else ""))
     if context == "sendmsg":
         text += (": veth delivers the packet on the transmitting CPU, so the sender pays the copy it set out "
                  "to skip" + (", although RPS was set to move receive work to the receiver's CPU (rps=True)"
@@ -178,7 +191,7 @@ def removed_copy(profiles: pd.DataFrame, size: int | None = None) -> Explanation
     ub, ux = share(rb, "srv", "user_copy"), share(rx, "srv", "user_copy")
     kb, kx = share(rb, "srv", "kernel_copy_from_user"), share(rx, "srv", "kernel_copy_from_user")
     cost = bucket_cost(rb, "srv", "user_copy")
-    evidence = {"msg_size": size, "base_user_copy": ub.to_dict(), "x_user_copy": ux.to_dict(),
+    evidence = {"msg_size": size, "threads": profiled_threads(rx), "base_user_copy": ub.to_dict(), "x_user_copy": ux.to_dict(),
                 "base_kernel_copy": kb.to_dict(), "x_kernel_copy": kx.to_dict(), "base_user_copy_ns_per_byte": cost}
     head = (f"Profiled at {fmt_size(size)} ({ub.over()}): {name(BASE)}'s user-space copy (memcpy in its server) is "
             f"{ub.pct()} of the sender's samples" + (f" ({fmt_num(cost)} ns of CPU per byte)" if cost == cost else "")
@@ -234,9 +247,36 @@ def per_message_gap(profiles: pd.DataFrame, x: str, base: str, size: int) -> Exp
             f"({fmt_num(merged[top])} µs, {part} of the gap)")
     evidence["largest_increase_share"] = merged[top] / gap
     verdict = "copy" if top.startswith("the copy") else top
-    return hypothesis("per_message_gap", verdict, f"{said}.", f"profiles sampled with PMU cycles (not "
-                      f"timer ticks) and more profiled runs at {fmt_size(size)}", evidence,
-                      facts=f"At {at} {shares}: the copy accounts for {per_msg}.")
+    return hypothesis("per_message_gap", verdict, f"{said}.{_gather_mechanism(merged, x, size)}", f"profiles "
+                      f"sampled with PMU cycles (not timer ticks) and more profiled runs at {fmt_size(size)}", evidence,
+                      facts=f"At {at} {shares}: the copy accounts for {per_msg}.{_by_bucket(merged, delta, gap, x, base)}")
+
+
+def _by_bucket(merged: dict, delta: dict, gap: float, x: str, base: str) -> str:
+    """' What the profile shows per message, x against base: the copy ... +0.213 µs (...); syscall +0.114 µs; ...'
+    every bucket whose change is at least CLEAR_GAP of the gap, largest first (the facts a hypothesis rests on)."""
+    shown = sorted((b for b, d in merged.items() if d == d and abs(d) >= CLEAR_GAP * gap), key=lambda b: -merged[b])
+    if not shown:
+        return ""
+
+    def one(b: str) -> str:
+        text = f"{b.replace('_', ' ')} {merged[b]:+.3f} µs"
+        if b.startswith("the copy"):
+            text += (f" (kernel copy from user {delta['kernel_copy_from_user']:+.3f}, user-space copy "
+                     f"{delta['user_copy']:+.3f})")
+        return text
+
+    return f" What the profile shows per message, {name(x)} against {name(base)}: " + "; ".join(one(b) for b in shown) + "."
+
+
+def _gather_mechanism(merged: dict, x: str, size: int) -> str:
+    """The OS mechanism the one-copy path's gather suggests, where the copy and the system call are both among
+    the increases (a hypothesis: a timer-tick profile does not separate the steps of one sendmsg)."""
+    if x != ONE_COPY or not all(merged.get(b, 0) > 0 for b in ("the copy, net of the memcpy removed", "syscall")):
+        return ""
+    return (f" The gather over 8 iovec segments of about {fmt_size(max(size // 8, 1))} each is one copy step per "
+            "segment (copy_from_iter walks the iovec), and sendmsg imports and checks that iovec on every call where "
+            "send takes one buffer: both grow per message, not per byte.")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -247,22 +287,61 @@ ZC_WORK = tuple(ZC_COSTS)
 COPIES = ("user_copy", "kernel_copy_from_user")
 
 
-def _against_base(tp: pd.DataFrame, at: pd.DataFrame, impl: str, size: int, threads: int) -> tuple[float, float, str]:
-    """(impl's sender CPU per byte over the baseline's, the baseline's busy share over impl's, the sentence)
-    at one cell; NaNs and "" when either is not measured. Throughput is the sender's busy share over its
-    CPU per byte, so the throughput ratio is exactly the product of these two measured factors."""
+@dataclass
+class Factors:
+    """A loss against the baseline in one cell split in its two factors (throughput is the sender's busy
+    share over its CPU per byte): the CPU per byte as the Study decides it (low/high its 95% interval,
+    NaN when only means were there), and the time the sender does not run, the remainder."""
+
+    cost: float
+    low: float
+    high: float
+    verdict: str        # the cost's decision ("win": decided higher, ...), "" from means
+    idle: float
+    text: str
+
+    def stands(self, which: str) -> bool:
+        """Whether one factor stands out: above 1 and the other by CLEAR_GAP, the cost by its interval's
+        near end where the Study decided it (a factor inside its interval is no larger factor)."""
+        if which == "cost":
+            near = self.low if self.low == self.low else self.cost
+            return near > 1 + CLEAR_GAP and near > self.idle * (1 + CLEAR_GAP)
+        far = self.high if self.high == self.high else self.cost
+        return self.idle > 1 + CLEAR_GAP and self.idle > far * (1 + CLEAR_GAP)
+
+    def cost_text(self) -> str:
+        if self.low != self.low:
+            return f"{self.cost:.2f}x"
+        said = {"win": "decided higher", "loss": "decided lower", "equivalent": "equivalent"}.get(self.verdict,
+                                                                                               "undecided")
+        return f"{self.cost:.2f}x (95% interval {fmt_num(self.low)}–{fmt_num(self.high)}: {said})"
+
+
+def _against_base(tp: pd.DataFrame, at: pd.DataFrame, impl: str, size: int, threads: int, cost=None,
+                  loss=None) -> Factors | None:
+    """impl's loss against the baseline in one cell, in its two factors (Factors); None when either is not
+    measured. cost: the Study's decision of the sender's CPU per byte in that cell, loss: of the throughput
+    (both Decisions); without them, the means of the cell's runs."""
     base_at = tp[(tp["impl"] == BASE) & (tp["msg_size"] == size) & (tp["threads"] == threads)]
     srv, base_busy = mean_of(at, "srv_cpu_busy"), mean_of(base_at, "srv_cpu_busy")
-    cost = mean_of(at, "srv_cpu_ns_per_byte") / mean_of(base_at, "srv_cpu_ns_per_byte")
-    idle_factor = base_busy / srv if srv == srv and srv > 0 else math.nan
-    if impl == BASE or cost != cost or idle_factor != idle_factor:
-        return math.nan, math.nan, ""
-    return cost, idle_factor, (f" Against {name(BASE)} in the same cell (throughput is the sender's busy share over its "
-                               f"CPU per byte): its sender's CPU per byte is {cost:.2f}x {name(BASE)}'s, and it runs "
-                               f"{pct(srv)} of the window against {pct(base_busy)}, a factor of {idle_factor:.2f}.")
+    if cost is not None and cost.ratio == cost.ratio:
+        ratio, low, high, verdict = cost.ratio, cost.low, cost.high, str(cost.decision)
+    else:
+        ratio, low, high, verdict = (mean_of(at, "srv_cpu_ns_per_byte") / mean_of(base_at, "srv_cpu_ns_per_byte"),
+                                     math.nan, math.nan, "")
+    # the remainder of the loss: what the CPU per byte does not account for
+    idle = (1 / loss.ratio / ratio if loss is not None and loss.ratio == loss.ratio and loss.ratio > 0 else
+            base_busy / srv if srv == srv and srv > 0 else math.nan)
+    if impl == BASE or ratio != ratio or idle != idle:
+        return None
+    f = Factors(ratio, low, high, verdict, idle, "")
+    f.text = (f" Against {name(BASE)} in the same cell (throughput is the sender's busy share over its CPU per byte): "
+              f"its sender's CPU per byte is {f.cost_text()} {name(BASE)}'s, and it runs {pct(srv)} of the window "
+              f"against {pct(base_busy)}; the rest of the loss, the time it does not run, is a factor of {idle:.2f}.")
+    return f
 
 
-def why_at_size(df: pd.DataFrame, profiles: pd.DataFrame, impl: str, size: int) -> Explanation:
+def why_at_size(df: pd.DataFrame, profiles: pd.DataFrame, impl: str, size: int, cost=None, loss=None) -> Explanation:
     """Why impl moves what it moves at size, from that size's evidence: its sender's busy share (the
     measured runs at the profiled thread count), and its sender profile's waiting (idle, scheduling),
     zero-copy work (pinning, deferred copy, completions) and copies. A sender well short of busy whose
@@ -289,34 +368,33 @@ def why_at_size(df: pd.DataFrame, profiles: pd.DataFrame, impl: str, size: int) 
              f"{sched.pct()} scheduling; pinning, deferred copy and completions {parts['zero-copy work'].pct()}; "
              f"copies from user memory {parts['copies'].pct()}.")
     work = parts["zero-copy work"] if impl == ZERO_COPY else parts["copies"]
-    cost, idle_factor, against = _against_base(tp, at, impl, size, threads)
-    split = bool(against)
+    factors = _against_base(tp, at, impl, size, threads, cost, loss)
+    split = factors is not None
     if split:
-        evidence.update(cost_vs_base=cost, busy_factor_vs_base=idle_factor)
-        facts += against
+        evidence.update(cost_vs_base=factors.cost, cost_interval=[factors.low, factors.high],
+                        cost_decision=factors.verdict, busy_factor_vs_base=factors.idle)
+        facts += factors.text
     if srv == srv and cli == cli and cli >= NEAR_FULL and cli - srv >= CLEAR_GAP:
         return Explanation("why_at_size", "receiver", f"{facts} The receiver bounds it: its CPU is saturated and "
                            "the sender's is not.", evidence)
     what = "the zero-copy work" if impl == ZERO_COPY else "copying"
     waits = srv == srv and srv < NEAR_FULL - CLEAR_GAP and parts["waiting"].above(work)
-    # a factor stands out when it exceeds 1 and the other by CLEAR_GAP (means over passes, no interval:
-    # anything closer is said as a hypothesis)
-    stands = lambda a, b: a > 1 + CLEAR_GAP and a > b * (1 + CLEAR_GAP)
-    if waits and (not split or stands(idle_factor, cost)):
+    if waits and (not split or factors.stands("idle")):
         return Explanation("why_at_size", "waiting", f"{facts} Its CPU is far from busy, and the sender sleeps or is "
                            "switched out and in (idle and scheduling: the cost of blocking) more than it pins or copies: "
                            "at this size what paces it is waiting to be woken (each send's completion and the "
                            "receiver's wake-ups), more than the work per byte.", evidence)
-    if split and stands(cost, idle_factor):
-        return Explanation("why_at_size", "work", f"{facts} The larger factor is its CPU per byte ({cost:.2f}x against "
-                           f"{idle_factor:.2f}x for the time it does not run): it moves fewer bytes per CPU second, "
-                           f"rather than mainly waiting; {what} is {work.pct()} of its sender's samples, and "
+    if split and factors.stands("cost"):
+        least = f", at least {factors.low:.2f}x by its interval," if factors.low == factors.low else ""
+        return Explanation("why_at_size", "work", f"{facts} The larger factor is its CPU per byte ({factors.cost:.2f}x"
+                           f"{least} against {factors.idle:.2f}x for the time it does not run): it moves fewer bytes per CPU "
+                           f"second, rather than mainly waiting; {what} is {work.pct()} of its sender's samples, and "
                            f"scheduling (switching it out and in, which its CPU time counts) {sched.pct()}.", evidence)
     if not split and srv == srv and srv >= NEAR_FULL and work.above(parts["waiting"]):
         return Explanation("why_at_size", "work", f"{facts} The sender is saturated and {what} is the larger part "
                            "of its samples: at this size it pays for that work.", evidence)
-    claim = (f"neither factor stands out: its CPU per byte is {cost:.2f}x {name(BASE)}'s and the time it does not "
-             f"run a factor of {idle_factor:.2f}." if split else
+    claim = (f"neither factor stands out: its CPU per byte is {factors.cost_text()} {name(BASE)}'s and the time it "
+             f"does not run a factor of {factors.idle:.2f}." if split else
              "neither waiting nor the copy work stands out beyond the intervals.")
     decide_by = (f"more passes of {name(impl)} and {name(BASE)} at {fmt_size(size)}" if split else
                  f"more profiled runs of {name(impl)} at {fmt_size(size)}")

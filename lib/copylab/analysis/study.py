@@ -27,15 +27,18 @@ import pandas as pd
 from . import findings as fnd
 from .decisions import (ALPHA, DEFAULT_MARGIN, Decision, Outcome, cell_diffs, decide_cells, decided_crossover,
                         holm, log_values, point_stats)
-from .explain import Explanation, bound_side
-from .explain_copies import deferred_copy_site, removed_copy, why_at_size, zero_copy_cost
+from .explain import Explanation, bound_side, latency_threads, two_states
+from .explain_copies import (deferred_copy_site, per_message_gap, profiled_sizes, removed_copy, why_at_size,
+                             zero_copy_cost)
 from .explain_surprise import explain_surprise
 from .levels import CacheLevels, cache_levels, one_working_set, primary, varies, working_set_key
+from .profiles import point_rows
 from .patterns import q6_tests, robust_surprise, thread_decisions
 from ..contract import WORKING_SET_DEFAULT
 from ..fmt import fmt_size, plural
 from .roles import BASE, ONE_COPY, ZERO_COPY, name, native
 from .run_facts import run_facts
+from .states import TwoStates, two_state_splits
 from .stats import one_receive, primary_receive, study_rows, throughput_rows
 
 THROUGHPUT = "throughput_gbps"
@@ -104,6 +107,16 @@ class Study:
     explanations: dict = field(default_factory=dict)  # rule name -> Explanation
     run: dict = field(default_factory=dict)           # how the run went (run_facts.py)
     cache: CacheLevels | None = None                  # Q2/Q3 by working set (levels.py); None: one working set
+    states: dict = field(default_factory=dict)        # (impl, size) -> TwoStates: a cell's runs in two states
+
+    def two_states(self, impl: str, size: int) -> TwoStates | None:
+        """The two states impl's runs at size fall into (states.py), None when they do not."""
+        return self.states.get((impl, int(size)))
+
+    @property
+    def thread_counts(self) -> list[int]:
+        """The thread counts of Part E's throughput runs: what a by-size decision pools."""
+        return sorted(int(t) for t in set(throughput_rows(self.part_e)["threads"]))
 
     def compare(self, impl: str, base: str = BASE, metric: str = THROUGHPUT) -> dict:
         """{"by_size": {size: Decision}, "per_threads": {threads: {size: Decision}}} (empty when not measured)."""
@@ -180,6 +193,7 @@ def study(df: pd.DataFrame, meta: dict, profiles: pd.DataFrame | None = None) ->
     _compare_receive(s, df)
     tp_stats = point_stats(throughput_rows(s.rows))  # each pass's shift from the one population
     s.threads = thread_decisions(tp_stats, s.margin)
+    s.states = two_state_splits(s.part_e)
     a2 = (THROUGHPUT, ONE_COPY, BASE)
     s.q6_cells, s.q6_regions = q6_tests(s.comparisons.get(a2, {}).get("per_threads", {}), s.diffs.get(a2, {}),
                                         tp_stats, s.margin)
@@ -255,9 +269,22 @@ def explanations(s: Study) -> dict[str, Explanation]:
     df, profiles = s.part_e, s.profiles
     found = {"removed_copy": removed_copy(profiles), "zero_copy_cost": zero_copy_cost(df, profiles),
              "deferred_copy_site": deferred_copy_site(profiles, s.results_dir)}
+    for (impl, size), split in sorted(s.states.items()):
+        found[f"states_{impl}_{size}"] = two_states(split, zero_copy=impl == ZERO_COPY)
+    for size, d in sorted(s.compare(ONE_COPY)["by_size"].items()):  # Q4: each decided loss from its profile
+        if d.decision == Outcome.LOSS and size in profiled_sizes(profiles, [ONE_COPY, BASE]):
+            found[f"gap_{ONE_COPY}_{int(size)}"] = per_message_gap(profiles, ONE_COPY, BASE, int(size))
+    latency = latency_threads(df[df["mode"] == "latency"])
+    if latency is not None:
+        found["latency_threads"] = latency
     tp = throughput_rows(df)
     for size in sorted(set(tp.loc[tp["impl"] == ZERO_COPY, "msg_size"])):  # Q1: each size from its own evidence
-        found[f"why_{ZERO_COPY}_{int(size)}"] = why_at_size(df, profiles, ZERO_COPY, int(size))
+        # the profiled cell's decisions against the baseline: its sender's CPU per byte and its throughput
+        at = point_rows(profiles, ZERO_COPY, int(size))
+        threads = int(at["threads"].iloc[0]) if len(at) else 1
+        found[f"why_{ZERO_COPY}_{int(size)}"] = why_at_size(
+            df, profiles, ZERO_COPY, int(size), cost=s.decision(ZERO_COPY, int(size), threads, metric=SIDE_CPU["sender"]),
+            loss=s.decision(ZERO_COPY, int(size), threads))
     if len(tp):
         largest = int(tp["msg_size"].max())
         for impl in (ONE_COPY, ZERO_COPY):
@@ -265,6 +292,7 @@ def explanations(s: Study) -> dict[str, Explanation]:
             threads = int(at["threads"].min()) if len(at) else 1
             found[f"bound_{impl}"] = bound_side(at[at["threads"] == threads],
                                                 f"{name(impl)} at {fmt_size(largest)}, {plural(threads, 'thread')}")
+            found[f"bound_{impl}"].evidence["threads"] = [threads]  # what a pooled decision's sentence marks
     return found
 
 

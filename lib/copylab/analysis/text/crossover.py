@@ -6,6 +6,8 @@ evidence."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pandas as pd
 
 from ...fmt import fmt_num, fmt_size
@@ -13,8 +15,8 @@ from .. import findings as fnd
 from ..decisions import Decision, Outcome, decided_crossover
 from ..roles import BASE, name
 from ..study import SIDE_CPU, Study
-from .words import (PROFILE_SECTION, cost_claim, cost_verdict, decision_cell, interval, more_passes, no_pair_reason, ratio_text,
-                    refer_back, reps_note, unanswerable)
+from .words import (PROFILE_SECTION, cost_claim, cost_verdict, decision_cell, interval, more_passes, no_pair_reason,
+                    pooled_note, ratio_text, refer_back, reps_note, unanswerable)
 
 
 def _size_list(by_size: dict) -> str:
@@ -120,14 +122,16 @@ def sender_cost_sentence(study: Study, impl: str) -> str:
 def gain_sentence(study: Study, impl: str, decision: str | None) -> str:
     """What the side that bounds the largest size means for impl's decision there (a rule, see explain.py):
     a cheaper send shows as throughput only where the sender bounds and its saving is decided."""
-    bound = study.explanations.get(f"bound_{impl}")
-    if bound is None:
+    found = study.explanations.get(f"bound_{impl}")
+    if found is None:
         return ""
+    # the side that bounds is read at one thread count: said as such beside a decision over all of them
+    bound = SimpleNamespace(verdict=found.verdict, text=found.text + pooled_note(study, found.evidence.get("threads")))
     if bound.verdict == "receiver" and decision != Outcome.WIN:
         return f"{bound.text} So what {name(impl)} saves on the sending side cannot raise the rate."
     if bound.verdict not in ("sender", "receiver"):  # a hypothesis the profile section words in full
         return (f"Which side bounds {name(impl)} at the largest size is not decided by the busy shares "
-                f"({bound.verdict}: see \"{PROFILE_SECTION}\").")
+                f"({bound.verdict}: see \"{PROFILE_SECTION}\")." + pooled_note(study, found.evidence.get("threads")))
     if bound.verdict != "sender":
         return bound.text
     cost = sender_cost_sentence(study, impl)

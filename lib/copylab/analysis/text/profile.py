@@ -19,11 +19,18 @@ def markdown(study) -> str:
     """The section's text: why there is no profile, or what it shows and the sampling's caveat."""
     p = profile_finding(study.profiles)
     apart = apart_note(study)
+    states = md_escape(states_text(study))
     if "reason" in p:
-        return f"_No profile to show: {md_escape(p['reason'])}._" + (f"\n\n{apart}" if apart else "")
+        return "\n\n".join(x for x in (f"_No profile to show: {md_escape(p['reason'])}._", states, apart) if x)
     skid = ", ".join(f"{name(i)} sender {100 * e['skid']['sender']:.0f}%" for i, e in p["impls"].items())
-    return (md_escape(profile_text(study)) + "\n\n" + md_escape(PROFILE_CAVEAT.format(event=p["event"], skid=skid))
-            + (f"\n\n{apart}" if apart else ""))
+    return "\n\n".join(x for x in (md_escape(profile_text(study)), states,
+                                    md_escape(PROFILE_CAVEAT.format(event=p["event"], skid=skid)), apart) if x)
+
+
+def states_text(study) -> str:
+    """The cells whose measured runs fall into two states (the Study's splits, explain.two_states): where
+    the profiled thread count shows one placement of the work, the runs at others may show two."""
+    return " ".join(e.text for k, e in sorted(study.explanations.items()) if k.startswith("states_"))
 
 
 def apart_note(study) -> str:

@@ -13,7 +13,7 @@ from .. import findings as fnd
 from ..roles import BASE, ONE_COPY, ZERO_COPY, name
 from .tables import throughput_by_size
 from ..study import SIDE_CPU, Study
-from .words import cost_claim, cost_verdict, ratio_text, refer_back, unanswerable
+from .words import cost_claim, cost_verdict, ratio_text, refer_back, states_note, unanswerable
 
 KEY = "q1_zero_copy_not_always_best"
 # said in "Where the CPU goes, measured": Q1 refers back to them in a line (refer_back)
@@ -107,7 +107,9 @@ def _cpu_sentence(cpu: dict, study: Study) -> str:
             f"{cost_claim(found['receiver'], 'its receiver')} (perf task-clock, against {name(one)})")
     verdicts = {side: cost_verdict(d) for side, d in found.items()}
     if verdicts["sender"] == "less" and verdicts["receiver"] == "more":
-        return text + ": the sender saves and the receiver pays more."
-    if verdicts["sender"] in ("more", "the same"):
-        return text + f": {name(zc)} saves its sender no CPU per byte here."
-    return text + "."
+        text += ": the sender saves and the receiver pays more."
+    elif verdicts["sender"] in ("more", "the same"):
+        text += f": {name(zc)} saves its sender no CPU per byte here."
+    else:
+        text += "."
+    return text + states_note(study, zc, size)

@@ -100,7 +100,8 @@ def _answer(study: Study) -> dict:
     lines = [_size_line(s, d, cs.get(s), {lvl: m.get(s) for lvl, m in misses.items()}) for s, d in decided.items()]
     text = (f"Per message size, throughput with {hi} client threads against {lo} (ratio, 95% interval, decision "
             f"per implementation):\n\n" + "\n\n".join(lines) + "\n\n" + " ".join(thread_effects(study))
-            + ("\n\n" if decided_any(decided) else "") + _cores(meta, hi) + " " + _cache(misses, lo, hi))
+            + ("\n\n" if decided_any(decided) else "") + _cores(meta, hi) + " " + _cache(misses, lo, hi)
+            + _latency(study))
     return {"threads": [lo, hi], "cores": meta.get("cores"), "per_size": per_size, "text": text}
 
 
@@ -120,6 +121,12 @@ def _size_line(size: int, decided: dict, cs, misses: dict) -> str:
         conclusion += (f", with {' and '.join(rising)} misses per byte rising: consistent with cache contention"
                        if rising else ", with no rise in misses per byte: not cache contention")
     return f"**{fmt_size(size)}: {conclusion}.** {parts}" + (f"; {', '.join(extra)}." if extra else ".")
+
+
+def _latency(study: Study) -> str:
+    """The round trip against the thread count (the latency figure): the rule's sentence (explain.latency_threads)."""
+    found = study.explanations.get("latency_threads")
+    return f"\n\n**Latency against threads.** {found.text}" if found is not None else ""
 
 
 def _cores(meta: dict, hi: int) -> str:

@@ -8,15 +8,38 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..roles import ONE_COPY
+from ...fmt import fmt_size
+from ..roles import ONE_COPY, name
 from ..study import Study
 from . import crossover
+from .words import only_at, ratio_text
 
 KEY, FAMILY = "q4_one_copy_vs_two_copy", "q4"
 
 
 def answer(study: Study) -> dict:
-    return crossover.answer(study, ONE_COPY, FAMILY, ["removed_copy"])
+    return crossover.answer(study, ONE_COPY, FAMILY, ["removed_copy"], losses_text(study))
+
+
+def losses_text(study: Study) -> str:
+    """Why A2 loses where it is decided to lose, from that size's profile (explain_copies.per_message_gap,
+    the Study's gap_a2_<size>); the size Q6 explains is left to Q6, said once."""
+    q6 = (study.q6_explanation.evidence or {}).get("msg_size") if study.q6_explanation is not None else None
+    found = sorted((e for k, e in study.explanations.items()
+                    if k.startswith(f"gap_{ONE_COPY}_") and e.evidence.get("msg_size") != q6),
+                   key=lambda e: e.evidence["msg_size"])
+    if not found:
+        return ""
+    head = f"Where {name(ONE_COPY)} is decided to lose" + (f" (at {fmt_size(q6)}: Q6)" if q6 else "") + ":"
+    said = []
+    for e in found:
+        size = e.evidence["msg_size"]
+        d = study.decision(ONE_COPY, size)
+        threads = sorted({int(t) for t in study.profiles.loc[study.profiles["msg_size"] == size, "threads"]})
+        only = only_at(study, threads)
+        said.append(f"at {fmt_size(size)} its loss over all thread counts is {ratio_text(d)}"
+                    + (f", its profile of {only[2:]}" if only else "") + f". {e.text}")
+    return " ".join([head] + said)
 
 
 def tables(study: Study) -> list[tuple[str, pd.DataFrame]]:

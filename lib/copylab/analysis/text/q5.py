@@ -14,7 +14,7 @@ from ..decisions import Outcome
 from ..roles import BASE, ZERO_COPY, name
 from ..study import SIDE_CPU, Study
 from . import crossover
-from .words import cost_claim
+from .words import cost_claim, states_note
 
 KEY, FAMILY = "q5_zero_copy_vs_two_copy", "q5"
 
@@ -56,4 +56,4 @@ def zero_copy_evidence_text(zc, study: Study, sender_cpu_said: bool = False) -> 
         cost_claim(found["sender"], f"{name(ZERO_COPY)}'s sender"), cost_claim(found["receiver"], "its receiver")]
     if any(d is not None for d in found.values()):
         text += f". At {fmt_size(size)} " + "; ".join(said) + " (perf task-clock)"
-    return text + "."
+    return text + "." + states_note(study, ZERO_COPY, size)

@@ -106,16 +106,49 @@ VERDICT_WORDS = {"deferred_copy": "the deferred copy, most", "zerocopy_pin": "pi
                  "reduced": "part of the user-space copy"}
 
 
+def only_at(study, threads) -> str:
+    """', 1 thread only' when evidence measured at these thread counts explains a decision that pools
+    more of them (a by-size decision pools every thread count of the sweep); '' otherwise."""
+    pooled = list(getattr(study, "thread_counts", None) or [])
+    if not threads or not set(pooled) - set(threads):
+        return ""
+    listed = ", ".join(str(t) for t in threads)
+    return f", {listed} thread{'s' if list(threads) != [1] else ''} only"
+
+
+def pooled_note(study, threads) -> str:
+    """' (Measured at 1 thread only: the decision pools 1, 2, 4 and 8 threads.)' for evidence of some thread
+    counts said beside a decision over all of them; '' when it covers them all."""
+    if not only_at(study, threads):
+        return ""
+    pooled = study.thread_counts
+    return (f" (Measured at {', '.join(str(t) for t in threads)} thread{'s' if list(threads) != [1] else ''} only: "
+            f"the decision pools {', '.join(str(t) for t in pooled[:-1])} and {pooled[-1]} threads.)")
+
+
+def states_note(study, impl: str, size: int) -> str:
+    """One line where a cost at (impl, size) is said and its runs there fall into two states (the Study's
+    split; the profile section words it in full)."""
+    split = study.two_states(impl, size) if hasattr(study, "two_states") else None
+    if split is None:
+        return ""
+    hi, lo = split.receiver_busier, split.sender_busier
+    return (f" {name(impl)}'s runs at {fmt_size(size)} fall into two states: in {hi.runs} of {split.runs} the receiver "
+            f"is the busier CPU and spends {fmt_num(hi.receiver_ns_per_byte)} ns per byte, in {lo.runs} the sender, "
+            f"the receiver spending {fmt_num(lo.receiver_ns_per_byte)} (see \"{PROFILE_SECTION}\").")
+
+
 def refer_back(study, rules, section: str = PROFILE_SECTION) -> str:
     """One line pointing at the section that gave these explanations in full, with each one's verdict."""
     found = [study.explanations[r] for r in rules if r in study.explanations]
     found = [e for e in found if e.verdict != "unknown"]
     if not found:
         return ""
-    # each verdict at the size it was found at: "most" at 64 KiB need not hold at 64 B
+    # each verdict at the size it was found at: "most" at 64 KiB need not hold at 64 B; and at the thread
+    # count it was profiled at, where the answer's decisions pool more
     said = [SHORT[e.rule].format(zc=name(ZERO_COPY), one=name(ONE_COPY),
                                  verdict=("a hypothesis: " if e.hypothesis else "") + VERDICT_WORDS.get(e.verdict, e.verdict)
                                  + (f", at {fmt_size(e.evidence['msg_size'])}" if (e.evidence or {}).get("msg_size")
-                                    else ""))
+                                    else "") + only_at(study, (e.evidence or {}).get("threads")))
             for e in found]
     return f"{said[0][0].upper() + said[0][1:]}" + "".join(f"; {x}" for x in said[1:]) + f": see \"{section}\"."
