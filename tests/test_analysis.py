@@ -107,9 +107,12 @@ def test_empty_counters_say_why_q2_cannot_be_answered(tmp_path):
     df, meta = analysis.load_results(folder)
     doc = analysis.answers(df, meta)
     assert doc["q2_cache_level"] is None
-    assert "read <not supported> on this host" in doc["q2_cache_detail"]["reason"]
-    # answers.json is plain text for programs: the note verbatim, no HTML entities anywhere
-    assert "read <not supported> on this host" in doc["q2_cache_detail"]["text"]
+    # answers.json is plain text for programs: the reason keeps the host's perf note verbatim, no HTML
+    # entities anywhere; the text says its reason in a line (the note is printed once, in the system
+    # configuration: test_report)
+    assert "read <not supported> on this host (SYNTHETIC" in doc["q2_cache_detail"]["reason"]
+    assert "read <not supported> on this host (SYNTHETIC" not in doc["q2_cache_detail"]["text"]
+    assert "perf can read no hardware performance counters here" in doc["q2_cache_detail"]["text"]
     assert not re.search(r"&(lt|gt|amp);", json.dumps(doc))
     # crossovers do not need counters: the means still give theirs (one rep, no noise -> same tables),
     # while one pass decides nothing, so the decided crossover is null

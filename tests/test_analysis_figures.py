@@ -117,7 +117,9 @@ def test_unmeasured_metrics_become_notes_that_say_why_and_how(bare):
         note = make(df, meta)
         assert isinstance(note, figures.FigureNote)
         md = note._repr_markdown_()
-        assert "virtual machine without PMU" in md and "\\<not supported\\>" in md
+        # the reason in a line (the host's whole perf note is printed once, in the system configuration)
+        assert "perf can read no hardware performance counters here" in md and "\\<not supported\\>" in md
+        assert "virtual machine without PMU" not in md and "says why" not in md
         assert "vPMU" in md or "virtual PMU" in md
     # task-clock still works without a PMU: CPU time per byte is drawn
     assert isinstance(figures.cpu_time_per_byte_vs_size(df, meta), go.Figure)
@@ -264,3 +266,14 @@ def test_no_successful_rows_gives_notes_tables_and_an_empty_explorer(tmp_path):
         assert isinstance(make(df, meta), figures.FigureNote)
     assert analysis.markdown_table(analysis.throughput_by_size(df)).startswith("| message size |")
     assert "nothing to explore" in explorer.explore(df, meta).value
+
+
+def test_where_the_cpu_goes_says_the_profiled_points_thread_count():
+    """The profile figure averages its profiled points: its title says at which thread counts, from the data."""
+    from copylab.figures.profiles import profiled_threads
+    from data.analysis import evidence as ev
+    one = ev.frame([ev.profile_row(i, 65536, {"user_copy": 0.1}) for i in ("a1", "a2", "a3")])
+    assert profiled_threads(one) == "1 thread"
+    assert "profiled points at 1 thread;" in figures.cpu_breakdown(one, {}).layout.title.text
+    two = ev.frame([ev.profile_row("a1", 65536, {"user_copy": 0.1}, threads=t) for t in (1, 8)])
+    assert profiled_threads(two) == "1 and 8 threads"

@@ -74,11 +74,15 @@ def test_every_target_renders_the_ordinary_names_literally_in_a_pdf(tmp_path):
     assert not (tmp_path / "copylab-pwned").exists()
 
 
-def test_markdown_block_keeps_lines_and_paragraphs():
-    text = "AI-usage: I used C:\\Users\\me\\newdir\nsecond <b>line</b>\n\n# not a heading"
+def test_markdown_block_keeps_paragraphs_and_list_lines_and_flows_wrapped_lines():
+    """A declaration is a .md file: a line its editor wrapped flows on (printed as typed, the template's
+    wrap broke the PDF's line: issue 33 item 28); a blank line and a list item keep their break."""
+    text = ("AI-usage: I used C:\\Users\\me\\newdir\nsecond <b>line</b>\n- a list item\n2. another\n\n"
+            "# not a heading")
     rendered = markdown2html_mistune(escape.markdown(text, block=True))
-    assert re.findall(r"<(\w+)", rendered) == ["p", "br", "p"], rendered
-    assert "C:\\Users\\me\\newdir" in html.unescape(rendered) and "&lt;b&gt;line&lt;/b&gt;" in rendered
+    assert re.findall(r"<(\w+)", rendered) == ["p", "br", "br", "p"], rendered
+    assert "newdir second &lt;b&gt;line&lt;/b&gt;" in rendered.replace("\\", "\\")
+    assert "C:\\Users\\me\\newdir" in html.unescape(rendered) and "- a list item" in html.unescape(rendered)
 
 
 def test_markdown_prose_keeps_emphasis_and_code_but_not_markup_from_values():

@@ -159,8 +159,8 @@ def test_answers_change_their_sentence_with_the_evidence(tmp_path):
     # Q5 refers back to the profile section's paragraph in a line carrying the verdict (issue 33)
     # ... at the size it was found at, which need not be every size's answer
     # ... and at the thread count it was profiled at, where the decisions pool more (review item 6)
-    assert ("(the deferred copy, most, at 64 KiB, 1 thread only)" in texts["deferred"]
-            and "(pinning, most, at 64 KiB, 1 thread only)" in texts["pinning"])
+    assert ("(the deferred copy, most of the zero-copy cost, at 64 KiB, 1 thread only)" in texts["deferred"]
+            and "(pinning, most of the zero-copy cost, at 64 KiB, 1 thread only)" in texts["pinning"])
     assert "pays it later" not in texts["deferred"]
 
 

@@ -73,10 +73,15 @@ def test_notebook_without_counters_and_one_rep_says_what_it_cannot_answer(tmp_pa
     assert "Figure not drawn" in text and "virtual machine without PMU" in text
     assert "single repetition" in text
     assert "What this sweep could not answer" in text and "**Q2**" in text
-    # markdown output escapes the perf note's <not supported> (a renderer drops it as an HTML
-    # tag otherwise); answers.json keeps the plain text
-    assert "read \\<not supported\\>" in text and "read <not supported>" not in text
-    assert "read <not supported>" in doc["q2_cache_detail"]["text"]
+    # the perf note is printed once, in the system configuration, its markdown escaping <not supported>
+    # (a renderer drops it as an HTML tag otherwise); Q2 says its reason in a line, answers.json's reason
+    # keeps the plain note
+    note = "read \\<not supported\\> on this host"
+    assert text.count(note) == 1 and "read <not supported>" not in text
+    assert text.index(note) < text.index("Q2.") and "perf can read no hardware performance counters" in text
+    assert "read <not supported> on this host" in doc["q2_cache_detail"]["reason"]
+    # no caption under the cache-miss figure that is not there
+    assert "Cache misses (L1 data, last level) per byte moved" not in text
     for heading in HEADINGS:
         assert heading in text
 
@@ -440,3 +445,33 @@ def test_answers_over_zero_successful_rows_say_so(tmp_path):
     for key in ("q1_zero_copy_not_always_best", "q4_one_copy_vs_two_copy", "q6_unexpected_result"):
         assert "no successful measurement" in doc[key]["text"]
     assert "contradicts" not in doc["q6_unexpected_result"]["text"]
+
+
+def test_make_report_names_the_placeholders_in_one_line_before_it_builds(tmp_path):
+    """The hand-in (issue 33): `copylab report` warns in one line which author fields and the declaration
+    are still placeholders, before anything is built (the bundle refuses them: test_bundle)."""
+    results = synthetic.write_sweep(tmp_path / "sweep", reps=2)
+    meta = json.loads((results / "meta.json").read_text())
+    meta["params"] = {**meta["params"], "author": "", "repo_url": ""}
+    (results / "meta.json").write_text(json.dumps(meta))
+    template = (Path(__file__).resolve().parents[1] / "params" / "AI_DECLARATION.md").read_text()
+    said = []
+
+    class Stop(Exception):
+        pass
+
+    def progress(line):
+        said.append(line)
+        if line.startswith("[1/4]"):
+            raise Stop  # the warning comes before the build: nothing more is needed here
+
+    with pytest.raises(Stop):
+        report.build_report(results, tmp_path / "out", progress=progress, declaration_text=template)
+    assert said[0] == "copylab report: warning: " + report_display.placeholder_line(["author", "repo_url",
+                                                                                        "ai_declaration"])
+    assert "\n" not in said[0]
+    said.clear()
+    with pytest.raises(Stop):
+        report.build_report(results, tmp_path / "out", progress=progress, author="A", repo_url="https://x.invalid",
+                            declaration_text="AI-usage declaration: none used.")
+    assert not any("warning" in line for line in said)

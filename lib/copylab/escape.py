@@ -43,15 +43,31 @@ def _one_line(text: str) -> str:
 
 def markdown(text, *, block: bool = False) -> str:
     """text as Markdown that renders as exactly that text. Inline (default): whitespace runs with
-    newlines become one space (a table cell, a list item); block: lines are kept (a declaration)."""
+    newlines become one space (a table cell, a list item); block (a declaration, itself a .md file):
+    a blank line separates paragraphs and a line that starts a list item keeps its own line, while
+    any other line break is the editor's wrap and flows with the text (kept as typed, it would break
+    the typeset line wherever the file happened to wrap)."""
     text = clean(text)
     if not block:
         text = _one_line(text)
         return "".join("\\" + c if c in _PUNCTUATION else c for c in text)
-    # a blank line still separates paragraphs; every other line break is kept as a hard break
     paragraphs = re.split(r"\n\s*\n", text.strip("\n"))
-    return "\n\n".join("\\\n".join(markdown(line.strip()) for line in para.split("\n") if line.strip())
-                       for para in paragraphs)
+    return "\n\n".join(_block_lines(para) for para in paragraphs)
+
+
+_LIST_ITEM = re.compile(r"^\s*([-*+]|\d+[.)])\s")
+
+
+def _block_lines(paragraph: str) -> str:
+    """One paragraph of a block: wrapped lines joined with a space, a hard break before each list item."""
+    lines = [line.strip() for line in paragraph.split("\n") if line.strip()]
+    out = []
+    for line in lines:
+        if out and not _LIST_ITEM.match(line):
+            out[-1] += " " + line
+        else:
+            out.append(line)
+    return "\\\n".join(markdown(line) for line in out)
 
 
 def markdown_prose(text) -> str:

@@ -34,7 +34,7 @@ _NOT_SUPPORTED = "<not supported>"
 _NOT_COUNTED = "<not counted>"
 
 # hardware events of the requested set: the ones a VM without a virtual PMU cannot count
-_HARDWARE_EVENTS = ("cycles", "instructions", "L1-dcache-load-misses", "LLC-load-misses", "cache-misses")
+HARDWARE_EVENTS = ("cycles", "instructions", "L1-dcache-load-misses", "LLC-load-misses", "cache-misses")
 
 # Modifiers perf appends when it had to restrict an event: "cycles:u", "msr/tsc/u" (user space only,
 # because kernel.perf_event_paranoid forbids more to a non-root user)
@@ -286,7 +286,7 @@ def _describe_gaps(supported: dict[str, bool], cycles_source: str | None, compla
     if len(missing) == len(REQUESTED_EVENTS) and cycles_source is None:
         return (f"perf cannot count any requested event here{why}; run as root or lower "
                 "kernel.perf_event_paranoid: every counter column stays empty.")
-    if all(e in missing for e in _HARDWARE_EVENTS):
+    if all(e in missing for e in HARDWARE_EVENTS):
         cause = "No hardware performance counters here (hardware events read <not supported>, as inside most VMs)"
     else:
         cause = f"Not supported here: {', '.join(missing)}"

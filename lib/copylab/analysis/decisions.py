@@ -252,6 +252,19 @@ def _passes_needed(diff: Diff, margin: float) -> int | None:
     return None
 
 
+def likely_outcome(d: Decision) -> Outcome:
+    """What an undecided comparison leans to: the outcome _passes_needed's narrowing interval reaches first
+    at the measured ratio. Equivalence needs |log ratio| + half <= log(1+m), a win or a loss only
+    |log ratio| > half, so the interval fits inside the margin first when the ratio lies within half
+    the margin's log of 1, and misses 1 first (on the ratio's side) beyond it."""
+    if d.ratio != d.ratio or d.ratio <= 0:
+        return Outcome.UNDECIDED
+    lean = math.log(d.ratio)
+    if abs(lean) < math.log1p(d.margin) / 2:
+        return Outcome.EQUIVALENT
+    return Outcome.WIN if lean > 0 else Outcome.LOSS
+
+
 def _paired_diff(x: dict, b: dict) -> Diff | None:
     """The paired differences of one cell over the passes both were measured in (None below 2);
     x and b are {pass: log value}."""

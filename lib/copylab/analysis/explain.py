@@ -134,6 +134,17 @@ def and_list(items: list[str]) -> str:
 # small messages: wake-ups or per-call work
 
 
+PER_CALL_CLAIM = ": wake-ups are not what a message costs here; each message's system call and TCP work on its own are."
+
+
+def per_call_together(found: list[Explanation]) -> str:
+    """Several points of the per-call regime in one sentence, the claim said once after their numbers."""
+    facts = [e.text.removesuffix(PER_CALL_CLAIM) for e in found]
+    if len(facts) == 1:
+        return found[0].text
+    return "; ".join(facts) + ": in each, " + PER_CALL_CLAIM.removeprefix(": ")
+
+
 def wakeup_regime(row: pd.Series, who: str | None = None) -> Explanation:
     """From one point's context switches per message (small_message_evidence's row): whether the
     data path runs at the pace of wake-ups, or each message's per-call work is the cost."""
@@ -155,8 +166,7 @@ def wakeup_regime(row: pd.Series, who: str | None = None) -> Explanation:
                            "those wake-ups.", evidence)
     if top < WAKEUP_RARE:
         every = f"one per {fmt_num(1 / top, 2)} messages" if top > 0 else "none"
-        return Explanation("wakeup_regime", "per_call", f"{who}: {counts} ({every} at most): wake-ups are not "
-                           "what a message costs here; each message's system call and TCP work on its own are.",
+        return Explanation("wakeup_regime", "per_call", f"{who}: {counts} ({every} at most){PER_CALL_CLAIM}",
                            evidence)
     return hypothesis("wakeup_regime", "mixed", f"{who}: {counts}: wake-ups take part, but do not set the pace "
                       "of every message.", "the time the woken side waits to run (perf sched latency) against the "

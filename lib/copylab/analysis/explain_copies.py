@@ -108,6 +108,31 @@ def zero_copy_cost(df: pd.DataFrame, profiles: pd.DataFrame, size: int | None = 
     return Explanation("zero_copy_cost", top, f"{head} {claim} {enobufs_sentence(eno)}", evidence)
 
 
+ZC_SHORT = {"zerocopy_pin": "pinning", "deferred_copy": "the deferred copy", "zerocopy_completion": "completions"}
+
+
+def zero_copy_cost_words(e: Explanation) -> str:
+    """zero_copy_cost's verdict in a few words that follow from its shares: 'the deferred copy, most of
+    the zero-copy cost' only where it is more than the other two together, 'pinning, the largest' where
+    it is only above the next beyond both intervals, 'pinning or the deferred copy, undecided' where
+    the intervals overlap ('' without shares)."""
+    shares = (e.evidence or {}).get("sender_shares") or {}
+    if e.verdict not in shares:
+        return ""
+    ranked = sorted(shares, key=lambda b: -shares[b]["mean"])
+    top, second = ranked[0], ranked[1]
+    if e.hypothesis:
+        return f"{ZC_SHORT[top]} or {ZC_SHORT[second]}, undecided"
+    rest = sum(shares[b]["mean"] for b in ranked[1:])
+    return f"{ZC_SHORT[top]}, " + ("most of the zero-copy cost" if shares[top]["mean"] > rest else "the largest")
+
+
+def zero_copy_cost_by_size(df: pd.DataFrame, profiles: pd.DataFrame) -> dict[int, Explanation]:
+    """zero_copy_cost at every size the zero-copy path was profiled at (a verdict need not hold at
+    another size: pinning can outweigh the deferred copy at 64 B and not at 64 KiB)."""
+    return {size: zero_copy_cost(df, profiles, size) for size in sorted(profiled_sizes(profiles, [ZERO_COPY]))}
+
+
 def _deferred_cost(profiles: pd.DataFrame, size: int, evidence: dict) -> str:
     """' It costs the sender 0.28 ns per byte, against 0.12 ns/B for A1's kernel copy.' when measurable."""
     deferred = bucket_cost(point_rows(profiles, ZERO_COPY, size), "srv", "deferred_copy")

@@ -129,16 +129,29 @@ def data_path(df: pd.DataFrame) -> str:
 CACHE_LEVELS = {"L1": "l1_misses_per_byte", "LLC": "llc_misses_per_byte"}
 
 
+def unmeasured_levels(df: pd.DataFrame) -> list[str]:
+    """The cache levels whose misses per byte no throughput row has."""
+    tp = throughput_rows(df)
+    return [lvl for lvl, col in CACHE_LEVELS.items() if not measured(tp, col)]
+
+
+def unmeasured_levels_reason(df: pd.DataFrame, meta: dict, why) -> str:
+    """'L1 and LLC misses were not measured: <why(df, meta, column)>' (why: stats.unmeasured_reason, the
+    full note for answers.json, or stats.unmeasured_short, its line for the report's text)."""
+    levels = unmeasured_levels(df)
+    col = "l1_misses" if "L1" in levels else "llc_misses"
+    return f"{' and '.join(levels)} misses were not measured: {why(df, meta, col)}"
+
+
 def q2_finding(df: pd.DataFrame, meta: dict) -> tuple[dict, str]:
     """Reduction (%) of misses per byte relative to A1, per cache level and implementation.
     Returns (public numbers, outcome): outcome is "answered", "unmeasured", "no_pairs" or
     "no_reduction"; every outcome but "answered" leaves a "reason"."""
     out: dict = {"answer": None, "reduction_pct": {}}
     tp = throughput_rows(df)
-    unmeasured = [lvl for lvl, col in CACHE_LEVELS.items() if not measured(tp, col)]
+    unmeasured = unmeasured_levels(df)
     if unmeasured:
-        col = "l1_misses" if "L1" in unmeasured else "llc_misses"
-        out["reason"] = f"{' and '.join(unmeasured)} misses were not measured: {unmeasured_reason(df, meta, col)}"
+        out["reason"] = unmeasured_levels_reason(df, meta, unmeasured_reason)
         return out, "unmeasured"
     agg = aggregate(tp, list(CACHE_LEVELS.values())).set_index(["impl", "msg_size", "threads"])
     impls = agg.index.get_level_values("impl")

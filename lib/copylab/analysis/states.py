@@ -21,7 +21,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-import scipy.stats as sps
 
 from ..intervals import BIMODAL_MIN_SHARE, best_splits
 from .decisions import ALPHA, holm
@@ -102,6 +101,8 @@ def _gbps_ratio(high: pd.DataFrame, low: pd.DataFrame) -> tuple[float, float, fl
     a, b = (np.log(pd.to_numeric(r["throughput_gbps"], errors="coerce").dropna()) for r in (high, low))
     if len(a) < 2 or len(b) < 2:
         return math.nan, math.nan, math.nan
+    import scipy.stats as sps  # here: importing the analysis (a refusal of bad input too) skips scipy
+
     ci = sps.ttest_ind(a, b, equal_var=False).confidence_interval(1 - ALPHA)
     return float(math.exp(a.mean() - b.mean())), float(math.exp(ci.low)), float(math.exp(ci.high))
 
@@ -109,6 +110,8 @@ def _gbps_ratio(high: pd.DataFrame, low: pd.DataFrame) -> tuple[float, float, fl
 def _candidate(rows: pd.DataFrame) -> tuple[float, pd.Series, bool] | None:
     """(p, in_receiver_busier_state per row, whether the two states have enough runs and lie apart) of
     one cell, or None when it has too few runs to be tested."""
+    if not {"srv_cpu_busy", "cli_cpu_busy"} <= set(rows):  # a sweep without the busy shares: nothing to split on
+        return None
     rows = rows.dropna(subset=["srv_cpu_busy", "cli_cpu_busy"])
     if len(rows) < MIN_RUNS:
         return None

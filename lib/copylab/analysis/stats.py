@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ..contract import GROUP_KEYS, UNSTABLE_CV
+from ..perf import HARDWARE_EVENTS
 from .roles import STUDY, ZERO_COPY
 
 
@@ -76,15 +77,27 @@ def unmeasured_reason(df: pd.DataFrame, meta: dict, column: str) -> str:
     return f"the {column} column of results.csv is empty (perf counters were not recorded)"
 
 
-SEE_PERF_NOTE = "the perf note in \"System configuration\" says why"
+SEE_PERF_NOTE = "perf could not count it on this host (the perf note in \"System configuration\" lists what it counted)"
+
+
+def perf_gap(meta: dict) -> str:
+    """Why perf counted no hardware events here, in one line, from meta.json's perf_events ('' when it
+    does not say): no hardware counters at all (a VM without a virtual PMU), or the events it lacked."""
+    events = meta.get("perf_events") or {}
+    hardware = [e for e in HARDWARE_EVENTS if e in events]
+    if hardware and not any(events[e] for e in hardware):
+        return ("perf can read no hardware performance counters here (its hardware events read <not supported>, "
+                "as inside most VMs)")
+    missing = [e for e, ok in events.items() if not ok]
+    return f"perf could not count {', '.join(missing)} on this host" if missing else ""
 
 
 def unmeasured_short(df: pd.DataFrame, meta: dict, column: str) -> str:
     """unmeasured_reason said once: where it is the host's perf note (printed in full in the system
-    configuration), a pointer to it; otherwise the reason itself."""
+    configuration), its reason in one line; otherwise the reason itself."""
     reason = unmeasured_reason(df, meta, column)
     note = str(meta.get("perf_note") or "").rstrip(".")
-    return SEE_PERF_NOTE if note and reason == note else reason
+    return (perf_gap(meta) or SEE_PERF_NOTE) if note and reason == note else reason
 
 
 def primary_receive(df: pd.DataFrame) -> str:

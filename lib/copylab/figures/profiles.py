@@ -13,7 +13,7 @@ from .. import escape, registry
 from ..analysis.profiles import profiled, shares
 from ..analysis.stacks import folded_counts
 from ..contract import PROFILE_BUCKETS
-from ..fmt import fmt_size, impl_name
+from ..fmt import fmt_size, impl_name, plural
 from ..profile.rules import BUCKET_MEANING
 from .style import FONT, FigureNote, _shared_title, _style
 
@@ -26,6 +26,17 @@ BUCKET_COLORS = {
     "tcp_send": "#1f77b4", "tcp_receive": "#17becf", "scheduling": "#9467bd", "syscall": "#aec7e8",
     "other_process": "#7f7f7f", "idle": "#e5e5e5", "other": "#c7c7c7",
 }
+
+
+def profiled_threads(df) -> str:
+    """The thread counts the profiled points were taken at, from the data: '1 thread', '1 and 8 threads'
+    (shares() averages over them, so the title says which)."""
+    counts = sorted(int(t) for t in profiled(df)["threads"].dropna().unique())
+    if not counts:
+        return "no thread count"
+    if len(counts) == 1:
+        return plural(counts[0], "thread")
+    return ", ".join(map(str, counts[:-1])) + f" and {counts[-1]} threads"
 
 
 def cpu_breakdown(df, meta: dict, impls: list[str] | None = None):
@@ -64,7 +75,7 @@ def cpu_breakdown(df, meta: dict, impls: list[str] | None = None):
     _shared_title(fig, "y", "share of the side's profile samples (%)")
     _shared_title(fig, "x", "implementation (top row: sender CPU, bottom row: receiver CPU)")
     event = profiled(df)["profile_event"].dropna()
-    title = ("Where each side's CPU goes (throughput mode, profiled points"
+    title = (f"Where each side's CPU goes (throughput mode, profiled points at {profiled_threads(df)}"
              + (f"; {escape.html(event.iloc[0])}" if len(event) else "") + ")")
     fig = _style(fig, meta, title, height=700, legend_title="bucket")
     fig.update_layout(margin=dict(b=170), legend=dict(font=dict(size=FONT["tick"] - 1)))

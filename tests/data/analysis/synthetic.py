@@ -131,11 +131,15 @@ def _message_rows(reps: int, counters: bool) -> list[dict]:
                                      llc_misses=llc, srv_llc_misses=llc / 2, cli_llc_misses=llc / 2,
                                      cycles_source="pmu")
                         else:
-                            r.update(counters_note="hardware events read <not supported> on this "
-                                                   "host (SYNTHETIC: virtual machine without PMU)")
+                            r.update(counters_note=NO_COUNTERS_NOTE)
                         out.append(r)
     return out
 
+
+# the engine writes the host's perf note into meta.json and into every row it left without counters
+NO_COUNTERS_NOTE = "hardware events read <not supported> on this host (SYNTHETIC: virtual machine without PMU)"
+NO_COUNTERS_EVENTS = {"cycles": False, "instructions": False, "L1-dcache-load-misses": False,
+                      "LLC-load-misses": False, "cache-misses": False, "task-clock": True, "context-switches": True}
 
 META = {"kernel": "6.1.0-synthetic", "cpu_model": "SYNTHETIC CPU (test data)", "cores": 2,
         "memory_gib": 3.8, "hostname": "synthetic", "topology": "netns", "cycles_source": "pmu",
@@ -158,6 +162,6 @@ def write_sweep(folder, reps: int = 3, counters: bool = True, meta: bool = True,
     if meta:
         m = dict(META)
         if not counters:
-            m.update(cycles_source="", perf_note="SYNTHETIC: no PMU")
+            m.update(cycles_source="", perf_note=NO_COUNTERS_NOTE, perf_events=NO_COUNTERS_EVENTS)
         (folder / "meta.json").write_text(json.dumps(m))
     return folder

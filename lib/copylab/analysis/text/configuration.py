@@ -154,7 +154,7 @@ def intro_markdown(meta: dict, df: pd.DataFrame, profiles: pd.DataFrame | None =
     """The report's opening: the study, and what this sweep measured (nothing it could not count)."""
     what = counted(df, meta)
     missing = [] if measured(df, "l1_misses") or df.empty else [
-        f"cache misses could not be counted on this host ({unmeasured_short(df, meta, 'l1_misses')})"]
+        f"cache misses could not be counted: {unmeasured_short(df, meta, 'l1_misses')}"]
     profiled = profiles is not None and len(profiles) > 0
     text = (f"This report measures three ways of sending the same message over TCP: **{name(BASE)}** serialises the "
             f"message's 8 heap-allocated fields into one buffer and calls `send()`; **{name(ONE_COPY)}** hands the "

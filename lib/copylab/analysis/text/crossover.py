@@ -15,8 +15,8 @@ from .. import findings as fnd
 from ..decisions import Decision, Outcome, decided_crossover
 from ..roles import BASE, name
 from ..study import SIDE_CPU, Study
-from .words import (PROFILE_SECTION, cost_claim, cost_verdict, decision_cell, interval, more_passes, no_pair_reason,
-                    pooled_note, ratio_text, refer_back, reps_note, unanswerable)
+from .words import (METHODS_SECTION, PROFILE_SECTION, cost_claim, cost_verdict, decision_cell, interval, more_passes,
+                    no_pair_reason, pooled_note, ratio_text, refer_back, reps_note, unanswerable)
 
 
 def _size_list(by_size: dict) -> str:
@@ -25,16 +25,15 @@ def _size_list(by_size: dict) -> str:
 
 def decision_text(study: Study, impl: str, family: str) -> str:
     """The one answer: the decided crossover over all thread counts, or why there is none."""
-    by_size, margin = study.compare(impl)["by_size"], study.margin
+    by_size = study.compare(impl)["by_size"]
     x, b = name(impl), name(BASE)
     if not by_size:
         return f"No size where both {x} and {b} were measured in throughput mode."
     sizes = sorted(by_size)
     largest = by_size[sizes[-1]]
     start = study.crossover(impl)
-    how = (f"Each decision compares {x} with {b} over all thread counts: the 95% interval of the throughput "
-           f"ratio {x}/{b} over the passes (log scale, each pass's shift removed, each point its own spread), "
-           f"'equivalent' when it lies within {fmt_num(1 / (1 + margin))}–{fmt_num(1 + margin)}.")
+    # the test, the margin and the repetitions are said once, in the methods section
+    how = f"Each decision is of the throughput ratio {x}/{b} over all thread counts (see \"{METHODS_SECTION}\")."
     if start is not None:
         # "upward" would claim sizes past the grid: from the crossover to the largest size measured
         span = (f"from {fmt_size(start)} to {fmt_size(sizes[-1])}" if start != sizes[-1] else f"at {fmt_size(start)}")
@@ -79,7 +78,7 @@ def correction_text(study: Study, impl: str, family: str, start: int | None) -> 
     crossing = (" (so the crossover is not established at family-wise 95% confidence)"
                 if start is not None and any(s >= start for s in fallen) else "")
     listed = ", ".join(f"{fmt_size(s)} (adjusted p = {fmt_num(fam.p_holm(by_size[s]))})" for s in fallen)
-    return f"{head} leaves the decisions at {listed} short of standing{crossing}."
+    return f"{head} leaves the decision{'s' if len(fallen) != 1 else ''} at {listed} short of standing{crossing}."
 
 
 def decision_table(study: Study, impl: str, family: str) -> pd.DataFrame:
@@ -183,6 +182,8 @@ def answer(study: Study, impl: str, family: str, why: list[str], evidence: str =
     largest = by_size[max(by_size)].decision if by_size else None
     cited = [study.explanations[k] for k in why if k in study.explanations]
     # the profile section gave these in full: one line refers back to it
-    parts = [decision_text(study, impl, family), reps_note(study.reps).strip(), refer_back(study, why),
+    # a single repetition is this answer's own caveat; 2 or more are said in the methods and figures sections
+    single = reps_note(study.reps).strip() if study.reps[1] <= 1 else ""
+    parts = [decision_text(study, impl, family), single, refer_back(study, why),
              gain_sentence(study, impl, largest), evidence]
     return {**public, "explanations": [e.public() for e in cited], "text": " ".join(p for p in parts if p)}

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ...fmt import fmt_num, fmt_size, markdown_table, plural
-from ..explain import and_list, bound_side, wakeup_regime
+from ..explain import and_list, bound_side, per_call_together, wakeup_regime
 from ..peers import harness_ratios, small_message_evidence
 from ..roles import ONE_COPY, name, native, peer_for, peers
 from ..stats import one_receive
@@ -174,4 +174,7 @@ def small_message_text(df: pd.DataFrame) -> str:
     if all(e.verdict == "unknown" for e in found):
         first = table.iloc[0]
         return wakeup_regime(first, f"Every tool at {fmt_size(first['msg_size'])}").text
-    return " ".join(e.text for e in found if e.verdict != "unknown")
+    # the per-call claim once, after the numbers of every point it holds for
+    per_call = [e for e in found if e.verdict == "per_call"]
+    others = [e.text for e in found if e.verdict not in ("unknown", "per_call")]
+    return " ".join(([per_call_together(per_call)] if per_call else []) + others)

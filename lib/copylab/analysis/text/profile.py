@@ -56,7 +56,18 @@ def profile_text(study) -> str:
     copies = [f"{name(i)} {_pct(e['receiver']['kernel_copy_to_user'])}" for i, e in sorted(p["impls"].items())]
     parts.append(f"Every receiver copies to user memory: {', '.join(copies)} of the receiver's samples ({where}).")
     tp = df[(df["mode"] == "throughput") & (df["msg_size"] == p["msg_size"]) & (df["threads"] == p["threads"])]
-    return " ".join(parts + bound_sentences({i: tp[tp["impl"] == i] for i in sorted(p["impls"])}, where))
+    costs = [v for k in ("removed_copy", "zero_copy_cost") if k in study.explanations
+             for key, v in study.explanations[k].evidence.items() if key.endswith("ns_per_byte")]
+    basis = [COST_BASIS] if any(v == v for v in costs) else []  # said when a cost per byte was
+    return " ".join(parts + bound_sentences({i: tp[tp["impl"] == i] for i in sorted(p["impls"])}, where) + basis)
+
+
+# one basis for every "ns of CPU per byte" of a profile bucket (profiles.bucket_cost), so each can be
+# recomputed from profiles.csv
+COST_BASIS = ("Each ns of CPU per byte above is, per profiled run, the bucket's share of the side's busy samples "
+              "(its share of all samples over 1 − the idle share) × the side's busy CPU time in the window (its "
+              "pinned CPU's busy share × the window; its task-clock when not pinned) ÷ the bytes moved: "
+              "profiles.csv's srv_prof_*, srv_prof_idle, srv_cpu_busy, duration_s and bytes for the sender.")
 
 
 PROFILE_CAVEAT = ("Profiles sample {event} per CPU. Without a PMU the sampling timer is an hrtimer: a tick "

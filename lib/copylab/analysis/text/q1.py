@@ -13,7 +13,7 @@ from .. import findings as fnd
 from ..roles import BASE, ONE_COPY, ZERO_COPY, name
 from .tables import throughput_by_size
 from ..study import SIDE_CPU, Study
-from .words import cost_claim, cost_verdict, ratio_text, refer_back, states_note, unanswerable
+from .words import cost_claim, cost_verdict, outcomes_by_size, ratio_text, refer_back, states_note, unanswerable
 
 KEY = "q1_zero_copy_not_always_best"
 # said in "Where the CPU goes, measured": Q1 refers back to them in a line (refer_back)
@@ -75,9 +75,8 @@ def q1_text(f: dict, best, study: Study) -> str:
     else:
         parts.append(f"In this sweep {zc} is the fastest path at every one of the {len(best)} message sizes (means "
                      "over thread counts).")
-    if decisions:
-        listed = "; ".join(f"{fmt_size(s)} {d.decision} ({ratio_text(d, True)})" for s, d in sorted(decisions.items()))
-        parts.append(f"Against {name(BASE)} its decisions by size (Q5) are: {listed}.")
+    if decisions:  # Q5 gives each ratio and interval: said here only as outcomes
+        parts.append(f"Against {name(BASE)} it is {outcomes_by_size(decisions)} (Q5 gives each ratio and interval).")
     against_one = study.compare(ZERO_COPY, ONE_COPY)["by_size"]
     if against_one:
         listed = "; ".join(f"{fmt_size(s)} {d.decision} ({ratio_text(d, True)})" for s, d in sorted(against_one.items()))

@@ -5,7 +5,8 @@ what an unanswerable question says, and the repetitions behind the means."""
 from __future__ import annotations
 
 from ...fmt import fmt_num, fmt_size
-from ..decisions import Decision, Outcome
+from ..decisions import Decision, Outcome, likely_outcome
+from ..explain_copies import zero_copy_cost_by_size, zero_copy_cost_words
 from ..roles import BASE, ONE_COPY, ZERO_COPY, name
 from ..stats import MIN_REPS_FOR_INTERVAL
 
@@ -31,15 +32,32 @@ def decision_cell(d: Decision | None) -> str:
     return f"{d.decision} {fmt_num(d.ratio)}" + (f" ({interval(d)})" if d.low == d.low else "")
 
 
+THROUGHPUT_OUTCOMES = {Outcome.WIN: "decided faster", Outcome.LOSS: "decided slower",
+                       Outcome.EQUIVALENT: "equivalent", Outcome.UNDECIDED: "undecided"}
+
+
+def outcomes_by_size(by_size: dict, words: dict = THROUGHPUT_OUTCOMES) -> str:
+    """Per-size decisions grouped by outcome, in size order, without their ratios (a refer-back to the
+    answer that gives them): 'decided slower at 64 B, 1 KiB and 4 KiB; undecided at 64 KiB'."""
+    groups: dict = {}
+    for size, d in sorted(by_size.items()):
+        groups.setdefault(d.decision, []).append(size)
+    said = [f"{words[o]} at {and_sizes(sizes)}" for o, sizes in groups.items()]
+    return "; ".join(said)
+
+
 def more_passes(d: Decision) -> str:
-    """What an undecided comparison needs: 'about 4 more passes would likely decide it'."""
+    """What an undecided comparison needs, and which way its ratio leans: 'about 4 more passes would
+    likely decide it, as a loss'."""
     if d.decision != Outcome.UNDECIDED:
         return ""
     if min(d.n_x, d.n_base) < 2:
         return "a second pass would give it an interval"
     if d.passes_needed is None:
         return "more than 100 more passes: at this spread the sweep cannot decide it"
-    return f"about {d.passes_needed} more pass{'es' if d.passes_needed != 1 else ''} would likely decide it"
+    lean = likely_outcome(d)
+    return (f"about {d.passes_needed} more pass{'es' if d.passes_needed != 1 else ''} would likely decide it, "
+            + ("as equivalent" if lean == Outcome.EQUIVALENT else f"as a {lean}"))
 
 
 def unanswerable(reason: str, advice: str = "") -> str:
@@ -96,11 +114,12 @@ def cost_claim(d: Decision | None, who: str, what: str = "CPU time per byte") ->
 # each paragraph once: a later section refers back in a line
 
 PROFILE_SECTION = "Where the CPU goes, measured"
+METHODS_SECTION = "How the decisions are made"  # methods.py: the test, the margin, Holm's correction
 SHORT = {"zero_copy_cost": "what {zc}'s sender pays instead of the copy ({verdict})",
          "deferred_copy_site": "where its deferred copy runs ({verdict})",
          "removed_copy": "which copy {one} removes ({verdict})"}
-VERDICT_WORDS = {"deferred_copy": "the deferred copy, most", "zerocopy_pin": "pinning, most",
-                 "zerocopy_completion": "completions, most", "sendmsg": "inside the sender's sendmsg",
+VERDICT_WORDS = {"deferred_copy": "the deferred copy", "zerocopy_pin": "pinning", "zerocopy_completion": "completions",
+                 "sendmsg": "inside the sender's sendmsg",
                  "recv": "inside the receiver's recv", "softirq_thread": "in a softirq thread",
                  "interrupt": "in interrupt context", "split": "in several places", "removed": "the user-space copy",
                  "reduced": "part of the user-space copy"}
@@ -138,17 +157,37 @@ def states_note(study, impl: str, size: int) -> str:
             f"the receiver spending {fmt_num(lo.receiver_ns_per_byte)} (see \"{PROFILE_SECTION}\").")
 
 
+def _verdict_words(study, e) -> str:
+    """An explanation's verdict in a few words, at the size it was found at. What the zero-copy sender
+    pays is said at every profiled size, each in words its own shares support ("most" at 64 KiB need
+    not hold at 64 B)."""
+    if e.rule == "zero_copy_cost":
+        by_size = zero_copy_cost_by_size(study.part_e, study.profiles)
+        groups: dict[str, list[int]] = {}
+        for size, found in by_size.items():
+            words = zero_copy_cost_words(found)
+            if words:
+                groups.setdefault(words, []).append(size)
+        if groups:
+            return "; ".join(f"{words}, at {and_sizes(sizes)}" for words, sizes in groups.items())
+    size = (e.evidence or {}).get("msg_size")
+    return (("a hypothesis: " if e.hypothesis else "") + VERDICT_WORDS.get(e.verdict, e.verdict)
+            + (f", at {fmt_size(size)}" if size else ""))
+
+
+def and_sizes(sizes) -> str:
+    """'64 B', '64 B and 1 KiB', '64 B, 1 KiB and 4 KiB'."""
+    said = [fmt_size(s) for s in sizes]
+    return said[0] if len(said) == 1 else ", ".join(said[:-1]) + " and " + said[-1]
+
+
 def refer_back(study, rules, section: str = PROFILE_SECTION) -> str:
     """One line pointing at the section that gave these explanations in full, with each one's verdict."""
     found = [study.explanations[r] for r in rules if r in study.explanations]
     found = [e for e in found if e.verdict != "unknown"]
     if not found:
         return ""
-    # each verdict at the size it was found at: "most" at 64 KiB need not hold at 64 B; and at the thread
-    # count it was profiled at, where the answer's decisions pool more
     said = [SHORT[e.rule].format(zc=name(ZERO_COPY), one=name(ONE_COPY),
-                                 verdict=("a hypothesis: " if e.hypothesis else "") + VERDICT_WORDS.get(e.verdict, e.verdict)
-                                 + (f", at {fmt_size(e.evidence['msg_size'])}" if (e.evidence or {}).get("msg_size")
-                                    else "") + only_at(study, (e.evidence or {}).get("threads")))
+                                 verdict=_verdict_words(study, e) + only_at(study, (e.evidence or {}).get("threads")))
             for e in found]
     return f"{said[0][0].upper() + said[0][1:]}" + "".join(f"; {x}" for x in said[1:]) + f": see \"{section}\"."
