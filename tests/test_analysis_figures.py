@@ -406,3 +406,12 @@ def test_the_removed_copy_figure_reads_the_sender_saving_from_the_study(full):
     bars = [t for t in fig.data if t.type == "bar"]
     assert {t.name for t in bars} == {analysis.IMPL_LABELS["a1"], analysis.IMPL_LABELS["a2"]}
     assert all(text == "0" for text in bars[1].text)  # A2 copies nothing in user space: said, not blank
+
+
+def test_cpu_breakdown_names_the_profiled_thread_count(full):
+    df, meta = full
+    points = analysis.profiles.profiled(df)
+    assert set(points["threads"]) == {1}  # the default: every throughput point at one thread
+    assert "at 1 thread" in figures.cpu_breakdown(df, meta).layout.title.text
+    two = pd.concat([df, points.assign(threads=2)], ignore_index=True)
+    assert "thread" not in figures.cpu_breakdown(two, meta).layout.title.text

@@ -13,7 +13,7 @@ from .. import escape, registry
 from ..analysis.profiles import profiled, shares
 from ..analysis.stacks import folded_counts
 from ..contract import PROFILE_BUCKETS
-from ..fmt import fmt_size, impl_name
+from ..fmt import fmt_size, impl_name, plural
 from ..profile.rules import BUCKET_MEANING
 from .style import FONT, FigureNote, _shared_title, _style
 
@@ -63,8 +63,12 @@ def cpu_breakdown(df, meta: dict, impls: list[str] | None = None):
     fig.update_yaxes(range=[0, 100], nticks=6)
     _shared_title(fig, "y", "share of the side's profile samples (%)")
     _shared_title(fig, "x", "implementation (top row: sender CPU, bottom row: receiver CPU)")
-    event = profiled(df)["profile_event"].dropna()
-    title = ("Where each side's CPU goes (throughput mode, profiled points"
+    points = profiled(df)
+    event = points["profile_event"].dropna()
+    # the profiled points' one thread count, named: a reader compares them with the measured ones
+    threads = sorted(set(points["threads"].dropna().astype(int)))
+    title = ("Where each side's CPU goes (profiled throughput runs"
+             + (f" at {plural(threads[0], 'thread')}" if len(threads) == 1 else "")
              + (f"; {escape.html(event.iloc[0])}" if len(event) else "") + ")")
     fig = _style(fig, meta, title, height=700, legend_title="bucket")
     fig.update_layout(margin=dict(b=170), legend=dict(font=dict(size=FONT["tick"] - 1)))
