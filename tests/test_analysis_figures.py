@@ -415,3 +415,14 @@ def test_cpu_breakdown_names_the_profiled_thread_count(full):
     assert "at 1 thread" in figures.cpu_breakdown(df, meta).layout.title.text
     two = pd.concat([df, points.assign(threads=2)], ignore_index=True)
     assert "thread" not in figures.cpu_breakdown(two, meta).layout.title.text
+
+
+def test_the_cache_miss_placeholder_gives_a_reason_of_its_own(bare):
+    """Where the reason is the host's perf note (printed once, in the system configuration), the
+    placeholder still says what failed in its own words: 'the perf note says why' alone read as circular."""
+    df, meta = bare
+    df = df.drop(columns="counters_note")
+    note = figures.cache_misses_vs_size(df, {**meta, "perf_note": "perf: <not supported> (no PMU)"})
+    assert isinstance(note, figures.FigureNote) and "cache misses" in note.title
+    assert note.why.startswith("perf could not count these hardware events on this host")
+    assert "System configuration" in note.why and "<not supported>" not in note.why

@@ -75,7 +75,9 @@ def unmeasured_reason(df: pd.DataFrame, meta: dict, column: str) -> str:
     return f"the {column} column of results.csv is empty (perf counters were not recorded)"
 
 
-SEE_PERF_NOTE = "the perf note in \"System configuration\" says why"
+# a reason in its own words (a bare pointer read as circular under a figure's placeholder), the detail once
+SEE_PERF_NOTE = ("perf could not count these hardware events on this host (the perf note in \"System configuration\" "
+                 "gives its message)")
 
 
 def unmeasured_short(df: pd.DataFrame, meta: dict, column: str) -> str:
