@@ -426,3 +426,14 @@ def test_the_cache_miss_placeholder_gives_a_reason_of_its_own(bare):
     assert isinstance(note, figures.FigureNote) and "cache misses" in note.title
     assert note.why.startswith("perf could not count these hardware events on this host")
     assert "System configuration" in note.why and "<not supported>" not in note.why
+
+
+def test_zero_copy_saving_is_a_ratio_on_a_log_axis_framing_every_point(full):
+    """Not a linear percentage panel (one ran down to -1,400% and flattened every size from 1 KiB): A3
+    over A1 on a log ratio axis whose labelled ticks reach above the highest point and below the lowest."""
+    df, meta = full
+    fig = figures.zerocopy_completions(df, meta)
+    axis = fig.layout.yaxis3
+    ys = [y for t in fig.data if t.xaxis == "x3" for y in t.y]
+    assert axis.type == "log" and "÷" in axis.title.text and "%" not in axis.title.text
+    assert min(axis.tickvals) <= min(ys) * 1.05 and max(axis.tickvals) >= max(ys) / 1.05
