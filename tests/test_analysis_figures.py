@@ -3,6 +3,7 @@ notes instead of empty charts, and the explorer updating in place."""
 
 from __future__ import annotations
 
+import math
 import re
 
 import pandas as pd
@@ -10,6 +11,7 @@ import plotly.graph_objects as go
 import pytest
 
 from copylab import analysis, diagrams, explorer, figures
+from copylab.figures.style import PDF_WIDTH
 from data.analysis import synthetic
 
 
@@ -274,6 +276,169 @@ def test_where_the_cpu_goes_says_the_profiled_points_thread_count():
     from data.analysis import evidence as ev
     one = ev.frame([ev.profile_row(i, 65536, {"user_copy": 0.1}) for i in ("a1", "a2", "a3")])
     assert profiled_threads(one) == "1 thread"
-    assert "profiled points at 1 thread;" in figures.cpu_breakdown(one, {}).layout.title.text
+    assert "profiled at 1 thread;" in figures.cpu_breakdown(one, {}).layout.title.text
     two = ev.frame([ev.profile_row("a1", 65536, {"user_copy": 0.1}, threads=t) for t in (1, 8)])
     assert profiled_threads(two) == "1 and 8 threads"
+
+
+# --- what a reader of the PDF must be able to read (issue 33 and its second reading) ---
+
+def _plot_area(fig) -> tuple[float, float]:
+    """The plotting area in pixels at the PDF's width: (width, height)."""
+    m = fig.layout.margin
+    return PDF_WIDTH - m.l - m.r, fig.layout.height - m.t - m.b
+
+
+def _text_px(text: str, size: float) -> float:
+    """A one-line label's width: 0.48 em per character, as kaleido draws this font (tags left out)."""
+    return 0.48 * size * len(re.sub(r"<[^>]+>", "", text))
+
+
+@pytest.mark.parametrize("name, make", EVERY, ids=[n for n, _ in EVERY])
+def test_titles_fit_their_panels_and_axes(full, name, make):
+    """A subplot title wider than its panel runs into its neighbour's ("send calls completed / message
+    copied (solid) ..."); an axis title longer than its axis is clipped or overprints a neighbour."""
+    fig = make(*full)
+    width, height = _plot_area(fig)
+    layout = fig.layout
+    assert _text_px(layout.title.text, layout.title.font.size) <= PDF_WIDTH - 38, layout.title.text
+    x_domains = [layout[k].domain or (0, 1) for k in layout if k.startswith("xaxis")]
+    for a in layout.annotations:
+        if a.xref == "paper" and a.yanchor == "bottom" and a.name not in ("x-title", "y-title"):
+            panel = min(x_domains, key=lambda d: abs((d[0] + d[1]) / 2 - a.x))
+            assert _text_px(a.text, a.font.size) <= (panel[1] - panel[0]) * width, (a.text, panel)
+    for k in layout:
+        if k.startswith("yaxis") and layout[k].title.text:
+            d = layout[k].domain or (0, 1)
+            assert _text_px(layout[k].title.text, layout[k].title.font.size) <= (d[1] - d[0]) * height, \
+                (k, layout[k].title.text)
+
+
+@pytest.mark.parametrize("name, make", EVERY, ids=[n for n, _ in EVERY])
+def test_the_legend_sits_clear_of_the_x_axis_title(full, name, make):
+    """The legend (at the canvas's bottom) must end below the shared x title, which hangs under the
+    bottom panels' tick labels: rows of legend entries that reach it overprint it."""
+    fig = make(*full)
+    shared = [a for a in fig.layout.annotations if a.name == "x-title"]
+    if not shared:
+        return
+    entries = sum(1 for t in fig.data if t.showlegend is not False and t.name)
+    legend_rows = math.ceil(entries / 4)  # about four entries per row at the PDF's width
+    legend_top = 8 + 24 * legend_rows
+    title_bottom = fig.layout.margin.b + shared[0].yshift - 2 * shared[0].font.size  # under the tick labels
+    assert legend_top < title_bottom, (name, legend_top, title_bottom)
+
+
+@pytest.mark.parametrize("values, must_show", [
+    ((0.1, 0.96, 1.37, 0.909, 1.1), 1.23),    # A2's 1.23 win, read against a tick above 1
+    ((0.67, 9.5, 1.0), 9.0),                  # A3's 8-9x sender CPU at 64 B, read below a tick
+    ((0.87, 1.15, 0.909, 1.1), 1.05),        # a point within 5% of the end tick does not stretch the axis a step
+])
+def test_ratio_ticks_label_every_point_without_colliding(values, must_show):
+    from copylab.figures.evidence import ratio_ticks
+
+    ticks = ratio_ticks(values)
+    vals = ticks["tickvals"]
+    assert 1.0 in vals and min(vals) <= min(values) * 1.05 and max(vals) >= max(values) / 1.05
+    assert any(t > must_show for t in vals) and any(t < must_show for t in vals)
+    assert 10 ** ticks["range"][0] <= min(values) and 10 ** ticks["range"][1] >= max(values)
+    # neighbours at least a ninth of the axis apart: 1.1 / 1 / 0.9 on a 0.1-1.4 axis would collide
+    span = ticks["range"][1] - ticks["range"][0]
+    assert all(math.log10(b) - math.log10(a) >= span / 10 for a, b in zip(vals, vals[1:])), vals
+    assert len(vals) <= 7
+
+
+def test_latency_figure_shows_p50_alone_on_a_log_thread_axis_ending_at_the_grid(full):
+    df, meta = full
+    fig = figures.latency_vs_threads(df, meta)
+    assert "p50" in fig.layout.title.text
+    shown = " ".join(t.hovertemplate for t in fig.data)
+    assert "p99" not in shown and "99" not in " ".join(str(t.name) for t in fig.data)
+    x = fig.layout.xaxis
+    assert x.type == "log" and list(x.tickvals) == list(synthetic.THREADS)
+    assert 10 ** x.range[1] < max(synthetic.THREADS) * 1.5 and 10 ** x.range[0] > min(synthetic.THREADS) / 1.5
+    # one spelling of each program: the legend's names are the registry's labels
+    names = {t.name for t in fig.data if t.showlegend is not False}
+    assert names <= set(analysis.IMPL_LABELS.values())
+
+
+def _a3_slow_at_64(df):
+    """The sweep with A3's 64 B throughput a twentieth of its value: a panel spanning more than 10x."""
+    df = df.copy()
+    at = (df["impl"] == "a3") & (df["msg_size"] == 64)
+    df.loc[at, "throughput_gbps"] *= 0.05
+    return df
+
+
+def test_scaling_figure_gives_a_widely_spread_panel_a_log_axis(full):
+    """A3 at 64 B (0.03-0.06 Gbit/s under A1's 0.46) lay flat on a linear 0-0.5 axis, yet its 2x thread
+    effect is the one Q3 explains: a panel spanning more than 10x is log, and says so."""
+    df, meta = full
+    fig = figures.throughput_vs_threads(_a3_slow_at_64(df), meta)
+    titles = {a.text: a for a in fig.layout.annotations if a.text.startswith("size = ")}
+    assert "size = 64 B (log)" in titles and "size = 1 KiB" in titles
+    assert fig.layout.yaxis.type == "log" and fig.layout.yaxis2.type != "log"
+    assert fig.layout.yaxis.tickvals and min(fig.layout.yaxis.tickvals) < 0.1
+    assert "log where marked" in next(a.text for a in fig.layout.annotations if a.name == "y-title")
+    x = fig.layout.xaxis
+    assert 10 ** x.range[1] < max(synthetic.THREADS) * 1.5  # the axis ends at the grid's largest count
+
+
+def test_core_line_is_named_beside_it_and_leaves_the_thread_axis_alone(full):
+    """add_vline's label took the core count as its x, which on a log axis is 10^2: the label sat at the
+    panel's far right and stretched the axis past 8 threads."""
+    df, meta = full
+    unpinned = {k: v for k, v in meta.items() if k != "params"}
+    fig = figures.throughput_vs_threads(df, unpinned)
+    labels = [a for a in fig.layout.annotations if a.text == "2 cores"]
+    panels = {t.xaxis or "x" for t in fig.data}
+    assert {a.xref for a in labels} == panels
+    assert all(abs(a.x - math.log10(2)) < 1e-9 and a.xanchor == "left" for a in labels)
+    assert all(10 ** fig.layout[k].range[1] < 12 for k in fig.layout if k.startswith("xaxis") and fig.layout[k].range)
+    # a core count outside the grid's thread counts draws no line
+    many = figures.throughput_vs_threads(df, {**unpinned, "cores": 64})
+    assert not any(a.text == "64 cores" for a in many.layout.annotations) and not many.layout.shapes
+
+
+def test_the_removed_copy_figure_reads_the_sender_saving_from_the_study(full):
+    """The sender's cost per byte over sizes spans decades: on that log axis A1 and A2 lay on top of
+    each other where the 19% difference is the point. The right panel is A2 over A1, the Study's
+    decisions with their intervals, on a ratio axis whose ticks frame every point."""
+    df, meta = full
+    study = analysis.study(df, meta)
+    fig = figures.user_copy_per_message(study)
+    ratio = [t for t in fig.data if t.xaxis == "x2"]
+    assert len(ratio) == 1 and fig.layout.yaxis2.type == "log"
+    by_size = study.compare("a2", metric="srv_cpu_ns_per_byte")["by_size"]
+    assert list(ratio[0].x) == sorted(by_size) and list(ratio[0].y) == [by_size[s].ratio for s in sorted(by_size)]
+    assert 1.0 in fig.layout.yaxis2.tickvals
+    # a cost's ratio decided above 1 is no win: the key and the hovers say higher or lower
+    assert "decided lower" in ratio[0].name and "win" not in ratio[0].name
+    assert not {row[1] for row in ratio[0].customdata} & {"win", "loss"}
+    assert {s.y0 for s in fig.layout.shapes} >= {1.0}  # the ratio 1 line
+    bars = [t for t in fig.data if t.type == "bar"]
+    assert {t.name for t in bars} == {analysis.IMPL_LABELS["a1"], analysis.IMPL_LABELS["a2"]}
+    assert all(text == "0" for text in bars[1].text)  # A2 copies nothing in user space: said, not blank
+
+
+def test_the_cache_miss_placeholder_gives_a_reason_of_its_own(bare):
+    """Where the reason is the host's perf note (printed once, in the system configuration), the
+    placeholder still says what failed in its own words: 'the perf note says why' alone read as circular."""
+    df, meta = bare
+    df = df.drop(columns="counters_note")
+    note = figures.cache_misses_vs_size(df, {**meta, "perf_note": "perf: <not supported> (no PMU)"})
+    assert isinstance(note, figures.FigureNote) and "cache misses" in note.title
+    from copylab.analysis.stats import SEE_PERF_NOTE, perf_gap
+
+    assert note.why == (perf_gap(meta) or SEE_PERF_NOTE) and "says why" not in note.why
+
+
+def test_zero_copy_saving_is_a_ratio_on_a_log_axis_framing_every_point(full):
+    """Not a linear percentage panel (one ran down to -1,400% and flattened every size from 1 KiB): A3
+    over A1 on a log ratio axis whose labelled ticks reach above the highest point and below the lowest."""
+    df, meta = full
+    fig = figures.zerocopy_completions(df, meta)
+    axis = fig.layout.yaxis3
+    ys = [y for t in fig.data if t.xaxis == "x3" for y in t.y]
+    assert axis.type == "log" and "÷" in axis.title.text and "%" not in axis.title.text
+    assert min(axis.tickvals) <= min(ys) * 1.05 and max(axis.tickvals) >= max(ys) / 1.05

@@ -79,3 +79,17 @@ def test_the_section_says_what_the_sweep_lacks(df):
 def test_the_figures_draw_every_path(df):
     fig = other_paths.paths_figure(df, {})
     assert {t.legendgroup for t in fig.data} == set(registry.names(kind="native"))
+
+
+def test_the_paths_figure_reads_at_every_size(df):
+    """Throughput from 64 B to 64 KiB spans decades: a linear 0-27 Gbit/s panel put 64 B-4 KiB flat on
+    zero. Panels that span decades are log and say so; the sizes axis has a title; the title promises
+    dashed lines only where some are drawn."""
+    spread = df.copy()
+    spread.loc[spread["msg_size"] == 64, "throughput_gbps"] /= 100  # 64 B far below 64 KiB, as measured
+    fig = other_paths.paths_figure(spread, {})
+    assert fig.layout.yaxis.type == "log" and "log" in fig.layout.annotations[0].text
+    assert any(a.name == "x-title" and "message size" in a.text for a in fig.layout.annotations)
+    dashed = [t for t in fig.data if t.line.dash == "dash"]
+    assert dashed and "dashed" in fig.layout.title.text
+    assert {t.legendgroup for t in dashed} == set(EXTRA)

@@ -137,7 +137,7 @@ def receive_notes_markdown(df: pd.DataFrame) -> str:
 def paths_figure(df: pd.DataFrame, meta: dict):
     """Throughput and CPU per byte on each side against size, one line per send path (throughput
     mode, the primary receive strategy, means over thread counts and repetitions)."""
-    from .figures.style import IMPL_COLORS, _is_spread, _log_ticks, _size_ticks, _style
+    from .figures.style import IMPL_COLORS, _is_spread, _log_ticks, _shared_title, _size_ticks, _style, _with_note
 
     from .figures.study import Merged
 
@@ -147,7 +147,10 @@ def paths_figure(df: pd.DataFrame, meta: dict):
         return Merged("Every send path", "Only the study's three send paths were measured, so this figure would "
                       "repeat Part D's throughput and CPU-per-byte figures.")
     agg = aggregate(rows, list(SIDE_METRICS), by=("impl", "msg_size"))
-    titles = ["throughput (Gbit/s)", "sender CPU per byte (ns/B)", "receiver CPU per byte (ns/B)"]
+    # every panel spans decades over sizes: log where it does, or 64 B-4 KiB lie flat along zero
+    logs = [_is_spread(agg[m]) for m in SIDE_METRICS]
+    titles = [_with_note(t, "log") if log else t for t, log in
+              zip(("throughput (Gbit/s)", "sender CPU per byte (ns/B)", "receiver CPU per byte (ns/B)"), logs)]
     fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.08, subplot_titles=titles)
     for impl in native_paths(agg):
         g = agg[agg["impl"] == impl].sort_values("msg_size")
@@ -156,12 +159,16 @@ def paths_figure(df: pd.DataFrame, meta: dict):
             fig.add_trace(go.Scatter(x=g["msg_size"], y=g[metric], mode="lines+markers", name=IMPL_LABELS[impl],
                                      legendgroup=impl, showlegend=col == 1,
                                      line=dict(color=IMPL_COLORS[impl], dash=dash)), row=1, col=col)
-    if len(agg):
-        fig.update_xaxes(**_size_ticks(agg["msg_size"], compact=True))
-    for col, metric in enumerate(SIDE_METRICS[1:], start=2):  # CPU per byte spans decades over sizes
-        if len(agg) and _is_spread(agg[metric]):
+    fig.update_xaxes(**_size_ticks(agg["msg_size"], compact=True))
+    _shared_title(fig, "x", "message size (bytes, log scale; 1K = 1024)")
+    for col, (metric, log) in enumerate(zip(SIDE_METRICS, logs), start=1):
+        if log:
             fig.update_yaxes(type="log", **_log_ticks(agg[metric]), row=1, col=col)
-    return _style(fig, meta, "Every send path: throughput and each side's CPU per byte (dashed: beyond the study)")
+        else:
+            fig.update_yaxes(rangemode="tozero", row=1, col=col)
+    dashed = any(t.line.dash == "dash" for t in fig.data)
+    return _style(fig, meta, "Every send path: throughput and each side's CPU per byte"
+                  + (" (dashed: beyond the study)" if dashed else ""))
 
 
 def cpu_by_path(profiles: pd.DataFrame, meta: dict):

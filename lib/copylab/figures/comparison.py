@@ -9,7 +9,7 @@ from .. import escape
 from ..analysis.comparison import RATIO, Comparison
 from ..analysis.roles import BASE
 from ..fmt import fmt_size, impl_name, system_summary
-from .evidence import DECISION_MARKERS, ratio_ticks
+from .evidence import DECISION_KEY, DECISION_MARKERS, equivalence_band, ratio_ticks
 from .style import IMPL_COLORS, FigureNote, _size_ticks, _style
 
 WHAT = {"throughput": "throughput", "cpu_per_byte": "CPU time per byte", "latency": "p50 round trip"}
@@ -45,12 +45,11 @@ def changes_figure(c: Comparison, kind: str, criterion: str):
             hovertemplate="%{customdata[0]}: B/A %{y:.3f}× (%{customdata[1]}: %{customdata[2]})<extra></extra>"))
     if not values:
         values = [1.0]
-    fig.add_hrect(y0=1 / (1 + c.margin), y1=1 + c.margin, fillcolor="#999", opacity=0.15, line_width=0)
-    fig.add_hline(y=1.0, line_dash="dot", line_color="#555")
+    equivalence_band(fig, c.margin)
     fig.update_xaxes(**_size_ticks([ch.size for ch in found]), title_text="message size (bytes, log scale)")
     fig.update_yaxes(type="log", **ratio_ticks(values + [1 / (1 + c.margin), 1 + c.margin]),
                      title_text="B ÷ A (log scale)")
-    fig = _style(fig, c.meta_a, f"Change of {what} from A to B (▲ win ▼ loss ■ equivalent ● undecided)",
+    fig = _style(fig, c.meta_a, f"Change of {what} from A to B ({DECISION_KEY})",
                  legend_title="path")
     fig.layout.title.subtitle.text = caption(c)
     fig.layout.margin.t = 130  # the two sweeps' lines under the title

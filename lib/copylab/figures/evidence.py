@@ -13,27 +13,31 @@ from plotly.subplots import make_subplots
 from ..analysis import METRICS, aggregate, measured
 from ..analysis.roles import BASE, COMPARED, ONE_COPY, ZERO_COPY
 from ..analysis.stats import one_receive
+from ..analysis.study import SIDE_CPU
 from ..fmt import IMPL_LABELS, fmt_size, impl_name
 from .style import (FONT, IMPL_COLORS, FigureNote, _impl_trace, _is_spread, _log_ticks, _note_for,
                     _shared_title, _size_ticks, _style, _with_note, hover_data, hover_template, interval_bars)
 
 
-def user_copy_per_message(df: pd.DataFrame, meta: dict):
-    """The copy the one-copy path removes: user-space copy bytes per message (the servers' own count,
-    as a multiple of the message size) next to the sender's cost per byte."""
+def user_copy_per_message(study):
+    """The copy the one-copy path removes: user-space copy bytes per message (the servers' own count, as a
+    multiple of the message size) next to what that saves the sender: the one-copy path's sender CPU per
+    byte over the baseline's, the Study's decisions and 95% intervals on a ratio axis (absolute costs per
+    byte span decades over sizes and would hide a 20% difference)."""
+    df, meta = study.shown, study.meta
     tp = one_receive(df)
     tp = tp[(tp["mode"] == "throughput") & tp["impl"].isin([BASE, ONE_COPY])].copy()
     if not measured(tp, "user_copy_bytes_per_message"):
         return _note_for(df, meta, "bytes copied in user space per message",
                          ["user_copy_bytes_per_message"], "throughput")
     tp["user_copy_share"] = tp["user_copy_bytes_per_message"] / tp["msg_size"]
-    cost = next((m for m in ("srv_cycles_per_byte", "srv_cpu_ns_per_byte") if measured(tp, m)), None)
-    metrics = ["user_copy_share"] + ([cost] if cost else [])
-    agg = aggregate(tp, metrics, by=("impl", "msg_size"))
-    # room between the panels for the right one's axis title (it overprinted the left panel's title)
-    fig = make_subplots(rows=1, cols=len(metrics), horizontal_spacing=0.16,
-                        subplot_titles=["user-space copy per message (servers' count)",
-                                        "sender cost per byte"][:len(metrics)])
+    agg = aggregate(tp, ["user_copy_share"], by=("impl", "msg_size"))
+    saving = study.compare(ONE_COPY, metric=SIDE_CPU["sender"])["by_size"]
+    one, base = impl_name(ONE_COPY), impl_name(BASE)
+    titles = ["user-space copy, servers' count", f"sender CPU per byte ÷ {base}'s"]
+    # room between the panels for the right one's tick labels and axis title (they overprinted the left title)
+    fig = make_subplots(rows=1, cols=2 if saving else 1, horizontal_spacing=0.16,
+                        subplot_titles=titles[:2 if saving else 1])
     for impl, g in agg.groupby("impl"):
         g = g.sort_values("msg_size")
         fig.add_trace(go.Bar(x=[fmt_size(s) for s in g["msg_size"]], y=g["user_copy_share"],
@@ -46,24 +50,48 @@ def user_copy_per_message(df: pd.DataFrame, meta: dict):
                              hovertemplate=(f"<b>{IMPL_LABELS[impl]}</b><br>%{{x}}, mean over thread counts<br>"
                                             "copied in user space: %{customdata:.0f} B per message "
                                             "(%{y:.2f} × the message)<extra></extra>")), row=1, col=1)
-        if cost:
-            # the mean is over thread counts, not repetitions: a spread over threads is no CI
-            trace = _impl_trace(g, impl, "msg_size", cost, False)
-            trace.error_y.visible = False
-            fig.add_trace(trace, row=1, col=2)
-    fig.update_yaxes(title_text="bytes copied in user space ÷ message size", row=1, col=1)
+    fig.update_yaxes(title_text="bytes copied ÷ message size", row=1, col=1)
     fig.update_xaxes(title_text="message size (bytes)", type="category", row=1, col=1)
-    if cost:
-        unit = "cycles/B" if "cycles" in cost else "ns/B"
-        y_cost = METRICS[cost][0].replace(" (ns/B)", "") + f" ({unit})"
-        if _is_spread(agg[cost]):
-            fig.update_yaxes(type="log", **_log_ticks(agg[cost]), row=1, col=2)
-            y_cost = _with_note(y_cost, "log scale")
-        fig.update_yaxes(title_text=y_cost, row=1, col=2)
-        fig.update_xaxes(title_text="message size (bytes, log scale)", row=1, col=2,
-                         **_size_ticks(agg["msg_size"]))
-    return _style(fig, meta, f"The copy {impl_name(ONE_COPY)} removes: user-space copy and sender cost "
-                  "(mean over thread counts)")
+    if saving:
+        values = decision_values(saving.values())
+        # its legend entry says what the markers and the band mean (the title has no room for it)
+        fig.add_trace(decision_trace(saving, f"{one} / {base}, all thread counts ({COST_KEY}; "
+                                     "grey band: the equivalence margin)", IMPL_COLORS.get(ONE_COPY),
+                                     what=f"{one}'s sender CPU per byte ÷ {base}'s", words=COST_WORDS), row=1, col=2)
+        equivalence_band(fig, study.margin, row=1, col=2)
+        fig.update_yaxes(type="log", **ratio_ticks(values + [1 / (1 + study.margin), 1 + study.margin]),
+                         title_text=f"{one} ÷ {base} (log scale)", row=1, col=2)
+        fig.update_xaxes(title_text="message size (bytes, log scale)", row=1, col=2, **_size_ticks(list(saving)))
+    return _style(fig, meta, f"The copy {one} removes, and its sender's CPU per byte against {base}'s")
+
+
+def decision_values(decisions) -> list[float]:
+    """Every ratio and interval end of the decisions: what a ratio axis must show."""
+    return [v for d in decisions for v in (d.ratio, d.low, d.high) if v == v and v > 0]
+
+
+def decision_trace(by_size: dict, name: str, color: str | None, what: str, showlegend: bool = True,
+                   words: dict | None = None) -> go.Scatter:
+    """One path's decisions per size ({size: Decision}): the ratio, its 95% interval as an error bar and a
+    marker per decision (DECISION_MARKERS); the hover names each decision in `words` (a cost's "win" is a
+    ratio decided above 1, i.e. decided higher)."""
+    words = words or {}
+    sizes = sorted(by_size)
+    d = [by_size[s] for s in sizes]
+    return go.Scatter(
+        x=sizes, y=[x.ratio for x in d], mode="lines+markers", name=name, showlegend=showlegend,
+        line=dict(color=color), marker=dict(symbol=[DECISION_MARKERS[x.decision] for x in d], size=11),
+        error_y=dict(type="data", symmetric=False, array=[x.high - x.ratio if x.high == x.high else 0 for x in d],
+                     arrayminus=[x.ratio - x.low if x.low == x.low else 0 for x in d],
+                     visible=any(x.low == x.low for x in d)),
+        customdata=[[fmt_size(s), words.get(str(x.decision), str(x.decision))] for s, x in zip(sizes, d)],
+        hovertemplate=f"{what}<br>%{{customdata[0]}}: %{{y:.3f}}× (%{{customdata[1]}})<extra></extra>")
+
+
+def equivalence_band(fig: go.Figure, margin: float, **where) -> None:
+    """The equivalence margin as a grey band around a dotted ratio 1."""
+    fig.add_hrect(y0=1 / (1 + margin), y1=1 + margin, fillcolor="#999", opacity=0.15, line_width=0, **where)
+    fig.add_hline(y=1.0, line_dash="dot", line_color="#555", **where)
 
 
 def zerocopy_completions(df: pd.DataFrame, meta: dict):
@@ -83,10 +111,11 @@ def zerocopy_completions(df: pd.DataFrame, meta: dict):
     metrics = ["zc_completions_per_message", "zc_copied_share", "zc_not_copied_share"]
     agg = aggregate(zc, metrics, by=("impl", "threads", "msg_size"))
     saving = _sender_saving(rows)
-    titles = ["send calls completed / message", "copied (solid), not (dotted), %"]
+    # short titles: three side by side ran together; what is solid or dotted, the y title says
+    titles = ["send calls per message", "completions copied (%)"]
     if saving is not None:
-        titles.append(f"sender CPU per byte ÷ {impl_name(BASE)}'s")
-    fig = make_subplots(rows=1, cols=len(titles), horizontal_spacing=0.08, subplot_titles=titles)
+        titles.append(f"sender CPU/B ÷ {impl_name(BASE)}'s")
+    fig = make_subplots(rows=1, cols=len(titles), horizontal_spacing=0.1, subplot_titles=titles)
     palette = plotly.colors.qualitative.Plotly
     for k, (threads, g) in enumerate(agg.groupby("threads")):
         g = g.sort_values("msg_size")
@@ -109,8 +138,9 @@ def zerocopy_completions(df: pd.DataFrame, meta: dict):
                           row=1, col=3)
     fig.update_xaxes(**_size_ticks(agg["msg_size"], compact=True))
     _shared_title(fig, "x", "message size (bytes, log scale)")
-    fig.update_yaxes(title_text="send calls covered ÷ messages (the server's count)", row=1, col=1)
-    fig.update_yaxes(title_text="share of completions (%)", range=[0, 105], row=1, col=2)
+    # from zero: a count that is 1.0 at every point must not be stretched into 0.99999 / 1 / 1.00001
+    fig.update_yaxes(title_text="send calls covered ÷ messages", rangemode="tozero", row=1, col=1)
+    fig.update_yaxes(title_text="% copied (solid), not (dotted)", range=[0, 105], row=1, col=2)
     if saving is not None:
         fig.add_hline(y=1.0, line_dash="dot", line_color="#555", row=1, col=3)
         fig.update_yaxes(title_text=f"{zname} ÷ {impl_name(BASE)} (log scale)",
@@ -136,6 +166,10 @@ def _sender_saving(rows: pd.DataFrame) -> pd.DataFrame | None:
 
 
 DECISION_MARKERS = {"win": "triangle-up", "loss": "triangle-down", "equivalent": "square", "undecided": "circle"}
+DECISION_KEY = "▲ win ▼ loss ■ equivalent ● undecided"
+# a Decision's win is its ratio decided above 1: for a cost (CPU per byte, lower is better) say so plainly
+COST_WORDS = {"win": "decided higher", "loss": "decided lower"}
+COST_KEY = "▲ decided higher ▼ decided lower ■ equivalent ● undecided"
 
 
 def ratio_to_baseline(study):
@@ -149,47 +183,46 @@ def ratio_to_baseline(study):
         found = study.compare(impl)["by_size"]
         if not found:
             continue
-        sizes = sorted(found)
-        d = [found[s] for s in sizes]
-        values += [v for x in d for v in (x.ratio, x.low, x.high) if v == v and v > 0]
-        fig.add_trace(go.Scatter(
-            x=sizes, y=[x.ratio for x in d], mode="lines+markers", name=f"{impl_name(impl)} / {impl_name(BASE)}",
-            line=dict(color=IMPL_COLORS.get(impl)),
-            marker=dict(symbol=[DECISION_MARKERS[x.decision] for x in d], size=11),
-            error_y=dict(type="data", symmetric=False, array=[x.high - x.ratio if x.high == x.high else 0 for x in d],
-                         arrayminus=[x.ratio - x.low if x.low == x.low else 0 for x in d],
-                         visible=any(x.low == x.low for x in d)),
-            customdata=[[fmt_size(s), str(x.decision)] for s, x in zip(sizes, d)],
-            hovertemplate="%{customdata[0]}: %{y:.3f}× (%{customdata[1]})<extra></extra>"))
+        values += decision_values(found.values())
+        fig.add_trace(decision_trace(found, f"{impl_name(impl)} / {impl_name(BASE)}", IMPL_COLORS.get(impl),
+                                     what=f"{impl_name(impl)}'s throughput ÷ {impl_name(BASE)}'s"))
     if not values:
         return FigureNote(f"throughput relative to {impl_name(BASE)}",
                           f"throughput-mode rows of {impl_name(BASE)} and the paths compared with it",
                           "the sweep has no throughput rows of both", "include them in the grid")
-    fig.add_hrect(y0=1 / (1 + margin), y1=1 + margin, fillcolor="#999", opacity=0.15, line_width=0)
-    fig.add_hline(y=1.0, line_dash="dot", line_color="#555")
+    equivalence_band(fig, margin)
     fig.update_xaxes(**_size_ticks(study.part_e["msg_size"]), title_text="message size (bytes, log scale)")
     fig.update_yaxes(type="log", **ratio_ticks(values + [1 / (1 + margin), 1 + margin]),
                      title_text=f"throughput ÷ {impl_name(BASE)}'s (log scale)")
-    return _style(fig, meta, f"Throughput relative to {impl_name(BASE)}: decisions, 95% intervals "
-                  "(▲ win ▼ loss ■ equivalent ● undecided)")
+    return _style(fig, meta, f"Throughput ÷ {impl_name(BASE)}'s, 95% intervals ({DECISION_KEY})")
 
 
-RATIO_TICKS = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.5, 2.0, 3.0, 5.0, 10.0)
+RATIO_TICKS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.5, 2.0, 3.0, 5.0, 10.0,
+               20.0, 50.0, 100.0)
+MAX_TICKS = 7
 
 
 def ratio_ticks(values) -> dict:
-    """Ticks for a ratio on a log axis: the round ratios within the values' range, thinned to at most 7."""
-    low, high = min(values) / 1.05, max(values) * 1.05
-    ticks = [t for t in RATIO_TICKS if low <= t <= high]
-    while len(ticks) > 7:
-        ticks = [t for i, t in enumerate(ticks) if i % 2 == 0 or t == 1.0]
-    gap = (math.log10(high) - math.log10(low)) / 10  # labels closer than this on the axis would collide
-    kept = [1.0] if 1.0 in ticks else []
-    for t in sorted(ticks, key=lambda t: abs(math.log10(t))):  # 1 first, then outwards
-        if all(abs(math.log10(t) - math.log10(k)) >= gap for k in kept):
+    """Ticks and range for a ratio on a log axis. The axis runs from a round ratio at or below the lowest
+    value to one at or above the highest, both labelled, so every point sits between labelled ticks; 1 is
+    labelled, then the round ratios nearest 1 (where wins and losses are read), at most MAX_TICKS, none
+    closer on the axis than a ninth of its span (closer labels collide: 1.1 / 1 / 0.9)."""
+    values = [v for v in values if v == v and v > 0] or [1.0]
+    low, high = min(values), max(values)
+    # a value within 5% of a round ratio counts as at it: the axis is not stretched a whole step for it
+    bottom = max([t for t in RATIO_TICKS if t <= low * 1.05 and t < high], default=low)
+    top = min([t for t in RATIO_TICKS if t >= high / 1.05 and t > bottom], default=high)
+    inside = [t for t in RATIO_TICKS if bottom <= t <= top]
+    gap = math.log10(top / bottom) / 9
+    kept: list[float] = []
+    for t in [1.0, top, bottom, *sorted(inside, key=lambda t: abs(math.log10(t)))]:
+        if (t in inside and len(kept) < MAX_TICKS
+                and all(abs(math.log10(t) - math.log10(k)) >= gap for k in kept)):
             kept.append(t)
     ticks = sorted(kept)
-    return dict(tickvals=ticks, ticktext=[f"{t:g}" for t in ticks], minor=dict(showgrid=False))
+    pad = max(0.03 * math.log10(top / bottom), 0.01)  # the end ticks' markers and labels stay whole
+    return dict(tickvals=ticks, ticktext=[f"{t:g}" for t in ticks], minor=dict(showgrid=False),
+                range=[math.log10(min(bottom, low)) - pad, math.log10(max(top, high)) + pad])
 
 
 def receive_strategies(df: pd.DataFrame, meta: dict):
@@ -211,5 +244,5 @@ def receive_strategies(df: pd.DataFrame, meta: dict):
                                                 "%{y:.3f}×<extra></extra>")))
     fig.add_hline(y=1.0, line_dash="dot", line_color="#555")
     fig.update_xaxes(**_size_ticks(table["msg_size"]), title_text="message size (bytes, log scale)")
-    fig.update_yaxes(title_text="throughput with bulk reads ÷ with message reads")
+    fig.update_yaxes(title_text="throughput, bulk ÷ message-sized reads")
     return _style(fig, meta, "The receiver's read size changes the sender's throughput")

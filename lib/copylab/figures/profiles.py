@@ -75,7 +75,7 @@ def cpu_breakdown(df, meta: dict, impls: list[str] | None = None):
     _shared_title(fig, "y", "share of the side's profile samples (%)")
     _shared_title(fig, "x", "implementation (top row: sender CPU, bottom row: receiver CPU)")
     event = profiled(df)["profile_event"].dropna()
-    title = (f"Where each side's CPU goes (throughput mode, profiled points at {profiled_threads(df)}"
+    title = (f"Where each side's CPU goes (throughput, profiled at {profiled_threads(df)}"
              + (f"; {escape.html(event.iloc[0])}" if len(event) else "") + ")")
     fig = _style(fig, meta, title, height=700, legend_title="bucket")
     fig.update_layout(margin=dict(b=170), legend=dict(font=dict(size=FONT["tick"] - 1)))

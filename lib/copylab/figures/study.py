@@ -15,7 +15,7 @@ from .. import escape
 from ..analysis import aggregate, measured
 from ..analysis.stats import one_receive
 from ..fmt import fmt_size, md_escape
-from .style import (threads_ticks, _grid, _impl_trace, _is_spread, _log_ticks, _note_for, _shared_title,
+from .style import (FONT, threads_ticks, _grid, _impl_trace, _is_spread, _log_ticks, _note_for, _shared_title,
                     _style, _with_note, rep_dots)
 
 
@@ -126,10 +126,21 @@ def throughput_vs_threads(df: pd.DataFrame, meta: dict):
              f"on CPU {escape.html(params['pin_client'])})")
     fig = _grid(df, meta, "throughput", ["throughput_gbps"], "threads", "msg_size", title, "throughput vs threads")
     cores = meta.get("cores")
-    if isinstance(fig, go.Figure) and cores and not pinned:
-        fig.add_vline(x=float(cores), line_dash="dot", line_color="#555",
-                      annotation_text=f"{cores} cores", annotation_position="top left",
-                      annotation_font_size=10, row="all", col="all")
+    threads = sorted(one_receive(df)["threads"].dropna().unique())
+    if isinstance(fig, go.Figure) and cores and not pinned and threads and threads[0] <= cores <= threads[-1]:
+        _core_line(fig, float(cores))
     return fig
+
+
+def _core_line(fig: go.Figure, cores: float) -> None:
+    """A dotted line at the core count in every panel, named beside it at the panel's top. Drawn as a
+    shape and an annotation of its own: add_vline's annotation takes the count itself as its x, which on
+    a log axis is 10^cores (off the panel, stretching the axis)."""
+    fig.add_vline(x=cores, line_dash="dot", line_color="#555", row="all", col="all")
+    for ref in sorted({t.xaxis or "x" for t in fig.data}):  # the panels drawn (not a grid's empty slot)
+        x = math.log10(cores) if fig.layout["xaxis" + ref[1:]].type == "log" else cores
+        fig.add_annotation(x=x, xref=ref, y=1, yref=f"{ref.replace('x', 'y')} domain", text=f"{cores:g} cores",
+                               showarrow=False, xanchor="left", yanchor="top", xshift=3,
+                               font=dict(size=FONT["tick"] - 2, color="#555"))
 
 

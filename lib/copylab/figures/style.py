@@ -112,11 +112,15 @@ def _style(fig: go.Figure, meta: dict, title: str, height: int = PDF_HEIGHT,
     fig.for_each_xaxis(lambda ax: ax.update(tickfont=dict(size=ax.tickfont.size or FONT["tick"]),
                                             title_font=dict(size=FONT["base"])))
     fig.update_yaxes(tickfont=dict(size=FONT["tick"]), title_font=dict(size=FONT["base"]))
-    # subplot titles and row titles are annotations too; shared axis titles keep their own size
+    # subplot titles and row titles are annotations too, which make_subplots sizes 16 (too wide for three
+    # panels side by side); shared axis titles and annotations sized on purpose keep their size
     for a in fig.layout.annotations:
-        if a.name not in ("x-title", "y-title") and a.font.size is None:
+        if a.name not in ("x-title", "y-title") and a.font.size in (None, _SUBPLOT_TITLE_SIZE):
             a.font.size = FONT["panel"]
     return fig
+
+
+_SUBPLOT_TITLE_SIZE = 16  # what make_subplots gives its titles
 
 
 def _size_ticks(sizes, compact: bool = False) -> dict:
@@ -251,8 +255,13 @@ def threads_ticks(threads, log: bool = False) -> dict:
     the counts span more than a factor 8 (1, 2, 4 ... 256 would crowd the small ones)."""
     threads = sorted(set(int(t) for t in threads))
     spread = len(threads) > 1 and (log or threads[-1] / max(threads[0], 1) > 8)
-    return dict(type="log" if spread else "linear", tickvals=threads, ticktext=[str(t) for t in threads],
-                tickangle=0, minor=dict(showgrid=False))
+    ticks = dict(type="log" if spread else "linear", tickvals=threads, ticktext=[str(t) for t in threads],
+                 tickangle=0, minor=dict(showgrid=False))
+    if spread:  # the axis ends just past the grid's counts: a marker or line elsewhere must not stretch it
+        lo, hi = math.log10(max(threads[0], 1)), math.log10(threads[-1])
+        pad = 0.06 * (hi - lo)
+        ticks["range"] = [lo - pad, hi + pad]
+    return ticks
 
 
 # Faceted figures with several metric rows share one y title (the unit); each row is named on the
@@ -265,11 +274,16 @@ ROW_NAMES = {
 }
 
 
-def _is_spread(values) -> bool:
+def _is_spread(values, factor: float = 30) -> bool:
     """Log scale when values span orders of magnitude (per-byte costs from 64 B to 64 KiB, p99
     latencies far above p50), so the small ones stay readable."""
     v = pd.Series(values).dropna()
-    return bool(len(v) and (v > 0).all() and v.max() / v.min() > 30)
+    return bool(len(v) and (v > 0).all() and v.max() / v.min() > factor)
+
+
+# a panel of its own scale goes log past a tenfold spread: on a linear axis the lowest line (A3 at 64 B,
+# 0.03-0.06 Gbit/s under A1's 0.46) lies flat along zero and its changes cannot be read
+PANEL_LOG_SPREAD = 10
 
 
 def _grid(df: pd.DataFrame, meta: dict, mode: str, metrics: list[str], x: str, facet: str,
@@ -292,8 +306,13 @@ def _grid(df: pd.DataFrame, meta: dict, mode: str, metrics: list[str], x: str, f
     mixed = 0 < len(log_rows) < len(shown)
     row_titles = [ROW_NAMES.get(m, m) + (" (log)" if mixed and r in log_rows else "")
                   for r, m in enumerate(shown, start=1)]
+    # panels of their own scale: log where the panel's values spread past PANEL_LOG_SPREAD, and so named
+    # (several metric rows under shared column titles cannot name a panel: there, only orders of magnitude)
+    spread = 30 if multi else PANEL_LOG_SPREAD
+    log_panels = set() if share_y else {(m, fv) for m in shown for fv in facets
+                                        if _is_spread(agg[agg[facet] == fv][m], spread)}
     labels = [f"{'size' if facet == 'msg_size' else facet} = {fmt_size(v) if facet == 'msg_size' else v}"
-              for v in facets]
+              + (" (log)" if not multi and (shown[0], v) in log_panels else "") for v in facets]
     # one metric over many facets: wrap into rows of 3 so the panels stay wide enough to read
     cols = 3 if not multi and len(facets) > 4 else len(facets)
     rows = len(shown) if multi else math.ceil(len(facets) / cols)
@@ -309,14 +328,15 @@ def _grid(df: pd.DataFrame, meta: dict, mode: str, metrics: list[str], x: str, f
             panel = agg[agg[facet] == fv]
             _panel_traces(fig, panel, data[data[facet] == fv], x, metric, m_i == 0 and f_i == 0, r, c)
             if not share_y:
-                if _is_spread(panel[metric]):
+                if (metric, fv) in log_panels:
                     fig.update_yaxes(type="log", **_log_ticks(panel[metric]), row=r, col=c)
                 else:
                     fig.update_yaxes(nticks=6, rangemode="tozero", row=r, col=c)
         if m_i + 1 in log_rows:
             fig.update_yaxes(type="log", **_log_ticks(pd.concat([agg[metric], data[metric]])),
                              row=m_i + 1)
-    _axis_titles(fig, agg, x, len(facets), y_title or METRICS[shown[0]][0], bool(log_rows), mixed, share_y)
+    _axis_titles(fig, agg, x, len(facets), y_title or METRICS[shown[0]][0], bool(log_rows), mixed, share_y,
+                 bool(log_panels) and not multi)
     missing = [m for m in metrics if m not in shown]
     if missing:
         fig.add_annotation(text="not measured: " + ", ".join(METRICS[m][0] for m in missing),
@@ -327,7 +347,7 @@ def _grid(df: pd.DataFrame, meta: dict, mode: str, metrics: list[str], x: str, f
 
 
 def _axis_titles(fig: go.Figure, agg: pd.DataFrame, x: str, facets: int, y_text: str, log_rows: bool,
-                 mixed: bool, share_y: bool) -> None:
+                 mixed: bool, share_y: bool, log_panels: bool = False) -> None:
     """The x axis's ticks and title, and the y title saying which scale the panels use."""
     if x == "msg_size":
         fig.update_xaxes(**_size_ticks(agg["msg_size"], compact=facets > 2))
@@ -341,7 +361,7 @@ def _axis_titles(fig: go.Figure, agg: pd.DataFrame, x: str, facets: int, y_text:
     elif mixed:
         y_text = _with_note(y_text, "log scale in rows marked log")
     elif not share_y:
-        y_text = _with_note(y_text, "each panel its own scale")
+        y_text = _with_note(y_text, "each panel its own scale" + ("; log where marked" if log_panels else ""))
     _shared_title(fig, "y", y_text)
 
 
