@@ -105,7 +105,7 @@ def test_report_pdf_and_html_from_synthetic_sweep(tmp_path):
         assert heading in text, heading
     # the figures are embedded as vector PDF: their axis titles are text in the report
     for label in ("message size (bytes, log scale)", "throughput (Gbit/s)", "LLC load misses per byte",
-                  "A1 two-copy: send()", "send calls completed / message", "sender CPU per byte ÷ A1's",
+                  "A1 two-copy: send()", "send calls per message", "sender CPU per byte ÷ A1's",
                   "Summary for engineers", "Holm", "Which side bounds each tool"):
         assert label in text, label
     assert "Figure not drawn" not in text
