@@ -46,3 +46,17 @@ def test_debian_package_list_covers_the_tool_chain():
     for pkg in ("gcc", "make", "linux-perf", "iproute2", "chromium", "pandoc", "texlive-xetex",
                 "texlive-fonts-recommended", "texlive-plain-generic", "poppler-utils"):
         assert re.search(rf"(^|\s){re.escape(pkg)}(\s|$)", script, re.M), f"{pkg} not installed by the Makefile"
+
+
+def test_copylabs_processes_import_the_notebook_tools_without_building_the_iri_grammar():
+    """copylab/__init__.py keeps jsonschema from importing rfc3987_syntax (an Earley parser built at
+    import, 1.3 s of CPU in every sweep and report), and nbformat still validates a notebook."""
+    import subprocess
+    import sys
+
+    code = ("import copylab, sys, nbformat, papermill, nbconvert\n"
+            "nbformat.validate(nbformat.read('notebooks/analysis.ipynb', as_version=4))\n"
+            "print(sys.modules.get('rfc3987_syntax', 'absent'))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "None"

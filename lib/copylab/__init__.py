@@ -14,3 +14,17 @@ def __getattr__(name: str):
         found = "unknown"
     globals()["__version__"] = found
     return found
+
+
+def _skip_iri_grammar() -> None:
+    """jsonschema (under nbformat, papermill and nbconvert) imports rfc3987_syntax when it is installed
+    (jupyter-events asks for it), which builds an Earley parser of RFC 3987 at import: 1.3 s of CPU in
+    every sweep and report process, for a check ("iri" formats) no notebook schema uses. A None in
+    sys.modules makes that import fail as if the package were absent, and jsonschema goes without it.
+    Only copylab's own processes: a Jupyter server started on its own keeps its checks."""
+    import sys
+
+    sys.modules.setdefault("rfc3987_syntax", None)
+
+
+_skip_iri_grammar()
