@@ -55,11 +55,12 @@ def check_client(run, impl: str, mode: str, size: int, threads: int) -> dict:
     return r
 
 
-def check_server(rc: int, s: dict | None, impl: str, mode: str, size: int, client_total: int) -> None:
+def check_server(rc: int, s: dict | None, impl: str, mode: str, size: int, client_total: int,
+                 connections: int = sum(THREADS)) -> None:
     assert rc == 0
     assert s is not None
     assert (s["role"], s["impl"], s["mode"], s["msg_size"]) == ("server", impl, mode, size)
-    assert s["threads"] == sum(THREADS)
+    assert s["threads"] == connections
     assert s["errors"] == 0 and s["connections_refused"] == 0 and s["verified"] is True
     assert s["bytes"] == client_total, "server sent a different number of bytes than the clients received"
     assert s["bytes"] == s["messages"] * size
@@ -84,11 +85,11 @@ def run_client_once_more_if_empty(addr: str, port: int, mode: str, size: int, th
     """A client run, and a second one with a longer window when the first saw nothing complete (seen
     once in a loaded `make test`, uring_zc at 64 B on 4 threads: likely a segment dropped on the busy
     host waiting out TCP's 200 ms minimum retransmission timeout, the whole 0.2 s window): (the run
-    to check, the bytes the empty run took from the server)."""
+    to check, the bytes and connections the empty run took from the server)."""
     run = run_client(addr, port, mode, size, threads=threads, **kw)
     if run.returncode == 0 or EMPTY_WINDOW not in run.stderr:
-        return run, 0
-    taken = (run.result or {}).get("total_bytes", 0)
+        return run, (0, 0)
+    taken = ((run.result or {}).get("total_bytes", 0), threads)
     return run_client(addr, port, mode, size, threads=threads, **{**kw, "duration": LONGER_WINDOW_S}), taken
 
 
@@ -100,7 +101,8 @@ def run_point(impl: str, mode: str, size: int, addr: str, sanitize: bool, server
     finally:
         rc, s = server.stop()
     results = [check_client(run, impl, mode, size, t) for (run, _), t in zip(runs, THREADS)]
-    check_server(rc, s, impl, mode, size, sum(r["total_bytes"] for r in results) + sum(taken for _, taken in runs))
+    check_server(rc, s, impl, mode, size, sum(r["total_bytes"] for r in results) + sum(b for _, (b, _) in runs),
+                 sum(THREADS) + sum(c for _, (_, c) in runs))
     if sanitize:
         for text in [server.stderr()] + [run.stderr for run, _ in runs]:
             assert not sanitizer_findings(text), text
