@@ -24,17 +24,26 @@ def test_total_ticks_sums_user_to_steal_and_leaves_guest_out():
     assert total_ticks(text) == 100 + 2 + 30 + 500 + 7 + 3 + 11 + 40  # guest is inside user already
 
 
-@pytest.mark.alone  # another xdist worker's CPU time would count as foreign
-def test_our_reaped_child_and_kernel_threads_are_not_foreign():
-    processes = _processes()
-    assert os.getpid() in descendants(os.getppid(), processes)
-    kthreadd = processes.get(2)
-    assert kthreadd is not None and kthreadd[1] & PF_KTHREAD, "pid 2 (kthreadd) is a kernel thread"
-    before = foreign_ticks(os.getpid())
+def test_our_reaped_child_and_kernel_threads_are_not_foreign(monkeypatch):
+    """A child this process ran and reaped lands in its cutime, inside our tree, and foreign_ticks
+    counts everything else but kernel threads: checked on one snapshot of /proc, so that other
+    programs running meanwhile (another worker, a build) cannot make it fail or pass."""
+    from copylab.sweep import hostload
+
+    own_before = _processes()[os.getpid()][2]
     subprocess.run([sys.executable, "-c", BURN, "0.3"], check=True)  # ours: reaped by this process
-    # others may have run meanwhile, but not a whole CPU's worth: counted as foreign, the 0.3 s
-    # burnt here (30 ticks at 100 Hz) would reach it
-    assert foreign_ticks(os.getpid()) - before < 0.3 * os.sysconf("SC_CLK_TCK")
+    snapshot = _processes()
+    # the 0.3 s burnt (30 ticks at 100 Hz) is now this process's, through cutime
+    assert snapshot[os.getpid()][2] - own_before >= 0.2 * os.sysconf("SC_CLK_TCK")
+    ours = descendants(os.getppid(), snapshot)
+    assert os.getpid() in ours
+    kthreadd = snapshot.get(2)
+    assert kthreadd is not None and kthreadd[1] & PF_KTHREAD, "pid 2 (kthreadd) is a kernel thread"
+    monkeypatch.setattr(hostload, "_processes", lambda: snapshot)
+    others = sum(ticks for pid, (_, flags, ticks) in snapshot.items() if pid not in ours and not flags & PF_KTHREAD)
+    assert foreign_ticks(os.getppid()) == others
+    assert foreign_ticks(1) == sum(ticks for pid, (_, flags, ticks) in snapshot.items()
+                                   if pid not in descendants(1, snapshot) and not flags & PF_KTHREAD)
 
 
 @pytest.mark.slow
