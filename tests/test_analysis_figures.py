@@ -362,6 +362,20 @@ def test_latency_figure_shows_p50_alone_on_a_log_thread_axis_ending_at_the_grid(
     assert names <= set(analysis.IMPL_LABELS.values())
 
 
+def test_latency_figure_goes_log_where_the_round_trip_grows_fourfold(full):
+    """A shared linear axis up to 300 µs left the 40-140 µs of 1-4 threads in its bottom third."""
+    from copylab.figures.study import LATENCY_LOG_SPREAD
+
+    df, meta = full
+    lat = df["mode"] == "latency"
+    grown = df.copy()
+    grown.loc[lat, "latency_p50_us"] = 40.0 * grown.loc[lat, "threads"]  # 40 -> 320 µs over 1-8 threads
+    assert figures.latency_vs_threads(grown, meta).layout.yaxis.type == "log"
+    flat = df.copy()
+    flat.loc[lat, "latency_p50_us"] = 40.0 + grown.loc[lat, "threads"]  # within LATENCY_LOG_SPREAD
+    assert LATENCY_LOG_SPREAD > 48 / 41 and figures.latency_vs_threads(flat, meta).layout.yaxis.type != "log"
+
+
 def _a3_slow_at_64(df):
     """The sweep with A3's 64 B throughput a twentieth of its value: a panel spanning more than 10x."""
     df = df.copy()

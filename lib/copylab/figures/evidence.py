@@ -55,7 +55,8 @@ def user_copy_per_message(study):
     if saving:
         values = decision_values(saving.values())
         # its legend entry says what the markers and the band mean (the title has no room for it)
-        fig.add_trace(decision_trace(saving, f"{one} / {base}, all thread counts ({COST_KEY}; "
+        # two lines: on one, the PDF's width cut it off ("grey band: the e")
+        fig.add_trace(decision_trace(saving, f"{one} / {base}, all thread counts<br>({COST_KEY}; "
                                      "grey band: the equivalence margin)", IMPL_COLORS.get(ONE_COPY),
                                      what=f"{one}'s sender CPU per byte ÷ {base}'s", words=COST_WORDS), row=1, col=2)
         equivalence_band(fig, study.margin, row=1, col=2)

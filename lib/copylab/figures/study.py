@@ -79,6 +79,9 @@ def cpu_time_per_byte_vs_size(df: pd.DataFrame, meta: dict):
                  "CPU time per byte vs message size", y_title="CPU time per byte (ns/B)")
 
 
+LATENCY_LOG_SPREAD = 4
+
+
 def latency_vs_threads(df: pd.DataFrame, meta: dict):
     """Latency-mode p50 (the summary's criterion) per thread count on its own scale, one panel per message
     size, on a log thread axis. p99 is left out: its tail stretches the axis and flattens the p50 lines
@@ -105,7 +108,10 @@ def latency_vs_threads(df: pd.DataFrame, meta: dict):
     fig.update_xaxes(**threads_ticks(agg["threads"], log=True))
     _shared_title(fig, "x", "client threads (connections, log scale)")
     y_text = "round-trip latency, " + ("p50" if center == "latency_p50_us" else "mean") + " (µs)"
-    if _is_spread(agg[center]):
+    # log past a fourfold spread: the panels share one axis, and a round trip that grows with the thread
+    # count (a saturated sender serving each connection in turn) would flatten the 1-4 thread values,
+    # where the summary's decisions lie, into the bottom third of a linear one
+    if _is_spread(agg[center], factor=LATENCY_LOG_SPREAD):
         fig.update_yaxes(type="log", **_log_ticks(agg[center]))
         y_text = _with_note(y_text, "log scale")
     _shared_title(fig, "y", y_text)
