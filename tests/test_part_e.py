@@ -68,7 +68,7 @@ def test_q4_gives_one_answer_from_the_decisions():
     assert "Holm's correction over the 4 comparisons of this answer leaves every decision standing" in text
     table = crossover.decision_table(s, "a2", "q4")
     assert list(table["decision"]) == ["loss", "equivalent", "win", "win"]
-    per = crossover.per_threads_table(s, "a2")
+    per = crossover.per_threads_table(s, "a2", "q4")
     assert list(per.columns) == ["message size", "1 thr", "2 thr", "4 thr", "8 thr"]
     assert per.iloc[2, 1].startswith("win ")
 
@@ -237,4 +237,4 @@ def test_a_crossover_that_differs_per_thread_count_is_said():
     assert "Per thread count the crossover differs (" in text and "8 threads: 4 KiB" in text
     assert "1 thread: 64 KiB" in text
     same = study(ev.throughput_grid({"a2": {65536: 1.3}}), {"cores": 2}, ev.frame([]))
-    assert crossover.per_thread_crossovers(same, "a2", same.crossover("a2")) == ""
+    assert crossover.per_thread_crossovers(same, "a2", "q4", same.crossover("a2")) == ""
