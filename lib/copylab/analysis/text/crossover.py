@@ -140,6 +140,10 @@ def decision_table(study: Study, impl: str, family: str) -> pd.DataFrame:
                                        "adjusted p (Holm)", "to decide"])
 
 
+PER_THREADS_CAPTION = ("Per thread count (decision, ratio and 95% interval; †: "
+                       f"{FALLEN} over this table's comparisons):")
+
+
 def per_threads_table(study: Study, impl: str, family: str) -> pd.DataFrame:
     """Rows: sizes; columns: thread counts; cells: 'win 1.12 (1.03–1.22)', 'win† ...' where Holm's correction
     over the per-thread family does not leave it standing."""

@@ -49,4 +49,4 @@ def losses_text(study: Study) -> str:
 def tables(study: Study) -> list[tuple[str, pd.DataFrame]]:
     """(caption, table): the decisions per size, then per thread count."""
     return [("", crossover.decision_table(study, ONE_COPY, FAMILY)),
-            ("Per thread count (decision, ratio and 95% interval):", crossover.per_threads_table(study, ONE_COPY, FAMILY))]
+            (crossover.PER_THREADS_CAPTION, crossover.per_threads_table(study, ONE_COPY, FAMILY))]
