@@ -263,7 +263,9 @@ def undecided(ratio: float, low: float, high: float, passes_needed: int = 2) -> 
 ])
 def test_more_passes_says_which_way_the_ratio_leans(ratio, low, high, lean):
     text = words.more_passes(undecided(ratio, low, high, 1))
-    assert text == f"about 1 more pass would likely decide it, {lean}"
+    # its basis said: the measured ratio and the spread of the passes it was measured from
+    assert text == (f"about 1 more pass would likely decide it, {lean} (if the ratio stays at {fmt_num(ratio)}× "
+                    "and the passes spread as much as these 3)")
 
 
 def test_the_lean_is_where_the_narrowing_interval_decides_first():

@@ -31,12 +31,22 @@ def test_q6_reports_a_pattern_across_cells_with_its_correction():
     text = answer["text"]
     assert "A2 slower than A1 at sizes up to 1 KiB, over every thread count, pooled over its 8 cells" in text
     alone = sum(c["significant"] for c in details["cells"])
-    assert (f"but only {alone} of the 8 cells {'is' if alone == 1 else 'are'} significant on "
+    assert ("but none of the 8 cells is significant on its own" if alone == 0 else
+            f"but only {alone} of the 8 cells {'is' if alone == 1 else 'are'} significant on "
             f"{'its' if alone == 1 else 'their'} own" if alone < 8 else
             "and every one is significant on its own") in text
     assert f"Holm's correction over the {answer['tests_made']} tests made" in text
     assert answer["correction"] == "holm" and answer["tests_made"] > 8
     assert len(q6.surprise_table(answer)) == 8
+
+
+def test_a_pattern_no_cell_decides_alone_says_none():
+    """Zero cells significant on their own reads "none of the 8 cells", never "only 0 of the 8"."""
+    df = ev.throughput_grid({"a2": {64: 0.95, 1024: 0.95}}, spread=0.06)
+    answer = q6.answer(study(df, {"cores": 2}, ev.frame([])))
+    assert answer["standing"] == "pattern" and not any(c["significant"] for c in answer["details"]["cells"])
+    assert "but none of the 8 cells is significant on its own: the shortfall is decided" in answer["text"]
+    assert "only 0 of" not in answer["text"]
 
 
 def test_one_outlier_cell_is_not_a_pattern_and_says_so():
@@ -68,7 +78,7 @@ def test_q4_gives_one_answer_from_the_decisions():
     assert "Holm's correction over the 4 comparisons of this answer leaves every decision standing" in text
     table = crossover.decision_table(s, "a2", "q4")
     assert list(table["decision"]) == ["loss", "equivalent", "win", "win"]
-    per = crossover.per_threads_table(s, "a2")
+    per = crossover.per_threads_table(s, "a2", "q4")
     assert list(per.columns) == ["message size", "1 thr", "2 thr", "4 thr", "8 thr"]
     assert per.iloc[2, 1].startswith("win ")
 
@@ -106,7 +116,14 @@ def test_q3_says_the_paths_differ_only_where_their_decisions_do():
     line = q3._size_line(65536, some, None, {})
     assert "the implementations differ" not in line and "no thread effect is decided (A2 equivalent)" in line
     some["a3"] = Decided(decision=Outcome.WIN, ratio=1.5, low=1.3, high=1.7)
-    assert "the implementations differ" in q3._size_line(65536, some, None, {})
+    assert "the implementations differ: A2 decided (equivalent), A3 decided (win); A1 undecided" in \
+        q3._size_line(65536, some, None, {})
+    # a decided win beside undecided paths is no difference between paths: which is decided is said
+    some["a2"] = Decided(decision=Outcome.UNDECIDED, ratio=1.0, low=0.8, high=1.2)
+    line = q3._size_line(65536, some, None, {})
+    assert "the implementations differ" not in line and "only A3 decided (win); A1 and A2 undecided" in line
+    some["a1"] = Decided(decision=Outcome.WIN, ratio=1.4, low=1.2, high=1.6)
+    assert "A1 and A3 decided (win); A2 undecided" in q3._size_line(65536, some, None, {})
 
 
 def test_q3_calls_it_cache_contention_only_with_misses_rising():
@@ -237,4 +254,83 @@ def test_a_crossover_that_differs_per_thread_count_is_said():
     assert "Per thread count the crossover differs (" in text and "8 threads: 4 KiB" in text
     assert "1 thread: 64 KiB" in text
     same = study(ev.throughput_grid({"a2": {65536: 1.3}}), {"cores": 2}, ev.frame([]))
-    assert crossover.per_thread_crossovers(same, "a2", same.crossover("a2")) == ""
+    assert crossover.per_thread_crossovers(same, "a2", "q4", same.crossover("a2")) == ""
+
+
+# ------------------------------------------------------------------------------------------------
+# only standing decisions are said as wins or losses (review-fresh H3)
+
+
+def _short_of_standing(s, family: str, decisions) -> None:
+    """Holm's correction over family leaves these decisions short of standing (as a larger family would)."""
+    for d in decisions:
+        s.families[family].adjusted[id(d)] = 0.0901
+
+
+def test_a_win_the_correction_does_not_leave_standing_is_not_said_as_decided():
+    s = study(ev.throughput_grid({"a2": {4096: 1.3}}), {"cores": 2}, ev.frame([]))
+    win = s.decision("a2", 4096)
+    assert win.decision == "win" and s.family("q4").stands(win)
+    text = crossover.decision_text(s, "a2", "q4")
+    assert "It wins at 4 KiB, but not at every larger size" in text  # standing: said as decided
+    _short_of_standing(s, "q4", [win])
+    text = crossover.decision_text(s, "a2", "q4")
+    assert "It wins at 4 KiB" not in text and "At 4 KiB it wins before the correction only (†)" in text
+    assert "4 KiB: win, " in text and f"({interval_words(win)})†" in text
+    table = crossover.decision_table(s, "a2", "q4").set_index("message size")
+    assert table.loc["4 KiB", "decision"] == "win†" and table.loc["4 KiB", "to decide"] == "not standing after correction"
+    assert table.loc["64 KiB", "to decide"] != "not standing after correction"
+
+
+def interval_words(d) -> str:
+    from copylab.analysis.text.words import interval
+    return f"95% interval {interval(d)}"
+
+
+def test_the_per_thread_table_and_crossovers_follow_the_per_thread_family():
+    faster = {("a2", 4096, 8, r): 1.3 for r in range(5)}
+    s = study(ev.throughput_grid({"a2": {65536: 1.3}}, outliers=faster), {"cores": 2}, ev.frame([]))
+    eight = s.compare("a2")["per_threads"][8]
+    assert s.crossover("a2", 8) == 4096
+    assert "8 threads: 4 KiB" in crossover.decision_text(s, "a2", "q4")
+    _short_of_standing(s, "q4_per_threads", [eight[4096]])
+    # the standing crossovers are the pooled one at every thread count: nothing differs to say
+    assert "Per thread count the crossover differs" not in crossover.decision_text(s, "a2", "q4")
+    per = crossover.per_threads_table(s, "a2", "q4").set_index("message size")
+    assert per.loc["4 KiB", "8 thr"].startswith("win† ") and per.loc["64 KiB", "8 thr"].startswith("win ")
+    _short_of_standing(s, "q4_per_threads", [eight[65536]])
+    assert "8 threads: none decided (4 KiB before the correction only)" in crossover.decision_text(s, "a2", "q4")
+
+
+def test_the_ratio_figure_marks_a_decision_that_does_not_stand():
+    from copylab.figures import ratio_to_baseline
+    from copylab.figures.evidence import FALLEN_KEY
+    s = study(ev.throughput_grid({"a2": {4096: 1.3}}), {"cores": 2}, ev.frame([]))
+    assert FALLEN_KEY not in [t.name for t in ratio_to_baseline(s).data]
+    _short_of_standing(s, "q4", [s.decision("a2", 4096)])
+    fig = ratio_to_baseline(s)
+    a2 = next(t for t in fig.data if t.name.startswith("A2"))
+    at = list(a2.x).index(4096)
+    assert a2.marker.symbol[at] == "triangle-up-open" and "not standing after correction" in a2.customdata[at][1]
+    assert all(not sym.endswith("-open") for i, sym in enumerate(a2.marker.symbol) if i != at)
+    assert FALLEN_KEY in [t.name for t in fig.data]
+
+
+def test_q4_says_once_that_standing_depends_on_the_family():
+    s = study(ev.throughput_grid({"a2": {4096: 1.3}}), {"cores": 2}, ev.frame([]))
+    win = s.decision("a2", 4096)
+    _short_of_standing(s, "q4", [win])
+    assert s.family("summary").stands(win)  # the same Decision, another family
+    q4_text = crossover.correction_text(s, "a2", "q4", None)
+    assert "A decision's standing depends on the family it is corrected in" in q4_text
+    assert "A2/A1 at 4 KiB does not stand here and does in the summary" in q4_text
+    assert "depends on the family" not in crossover.correction_text(s, "a3", "q5", None)
+
+
+def test_the_bounds_tables_reading_states_the_rule_its_both_rows_follow():
+    """A1 at 64 B in the fresh report: sender 99%, receiver 90%, "both": the reading must say when."""
+    df = ev.throughput_grid({}).assign(srv_cpu_busy=0.99, cli_cpu_busy=0.90, srv_cpu_steal=0.0, cli_cpu_steal=0.0)
+    assert set(harness.bounds_table(df)["bounded by"]) == {"both"}
+    text = harness.bounds_markdown(df)
+    assert ('"both" when one is busy at least 95% and the other within 10 points of it, so either may bound it'
+            in text) and "at least 10 points more than the other's" in text

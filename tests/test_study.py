@@ -58,10 +58,11 @@ def shown(s: analysis.Study) -> dict:
         table, per = (t for _, t in module.tables(s))
         for _, row in table.iterrows():
             size = next(k for k in answer["decision_detail_by_size"] if analysis.fmt_size(int(k)) == row["message size"])
-            out[("table", THROUGHPUT, impl, BASE, int(size), None)] = (row["decision"], row["95% interval"])
+            out[("table", THROUGHPUT, impl, BASE, int(size), None)] = (row["decision"].rstrip("†"), row["95% interval"])
         for _, row in per.iterrows():
             for column in per.columns[1:]:
-                out[("per-threads table", THROUGHPUT, impl, BASE, row["message size"], int(column.split()[0]))] = row[column]
+                out[("per-threads table", THROUGHPUT, impl, BASE, row["message size"],
+                     int(column.split()[0]))] = row[column].replace("†", "")
     for criterion, (_, metric, _) in CRITERIA.items():
         for size, entry in doc["summary"][criterion].items():
             for impl, d in entry["decisions"].items():
@@ -81,7 +82,7 @@ def shown(s: analysis.Study) -> dict:
         if cell["kind"] == "one_copy_slower":
             out[("answers q6", THROUGHPUT, ONE_COPY, BASE, cell["size"], cell["threads"])] = (cell["low"], cell["high"])
     fig = figures.ratio_to_baseline(s)
-    for trace in fig.data:
+    for trace in (t for t in fig.data if t.name != figures.evidence.FALLEN_KEY):  # the † marker's legend entry
         impl = next(i for i in (ONE_COPY, ZERO_COPY) if trace.name.startswith(analysis.impl_name(i)))
         for size, y, up, down in zip(trace.x, trace.y, trace.error_y.array, trace.error_y.arrayminus):
             out[("figure", THROUGHPUT, impl, BASE, int(size), None)] = (y, y + up, y - down)

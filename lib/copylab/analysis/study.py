@@ -26,7 +26,7 @@ import pandas as pd
 
 from . import findings as fnd
 from .decisions import (ALPHA, DEFAULT_MARGIN, Decision, Outcome, cell_diffs, decide_cells, decided_crossover,
-                        holm, log_values, point_stats)
+                        holm, trailing_start, log_values, point_stats)
 from .explain import Explanation, bound_side, latency_threads, two_states
 from .explain_copies import (deferred_copy_site, per_message_gap, profiled_sizes, removed_copy, why_at_size,
                              zero_copy_cost)
@@ -49,6 +49,8 @@ CRITERIA = {"throughput": ("throughput", THROUGHPUT, True),
 # each side's CPU time per byte (throughput mode, lower is better): the evidence sentences that say a
 # path costs its sender or receiver less cite these decisions, never the means alone
 SIDE_CPU = {"sender": "srv_cpu_ns_per_byte", "receiver": "cli_cpu_ns_per_byte"}
+# what the report's † says of a decision Holm's correction over its family does not leave standing
+FALLEN = "not standing after correction"
 
 
 @dataclass
@@ -81,6 +83,10 @@ class Family:
         """Whether d's decided claim (win, loss or equivalent) survives the family's correction."""
         p = self.p_holm(d)
         return d.decision != Outcome.UNDECIDED and p == p and p < ALPHA
+
+    def fallen(self, d: Decision | None) -> bool:
+        """Whether d is decided before the correction but does not stand after it (the report's †)."""
+        return d is not None and d.decision != Outcome.UNDECIDED and not self.stands(d)
 
 
 @dataclass
@@ -127,9 +133,19 @@ class Study:
         found = self.compare(impl, base, metric)
         return found["by_size"].get(size) if threads is None else found["per_threads"].get(threads, {}).get(size)
 
-    def crossover(self, impl: str) -> int | None:
-        """The decided crossover of impl over the baseline (docs/contracts.md, "Decisions")."""
-        return decided_crossover(self.compare(impl)["by_size"])
+    def crossover(self, impl: str, threads: int | None = None) -> int | None:
+        """The decided crossover of impl over the baseline (docs/contracts.md, "Decisions"), before Holm's
+        correction (standing_crossover: after it); threads: that thread count's."""
+        found = self.compare(impl)
+        return decided_crossover(found["by_size"] if threads is None else found["per_threads"].get(threads, {}))
+
+    def standing_crossover(self, impl: str, family: str, threads: int | None = None) -> int | None:
+        """The crossover of impl over the baseline counting only the wins Holm's correction over family
+        leaves standing (threads: that thread count's decisions): what the text may state as decided."""
+        found = self.compare(impl)
+        by_size = found["by_size"] if threads is None else found["per_threads"].get(threads, {})
+        fam = self.family(family)
+        return trailing_start(by_size, lambda size: by_size[size].decision == Outcome.WIN and fam.stands(by_size[size]))
 
     def family(self, name: str) -> Family:
         return self.families.get(name) or Family(name)

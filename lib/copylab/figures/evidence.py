@@ -13,7 +13,7 @@ from plotly.subplots import make_subplots
 from ..analysis import METRICS, aggregate, measured
 from ..analysis.roles import BASE, COMPARED, ONE_COPY, ZERO_COPY
 from ..analysis.stats import one_receive
-from ..analysis.study import SIDE_CPU
+from ..analysis.study import FALLEN, SIDE_CPU
 from ..fmt import IMPL_LABELS, fmt_size, impl_name
 from .style import (FONT, IMPL_COLORS, FigureNote, _impl_trace, _is_spread, _log_ticks, _note_for,
                     _shared_title, _size_ticks, _style, _with_note, hover_data, hover_template, interval_bars)
@@ -72,20 +72,24 @@ def decision_values(decisions) -> list[float]:
 
 
 def decision_trace(by_size: dict, name: str, color: str | None, what: str, showlegend: bool = True,
-                   words: dict | None = None) -> go.Scatter:
+                   words: dict | None = None, family=None) -> go.Scatter:
     """One path's decisions per size ({size: Decision}): the ratio, its 95% interval as an error bar and a
     marker per decision (DECISION_MARKERS); the hover names each decision in `words` (a cost's "win" is a
-    ratio decided above 1, i.e. decided higher)."""
+    ratio decided above 1, i.e. decided higher). family (the Study's Family): a decision Holm's correction
+    over it does not leave standing gets an open marker and "†, not standing after correction" in its hover."""
     words = words or {}
     sizes = sorted(by_size)
     d = [by_size[s] for s in sizes]
+    fallen = [family is not None and family.fallen(x) for x in d]
+    said = [words.get(str(x.decision), str(x.decision)) + (f"†, {FALLEN}" if f else "") for x, f in zip(d, fallen)]
     return go.Scatter(
         x=sizes, y=[x.ratio for x in d], mode="lines+markers", name=name, showlegend=showlegend,
-        line=dict(color=color), marker=dict(symbol=[DECISION_MARKERS[x.decision] for x in d], size=11),
+        line=dict(color=color), marker=dict(symbol=[DECISION_MARKERS[x.decision] + ("-open" if f else "")
+                                                    for x, f in zip(d, fallen)], size=11),
         error_y=dict(type="data", symmetric=False, array=[x.high - x.ratio if x.high == x.high else 0 for x in d],
                      arrayminus=[x.ratio - x.low if x.low == x.low else 0 for x in d],
                      visible=any(x.low == x.low for x in d)),
-        customdata=[[fmt_size(s), words.get(str(x.decision), str(x.decision))] for s, x in zip(sizes, d)],
+        customdata=[[fmt_size(s), w] for s, w in zip(sizes, said)],
         hovertemplate=f"{what}<br>%{{customdata[0]}}: %{{y:.3f}}× (%{{customdata[1]}})<extra></extra>")
 
 
@@ -171,6 +175,8 @@ DECISION_KEY = "▲ win ▼ loss ■ equivalent ● undecided"
 # a Decision's win is its ratio decided above 1: for a cost (CPU per byte, lower is better) say so plainly
 COST_WORDS = {"win": "decided higher", "loss": "decided lower"}
 COST_KEY = "▲ decided higher ▼ decided lower ■ equivalent ● undecided"
+FALLEN_KEY = f"open marker †: {FALLEN} (Holm)"
+ANSWER_FAMILY = {ONE_COPY: "q4", ZERO_COPY: "q5"}
 
 
 def ratio_to_baseline(study):
@@ -180,17 +186,23 @@ def ratio_to_baseline(study):
     meta, margin = study.meta, study.margin
     fig = go.Figure()
     values = []
+    fallen = False
     for impl in COMPARED:
         found = study.compare(impl)["by_size"]
         if not found:
             continue
         values += decision_values(found.values())
+        family = study.family(ANSWER_FAMILY[impl])  # the answer (Q4, Q5) whose decisions these are
+        fallen |= any(family.fallen(d) for d in found.values())
         fig.add_trace(decision_trace(found, f"{impl_name(impl)} / {impl_name(BASE)}", IMPL_COLORS.get(impl),
-                                     what=f"{impl_name(impl)}'s throughput ÷ {impl_name(BASE)}'s"))
+                                     what=f"{impl_name(impl)}'s throughput ÷ {impl_name(BASE)}'s", family=family))
     if not values:
         return FigureNote(f"throughput relative to {impl_name(BASE)}",
                           f"throughput-mode rows of {impl_name(BASE)} and the paths compared with it",
                           "the sweep has no throughput rows of both", "include them in the grid")
+    if fallen:  # a legend entry of its own: the open marker's meaning
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=FALLEN_KEY,
+                                 marker=dict(symbol="circle-open", size=11, color="#555")))
     equivalence_band(fig, margin)
     fig.update_xaxes(**_size_ticks(study.part_e["msg_size"]), title_text="message size (bytes, log scale)")
     fig.update_yaxes(type="log", **ratio_ticks(values + [1 / (1 + margin), 1 + margin]),

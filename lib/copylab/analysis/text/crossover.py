@@ -14,24 +14,32 @@ from ...fmt import fmt_num, fmt_size
 from .. import findings as fnd
 from ..decisions import Decision, Outcome, decided_crossover
 from ..roles import BASE, name
-from ..study import SIDE_CPU, Study
-from .words import (METHODS_SECTION, PROFILE_SECTION, cost_claim, cost_verdict, decision_cell, interval, more_passes,
+from ..study import FALLEN, SIDE_CPU, Study
+from .words import (METHODS_SECTION, PROFILE_SECTION, and_sizes, cost_claim, cost_verdict, decision_cell, interval, more_passes,
                     no_pair_reason, pooled_note, ratio_text, refer_back, reps_note, unanswerable)
 
 
-def _size_list(by_size: dict) -> str:
-    return "; ".join(f"{fmt_size(s)}: {d.decision}, {ratio_text(d)}" for s, d in sorted(by_size.items()))
+def _dagger(fallen: bool) -> str:
+    return "†" if fallen else ""
+
+
+def _size_list(by_size: dict, fam) -> str:
+    return "; ".join(f"{fmt_size(s)}: {d.decision}, {ratio_text(d)}{_dagger(fam.fallen(d))}"
+                     for s, d in sorted(by_size.items()))
 
 
 def decision_text(study: Study, impl: str, family: str) -> str:
-    """The one answer: the decided crossover over all thread counts, or why there is none."""
+    """The one answer: the crossover the standing decisions give over all thread counts, or why there is none.
+    A win or a loss Holm's correction over the answer's family does not leave standing is said as one
+    "before the correction only" (and marked †), never as decided."""
     by_size = study.compare(impl)["by_size"]
     x, b = name(impl), name(BASE)
     if not by_size:
         return f"No size where both {x} and {b} were measured in throughput mode."
+    fam = study.family(family)
     sizes = sorted(by_size)
     largest = by_size[sizes[-1]]
-    start = study.crossover(impl)
+    start, before = study.standing_crossover(impl, family), study.crossover(impl)
     # the test, the margin and the repetitions are said once, in the methods section
     how = f"Each decision is of the throughput ratio {x}/{b} over all thread counts (see \"{METHODS_SECTION}\")."
     if start is not None:
@@ -42,31 +50,46 @@ def decision_text(study: Study, impl: str, family: str) -> str:
         # the largest size measured: "every larger size" would claim sizes the grid does not have
         text += (" and at every larger size of this grid (at " f"{fmt_size(sizes[-1])}: {ratio_text(largest, True)})."
                  if start != sizes[-1] else ", the largest size of this grid.")
+        if before is not None and before != start:
+            text += f" From {fmt_size(before)} it wins before the correction only."
     else:
-        wins = [s for s in sizes if by_size[s].decision == Outcome.WIN]
+        wins = [s for s in sizes if by_size[s].decision == Outcome.WIN and fam.stands(by_size[s])]
+        # the largest size's decision is said next, marked
+        fallen = [s for s in sizes[:-1] if by_size[s].decision == Outcome.WIN and fam.fallen(by_size[s])]
         text = f"**There is no size in this grid from which {x} is decided to outperform {b}.**"
         if wins:
-            text += (f" It wins at {', '.join(fmt_size(s) for s in wins)}, but not at every larger size, so that "
+            text += (f" It wins at {and_sizes(wins)}, but not at every larger size, so that "
                      "is no crossover.")
-        text += f" At {fmt_size(sizes[-1])} the decision is {largest.decision} ({ratio_text(largest, True)})"
+        if fallen:
+            text += f" At {and_sizes(fallen)} it wins before the correction only (†)."
+        text += f" At {fmt_size(sizes[-1])} the decision is {largest.decision}{_dagger(fam.fallen(largest))} " \
+                f"({ratio_text(largest, True)})"
         text += f"; {more_passes(largest)}." if largest.decision == Outcome.UNDECIDED else "."
-    return (f"{text} By size: {_size_list(by_size)}.{per_thread_crossovers(study, impl, start)} {how} "
+    return (f"{text} By size: {_size_list(by_size, fam)}.{per_thread_crossovers(study, impl, family, start)} {how} "
             f"{correction_text(study, impl, family, start)}")
 
 
-def per_thread_crossovers(study: Study, impl: str, pooled: int | None) -> str:
-    """' Per thread count ...' when a thread count's own crossover differs from the pooled one ('' if none
-    does): a pooled crossover need not hold at each thread count."""
-    per = {t: decided_crossover(by) for t, by in sorted(study.compare(impl)["per_threads"].items())}
-    if all(c == pooled for c in per.values()):
+def per_thread_crossovers(study: Study, impl: str, family: str, pooled: int | None) -> str:
+    """' Per thread count ...' when a thread count's own standing crossover (Holm over the per-thread
+    family) differs from the pooled one ('' if none does): a pooled crossover need not hold at each
+    thread count, and a per-thread win that does not stand is no crossover."""
+    per_family = f"{family}_per_threads"
+    said, differs = [], False
+    for t in sorted(study.compare(impl)["per_threads"]):
+        standing, before = study.standing_crossover(impl, per_family, t), study.crossover(impl, t)
+        differs |= standing != pooled
+        words = fmt_size(standing) if standing is not None else "none decided"
+        if before is not None and before != standing:
+            words += f" ({fmt_size(before)} before the correction only)"
+        said.append(f"{t} thread{'s' if t != 1 else ''}: {words}")
+    if not differs:
         return ""
-    said = "; ".join(f"{t} thread{'s' if t != 1 else ''}: " + (fmt_size(c) if c is not None else "none decided")
-                     for t, c in per.items())
-    return f" Per thread count the crossover differs ({said}: the per-thread table)."
+    return f" Per thread count the crossover differs ({'; '.join(said)}: the per-thread table)."
 
 
 def correction_text(study: Study, impl: str, family: str, start: int | None) -> str:
-    """What Holm's correction over the answer's per-size comparisons leaves standing."""
+    """What Holm's correction over the answer's per-size comparisons leaves standing, and (Q4, the first
+    answer whose comparisons the summary also corrects) that standing depends on the family."""
     fam, by_size = study.family(family), study.compare(impl)["by_size"]
     decided = [s for s, d in sorted(by_size.items()) if d.decision != Outcome.UNDECIDED]
     fallen = [s for s in decided if not fam.stands(by_size[s])]
@@ -74,32 +97,63 @@ def correction_text(study: Study, impl: str, family: str, start: int | None) -> 
         return ""
     head = f"Holm's correction over the {fam.size} comparisons of this answer"
     if not fallen:
-        return f"{head} leaves every decision standing."
-    crossing = (" (so the crossover is not established at family-wise 95% confidence)"
-                if start is not None and any(s >= start for s in fallen) else "")
-    listed = ", ".join(f"{fmt_size(s)} (adjusted p = {fmt_num(fam.p_holm(by_size[s]))})" for s in fallen)
-    return f"{head} leaves the decision{'s' if len(fallen) != 1 else ''} at {listed} short of standing{crossing}."
+        text = f"{head} leaves every decision standing."
+    else:
+        listed = ", ".join(f"{fmt_size(s)} (adjusted p = {fmt_num(fam.p_holm(by_size[s]))})" for s in fallen)
+        text = (f"{head} leaves the decision{'s' if len(fallen) != 1 else ''} at {listed} short of standing "
+                f"(marked †: {FALLEN}).")
+    return f"{text} {family_note(study, impl, family)}".strip() if family == FAMILY_NOTED else text
+
+
+# the answer where a comparison first appears in a second family (the summary's, then Q4's): it says once
+# why the same ratio can stand in one and not in another
+FAMILY_NOTED = "q4"
+
+
+def family_note(study: Study, impl: str, family: str) -> str:
+    """One sentence: a decision's standing depends on the family it is corrected in, with this answer's
+    own example where the summary's family and this one disagree."""
+    fam, summary = study.family(family), study.family("summary")
+    differ = [(s, d) for s, d in sorted(study.compare(impl)["by_size"].items())
+              if d.decision != Outcome.UNDECIDED and fam.stands(d) != summary.stands(d)]
+    example = ""
+    if differ:
+        size, d = differ[0]
+        here, there = ("stands", "does not") if fam.stands(d) else ("does not stand", "does")
+        example = (f" ({name(impl)}/{name(BASE)} at {fmt_size(size)} {here} here and {there} in the summary)")
+    return ("A decision's standing depends on the family it is corrected in (the summary's, Part E's answers', "
+            "Q6's): Holm's correction weighs each p by the comparisons of its own family, so the same ratio can "
+            f"stand in one and not in another{example}.")
 
 
 def decision_table(study: Study, impl: str, family: str) -> pd.DataFrame:
-    """Per size over all thread counts: ratio, interval, passes, decision, Holm-adjusted p and what an
-    undecided one needs."""
+    """Per size over all thread counts: ratio, interval, passes, decision (†: not standing after Holm's
+    correction over the family), Holm-adjusted p and what an undecided one needs."""
     fam, rows = study.family(family), []
     for size, d in sorted(study.compare(impl)["by_size"].items()):
+        fallen = fam.fallen(d)
         rows.append({"message size": fmt_size(size), "ratio": d.ratio, "95% interval": interval(d),
-                     "passes": f"{d.n_x} / {d.n_base}", "decision": str(d.decision),
-                     "adjusted p (Holm)": fmt_num(fam.p_holm(d)), "to decide": more_passes(d) or "decided"})
+                     "passes": f"{d.n_x} / {d.n_base}", "decision": f"{d.decision}{_dagger(fallen)}",
+                     "adjusted p (Holm)": fmt_num(fam.p_holm(d)),
+                     "to decide": more_passes(d) or (FALLEN if fallen else "decided")})
     return pd.DataFrame(rows, columns=["message size", "ratio", "95% interval", "passes", "decision",
                                        "adjusted p (Holm)", "to decide"])
 
 
-def per_threads_table(study: Study, impl: str) -> pd.DataFrame:
-    """Rows: sizes; columns: thread counts; cells: 'win 1.12 (1.03–1.22)'."""
-    per = study.compare(impl)["per_threads"]
+PER_THREADS_CAPTION = ("Per thread count (decision, ratio and 95% interval; †: "
+                       f"{FALLEN} over this table's comparisons):")
+
+
+def per_threads_table(study: Study, impl: str, family: str) -> pd.DataFrame:
+    """Rows: sizes; columns: thread counts; cells: 'win 1.12 (1.03–1.22)', 'win† ...' where Holm's correction
+    over the per-thread family does not leave it standing."""
+    per, fam = study.compare(impl)["per_threads"], study.family(f"{family}_per_threads")
     sizes = sorted({s for by in per.values() for s in by})
     out = {"message size": [fmt_size(s) for s in sizes]}
     for threads in sorted(per):
-        out[f"{threads} thr"] = [decision_cell(per[threads].get(s)) for s in sizes]
+        cells = [per[threads].get(s) for s in sizes]
+        out[f"{threads} thr"] = [decision_cell(d).replace(" ", "† ", 1) if fam.fallen(d) else decision_cell(d)
+                                 for d in cells]
     return pd.DataFrame(out)
 
 

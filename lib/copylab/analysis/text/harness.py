@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ...fmt import fmt_num, fmt_size, markdown_table, plural
-from ..explain import and_list, bound_side, per_call_together, wakeup_regime
+from ..explain import CLEAR_GAP, NEAR_FULL, and_list, bound_side, per_call_together, wakeup_regime
 from ..peers import harness_ratios, small_message_evidence
 from ..roles import ONE_COPY, name, native, peer_for, peers
 from ..stats import one_receive
@@ -70,8 +70,12 @@ def bounds_markdown(df: pd.DataFrame) -> str:
     if (table["bounded by"] == "unknown").all():
         return ("**Which side bounds each tool** cannot be told in this sweep: the pinned CPUs' busy shares were not "
                 "recorded (pin sender and receiver to CPUs of their own: grid keys pin_server and pin_client).")
-    return ("**Which side bounds each tool** (its mode, fewest threads; a side bounds it only when its CPU is busy "
-            "at least 95% of the window and clearly more than the other's):\n\n" + markdown_table(table))
+    # the reading states every verdict the column can hold, with bound_side's own thresholds
+    full, gap = f"{100 * NEAR_FULL:.0f}%", f"{100 * CLEAR_GAP:.0f}"
+    return ("**Which side bounds each tool** (its mode, fewest threads; a side bounds it when its CPU is busy "
+            f"at least {full} of the window and at least {gap} points more than the other's; \"both\" when one is "
+            f"busy at least {full} and the other within {gap} points of it, so either may bound it; \"neither\" "
+            f"when neither reaches {full}):\n\n" + markdown_table(table))
 
 
 def _pct(x) -> str:

@@ -105,13 +105,27 @@ def _answer(study: Study) -> dict:
     return {"threads": [lo, hi], "cores": meta.get("cores"), "per_size": per_size, "text": text}
 
 
+def _mixed(decided: dict) -> str:
+    """A size whose paths' decisions are not all one: 'only A3 decided (win); A1 and A2 undecided',
+    'the implementations differ: A1 decided (win), A3 decided (loss); A2 undecided'."""
+    groups: dict = {}
+    for impl, d in decided.items():
+        groups.setdefault(d.decision, []).append(name(impl))
+    undecided = groups.pop(Outcome.UNDECIDED, [])
+    said = ", ".join(f"{' and '.join(names)} decided ({outcome})" for outcome, names in groups.items())
+    head = ("the implementations differ: " if len(groups) > 1 else
+            "only " if sum(len(n) for n in groups.values()) == 1 else "")
+    return head + said + (f"; {' and '.join(undecided)} undecided" if undecided else "")
+
+
 def _size_line(size: int, decided: dict, cs, misses: dict) -> str:
     parts = "; ".join(f"{name(i)} {ratio_text(d)} {d.decision}" for i, d in decided.items())
     verdict = size_verdict(decided)
-    # "differ" only where decisions differ: undecided beside equivalent is no difference between paths
+    # "differ" only where decided outcomes differ: undecided beside a decided win is no difference between
+    # paths, so a mixed size names which paths are decided and how
     known = {d.decision for d in decided.values()} - {Outcome.UNDECIDED}
     conclusion = VERDICTS.get(verdict) or (
-        "the implementations differ" if len(known) > 1 or Outcome.WIN in known or Outcome.LOSS in known else
+        _mixed(decided) if Outcome.WIN in known or Outcome.LOSS in known else
         "no thread effect is decided (" + ", ".join(f"{name(i)} {d.decision}" for i, d in decided.items()
                                                     if d.decision != Outcome.UNDECIDED) + ")")
     extra = [f"context switches per MB {factors(cs)}"] if cs else []

@@ -30,14 +30,18 @@ def losses_text(study: Study) -> str:
                    key=lambda e: e.evidence["msg_size"])
     if not found:
         return ""
-    head = f"Where {name(ONE_COPY)} is decided to lose" + (f" (at {fmt_size(q6)}: Q6)" if q6 else "") + ":"
+    fallen = any(study.family(FAMILY).fallen(study.decision(ONE_COPY, e.evidence["msg_size"])) for e in found)
+    head = (f"Where {name(ONE_COPY)} " + ("loses before Holm's correction" if fallen else "is decided to lose")
+            + (f" (at {fmt_size(q6)}: Q6)" if q6 else "") + ":")
     said = []
     for e in found:
         size = e.evidence["msg_size"]
         d = study.decision(ONE_COPY, size)
         threads = sorted({int(t) for t in study.profiles.loc[study.profiles["msg_size"] == size, "threads"]})
         only = only_at(study, threads)
-        said.append(f"at {fmt_size(size)} its loss over all thread counts is {ratio_text(d)}"
+        # a loss Holm's correction does not leave standing is no decided loss (crossover.FALLEN)
+        before = " (before the correction only, †)" if study.family(FAMILY).fallen(d) else ""
+        said.append(f"at {fmt_size(size)} its loss{before} over all thread counts is {ratio_text(d)}"
                     + (f", its profile of {only[2:]}" if only else "") + f". {e.text}")
     return " ".join([head] + said)
 
@@ -45,4 +49,4 @@ def losses_text(study: Study) -> str:
 def tables(study: Study) -> list[tuple[str, pd.DataFrame]]:
     """(caption, table): the decisions per size, then per thread count."""
     return [("", crossover.decision_table(study, ONE_COPY, FAMILY)),
-            ("Per thread count (decision, ratio and 95% interval):", crossover.per_threads_table(study, ONE_COPY))]
+            (crossover.PER_THREADS_CAPTION, crossover.per_threads_table(study, ONE_COPY, FAMILY))]

@@ -35,7 +35,7 @@ def answer(study: Study) -> dict:
 def tables(study: Study) -> list[tuple[str, pd.DataFrame]]:
     """(caption, table): the decisions per size, then per thread count."""
     return [("", crossover.decision_table(study, ZERO_COPY, FAMILY)),
-            ("Per thread count (decision, ratio and 95% interval):", crossover.per_threads_table(study, ZERO_COPY))]
+            (crossover.PER_THREADS_CAPTION, crossover.per_threads_table(study, ZERO_COPY, FAMILY))]
 
 
 def zero_copy_evidence_text(zc, study: Study, sender_cpu_said: bool = False) -> str:

@@ -89,8 +89,9 @@ def surprise_text(t: Test, standing: str, cells: list[Test], regions: list[Test]
                 f"Every cell's mean falls short ({fmt_num(min(ratios))}–{fmt_num(max(ratios))}× "
                 f"{RATIO_OF[t.kind]}), " + (
                     f"and every one is significant on its own ({correction})." if alone == len(t.cells) else
-                    f"but only {alone} of the {len(t.cells)} cells {'is' if alone == 1 else 'are'} significant on "
-                    f"{'its' if alone == 1 else 'their'} own: the shortfall is "
+                    (f"but none of the {len(t.cells)} cells is significant on its own" if alone == 0 else
+                     f"but only {alone} of the {len(t.cells)} cells {'is' if alone == 1 else 'are'} significant on "
+                     f"{'its' if alone == 1 else 'their'} own") + ": the shortfall is "
                     f"decided over the cells together, not in each ({correction})."))
     return (f"**The most significant surprise is one cell: {describe(t)}** ({ratio_text(t.decision, True)}, adjusted "
             f"p = {fmt_num(t.p_holm)}; {correction}). No pattern across cells holds: every wider region has a "

@@ -56,8 +56,10 @@ def more_passes(d: Decision) -> str:
     if d.passes_needed is None:
         return "more than 100 more passes: at this spread the sweep cannot decide it"
     lean = likely_outcome(d)
+    # its basis: the interval narrowed as more passes at this spread would narrow it, around this ratio
     return (f"about {d.passes_needed} more pass{'es' if d.passes_needed != 1 else ''} would likely decide it, "
-            + ("as equivalent" if lean == Outcome.EQUIVALENT else f"as a {lean}"))
+            + ("as equivalent" if lean == Outcome.EQUIVALENT else f"as a {lean}")
+            + f" (if the ratio stays at {fmt_num(d.ratio)}× and the passes spread as much as these {min(d.n_x, d.n_base)})")
 
 
 def unanswerable(reason: str, advice: str = "") -> str:
