@@ -8,6 +8,7 @@ import math
 import pytest
 
 from copylab.analysis import explain, explain_copies, stacks
+from copylab.fmt import fmt_num
 from copylab.analysis.text.answers import answers
 from data.analysis import evidence as ev
 
@@ -137,10 +138,55 @@ def test_a_per_message_gap_is_put_on_the_copy_only_when_the_profile_says_so(a2_c
                          busy=(0.5, 0.9), rep=r) for r in range(3)]
     a2 = [ev.profile_row("a2", 64, {"kernel_copy_from_user": a2_copy, "tcp_send": 0.5 if a2_copy > 0.1 else 0.7},
                          busy=(0.8, 0.9), rep=r) for r in range(3)]
-    found = explain_copies.per_message_gap(ev.frame(a1 + a2), "a2", "a1", 64)
+    found = explain_copies.per_message_gap(ev.with_passes(a1 + a2), "a2", "a1", 64)
     assert found.verdict == verdict, found.text
     assert found.hypothesis is (verdict != "copy")
     assert found.evidence["gap_us_per_message"] > 0
+
+
+def test_a_bucket_cost_is_the_share_times_the_measured_points_cpu_not_the_profiled_runs():
+    """SYNTHETIC: the profiled run moved half the bytes of its point's passes on the same CPU time (profiled in
+    another state), so its own CPU per byte is twice the point's. Every ns/B and µs per message of a bucket is
+    its share of the busy samples times the MEASURED point's CPU per byte or per message (review H2)."""
+    from copylab.analysis.profiles import bucket_cost, outside_point
+    run = ev.profile_row("a1", 65536, {"kernel_copy_from_user": 0.25, "idle": 0.0}, busy=(1.0, 0.9), messages=5_000)
+    run["throughput_gbps"] = run["bytes"] * 8 / 1e9  # 2.6 Gbit/s in its 1 s window
+    passes = ev.frame([ev.measured_row("a1", 65536, rep=r, gbps=g, busy=(1.0, 0.9)) for r, g in enumerate((8.0, 10.0))])
+    profiles = ev.with_passes([run], passes)
+    # the point: 1 s of sender CPU per pass over its bytes (per_cpu: the busy share × the window)
+    per_byte = sum(1e9 / b for b in passes["bytes"]) / 2
+    per_message = sum(1e6 / m for m in passes["messages"]) / 2
+    assert bucket_cost(profiles, "srv", "kernel_copy_from_user") == pytest.approx(0.25 * per_byte)
+    assert bucket_cost(profiles, "srv", "kernel_copy_from_user", "message") == pytest.approx(0.25 * per_message)
+    own = 0.25 * 1e9 / run["bytes"]  # the profiled run's own basis: what the old code gave
+    assert bucket_cost(profiles, "srv", "kernel_copy_from_user") < own / 2
+    # the run lies below its point's range (8-10 Gbit/s): flagged with its ratio to the passes' mean
+    out = outside_point(profiles)
+    assert len(out) == 1 and out["ratio"].iloc[0] == pytest.approx(run["throughput_gbps"] / 9.0)
+    # a run without measured passes gets no cost at all, never its own basis
+    assert math.isnan(bucket_cost(ev.with_passes([run], passes.iloc[0:0]), "srv", "kernel_copy_from_user"))
+
+
+def test_the_profile_section_sets_each_profiled_run_against_its_points_passes():
+    """SYNTHETIC: one profiled run inside its point's range, one outside; the profile section prints both
+    against their pass ranges and flags the one outside with where its shares are used."""
+    from copylab.analysis.study import study as build_study
+    from copylab.analysis.text import profile
+    grid = ev.throughput_grid({"a2": {}, "a3": {}}, passes=3, sizes=(65536,), threads=(1,))
+    a1, a3 = (grid[(grid["impl"] == i)]["throughput_gbps"] for i in ("a1", "a3"))
+    rows = [ev.profile_row("a1", 65536, {"kernel_copy_from_user": 0.3, "user_copy": 0.1}),
+            ev.profile_row("a2", 65536, {"kernel_copy_from_user": 0.3}),
+            ev.profile_row("a3", 65536, {"deferred_copy": 0.3})]
+    rows[0]["throughput_gbps"] = float(a1.mean())
+    rows[1]["throughput_gbps"] = float(grid[grid["impl"] == "a2"]["throughput_gbps"].mean())
+    rows[2]["throughput_gbps"] = 0.5 * float(a3.min())
+    s = build_study(grid, {"cores": 2}, ev.frame(rows))
+    text = profile.points_text(s)
+    assert f"A3 64 KiB x 1: {fmt_num(rows[2]['throughput_gbps'])} ({fmt_num(a3.min())}–{fmt_num(a3.max())})" in text
+    assert "Outside its point's range" in text and "1 run, A3 64 KiB" in text
+    assert "A1 64 KiB (" not in text.split("Outside")[1]
+    used = text.split("A3 64 KiB (")[1].split(")")[0]
+    assert "its shares are used in" in used and "this section" in used
 
 
 @pytest.mark.slow

@@ -32,7 +32,7 @@ from .explain_copies import (deferred_copy_site, per_message_gap, profiled_sizes
                              zero_copy_cost)
 from .explain_surprise import explain_surprise
 from .levels import CacheLevels, cache_levels, one_working_set, primary, varies, working_set_key
-from .profiles import point_rows
+from .profiles import point_rows, with_points
 from .patterns import q6_tests, robust_surprise, thread_decisions
 from ..contract import WORKING_SET_DEFAULT
 from ..fmt import fmt_size, plural
@@ -185,6 +185,7 @@ def study(df: pd.DataFrame, meta: dict, profiles: pd.DataFrame | None = None) ->
     rows = primary(every_working_set, WORKING_SET_DEFAULT) if varies(every_working_set) else every_working_set
     if profiles is None:  # a results.csv of the second round carried the profile columns in its own rows
         profiles = df[df["srv_prof_samples"].notna()] if "srv_prof_samples" in df else df.iloc[0:0]
+    profiles = with_points(profiles, rows)  # every bucket cost reads the measured point's CPU (profiles.py)
     apart = _apart(profiles)
     near = profiles[~apart]
     s = Study(df=df, rows=rows, part_e=study_rows(rows), meta=meta, profiles=study_rows(near),
