@@ -163,6 +163,14 @@ def test_the_larger_factor_is_named_only_where_the_studys_interval_says_so():
     # decided higher, but its near end within CLEAR_GAP of the remainder: said as undecided between them
     close = _why(_decision(2.6, 2.1, 3.2, Outcome.WIN), _decision(0.2, 0.18, 0.22, Outcome.LOSS))
     assert close.hypothesis and "The larger factor" not in close.text, close.text
+    # the report's A3 at 64 KiB (review M3): 1.16x (1.07-1.24) decided higher while it runs as long as A1
+    # (a remainder of 1.02): the same rule as at the other sizes, the CPU per byte is the larger factor
+    small = _why(_decision(1.16, 1.07, 1.24, Outcome.WIN), _decision(1 / 1.16 / 1.02, 0.8, 0.9, Outcome.LOSS))
+    assert small.verdict == "work" and not small.hypothesis, small.text
+    assert "The larger factor is its CPU per byte (1.16x, at least 1.07x by its interval, against 1.02x" in small.text
+    # the same small cost undecided: no larger factor
+    unsure = _why(_decision(1.16, 0.95, 1.4, Outcome.UNDECIDED), _decision(1 / 1.16 / 1.02, 0.8, 0.9, Outcome.LOSS))
+    assert unsure.hypothesis and "The larger factor" not in unsure.text, unsure.text
 
 
 # ------------------------------------------------------------------------------------------------

@@ -327,9 +327,13 @@ class Factors:
 
     def stands(self, which: str) -> bool:
         """Whether one factor stands out: above 1 and the other by CLEAR_GAP, the cost by its interval's
-        near end where the Study decided it (a factor inside its interval is no larger factor)."""
+        near end where the Study decided it (a factor inside its interval is no larger factor). A cost
+        decided higher stands out too where the remainder is no factor (within CLEAR_GAP of 1: the sender
+        runs about as long as the baseline's), however small the cost: what is decided is the loss's cause."""
         if which == "cost":
             near = self.low if self.low == self.low else self.cost
+            if self.verdict == "win" and near > 1 and self.idle <= 1 + CLEAR_GAP and near > self.idle:
+                return True  # decided higher while the sender runs about as long as the baseline's: the one factor
             return near > 1 + CLEAR_GAP and near > self.idle * (1 + CLEAR_GAP)
         far = self.high if self.high == self.high else self.cost
         return self.idle > 1 + CLEAR_GAP and self.idle > far * (1 + CLEAR_GAP)
