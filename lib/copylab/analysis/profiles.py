@@ -99,13 +99,19 @@ def with_points(profiles: pd.DataFrame, measured: pd.DataFrame) -> pd.DataFrame:
         out.loc[i, [POINT_PASSES, POINT_LOW, POINT_HIGH, POINT_MEAN]] = [len(passes), gbps.min(), gbps.max(),
                                                                           gbps.mean()]
         for side in SIDES:
-            for per, unit, scale in (("byte", "bytes", 1e9), ("message", "messages", 1e6)):
-                values = [_cpu_seconds(p, side, row.get("profile_mode")) * scale / float(p[unit])
-                          for _, p in passes.iterrows() if p.get(unit) == p.get(unit) and p.get(unit)]
-                values = [v for v in values if v == v]
-                if values:
-                    out.loc[i, point_cpu_column(side, per)] = sum(values) / len(values)
+            for per in ("byte", "message"):
+                out.loc[i, point_cpu_column(side, per)] = point_cpu(passes, side, per, row.get("profile_mode"))
     return out
+
+
+def point_cpu(passes: pd.DataFrame, side: str, per: str = "byte", mode=None) -> float:
+    """A side's CPU time per byte (ns) or per message (µs), mean over a point's measured passes, its CPU
+    time as _cpu_seconds takes it under a profile's mode (NaN without a pass that says it)."""
+    unit, scale = ("bytes", 1e9) if per == "byte" else ("messages", 1e6)
+    values = [_cpu_seconds(p, side, mode) * scale / float(p[unit]) for _, p in passes.iterrows()
+              if p.get(unit) == p.get(unit) and p.get(unit)]
+    values = [v for v in values if v == v]
+    return sum(values) / len(values) if values else math.nan
 
 
 def outside_point(profiles: pd.DataFrame) -> pd.DataFrame:

@@ -285,7 +285,7 @@ def explanations(s: Study) -> dict[str, Explanation]:
         threads = int(at["threads"].iloc[0]) if len(at) else 1
         found[f"why_{ZERO_COPY}_{int(size)}"] = why_at_size(
             df, profiles, ZERO_COPY, int(size), cost=s.decision(ZERO_COPY, int(size), threads, metric=SIDE_CPU["sender"]),
-            loss=s.decision(ZERO_COPY, int(size), threads))
+            loss=s.decision(ZERO_COPY, int(size), threads), results_dir=s.results_dir)
     if len(tp):
         largest = int(tp["msg_size"].max())
         for impl in (ONE_COPY, ZERO_COPY):
