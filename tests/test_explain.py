@@ -189,6 +189,28 @@ def test_the_profile_section_sets_each_profiled_run_against_its_points_passes():
     assert "its shares are used in" in used and "this section" in used
 
 
+@pytest.mark.parametrize("at_64k, follows", [(0.2, True), (0.1, False)])
+def test_q2s_pmu_free_evidence_is_the_copy_cost_following_the_working_set(at_64k, follows):
+    """SYNTHETIC (review M8): A1's copies cost 0.35/0.035/0.07/0.14 ns/B at 64 B/1/4/16 KiB (working sets 16 KiB,
+    256 KiB, 1 MiB, 4 MiB) and 0.14 or 0.07 at 64 KiB (4 MiB again): from the cheapest size on, a cost rising with
+    the working set and flat where it is, is said as the hypothesis with its confound; a cost that falls where
+    the working set stays does not follow it."""
+    shares = {64: 0.5, 1024: 0.05, 4096: 0.1, 16384: 0.2, 65536: at_64k}
+    working_set = {64: 16 << 10, 1024: 256 << 10, 4096: 1 << 20, 16384: 4 << 20, 65536: 4 << 20}
+    rows = []
+    for size, sh in shares.items():  # each run moves 1 GB on 0.7 s of sender CPU: 0.7 ns/B, so cost = 0.7 × share
+        row = ev.profile_row("a1", size, {"user_copy": sh / 2, "kernel_copy_from_user": sh / 2}, messages=10**9 // size)
+        row["working_set_bytes"] = working_set[size]
+        rows.append(row)
+    meta = {"cpu_caches": {"L1d": "32K", "L2": "1024K", "L3": "32768K shared by CPUs 0-1"}}
+    found = explain_copies.copy_by_working_set(ev.with_passes(rows), meta)
+    assert "1 KiB 0.0350 ns/B (working set 256 KiB, L2" in found.text and "4 KiB 0.0700 ns/B (working set 1 MiB, L2" in found.text
+    assert found.hypothesis and found.evidence["follows"] is follows
+    assert ("from 1 KiB on (below it the cost per byte falls with size" in found.text) is follows, found.text
+    assert ("Confounds: message size and working set grow together" in found.text) is follows
+    assert ("do not follow the working set" in found.text) is not follows
+
+
 @pytest.mark.slow
 def test_answers_change_their_sentence_with_the_evidence(tmp_path):
     """Through answers(): the same throughput with the profile pointing the other way flips Q5's why."""

@@ -28,7 +28,7 @@ from . import findings as fnd
 from .decisions import (ALPHA, DEFAULT_MARGIN, Decision, Outcome, cell_diffs, decide_cells, decided_crossover,
                         holm, log_values, point_stats)
 from .explain import Explanation, bound_side, latency_threads, two_states
-from .explain_copies import (deferred_copy_site, per_message_gap, profiled_sizes, removed_copy, why_at_size,
+from .explain_copies import (copy_by_working_set, deferred_copy_site, per_message_gap, profiled_sizes, removed_copy, why_at_size,
                              zero_copy_cost)
 from .explain_surprise import explain_surprise
 from .levels import CacheLevels, cache_levels, one_working_set, primary, varies, working_set_key
@@ -270,6 +270,9 @@ def explanations(s: Study) -> dict[str, Explanation]:
     df, profiles = s.part_e, s.profiles
     found = {"removed_copy": removed_copy(profiles), "zero_copy_cost": zero_copy_cost(df, profiles),
              "deferred_copy_site": deferred_copy_site(profiles, s.results_dir)}
+    by_working_set = copy_by_working_set(profiles, s.meta)
+    if by_working_set is not None:  # Q2's PMU-free evidence
+        found["copy_by_working_set"] = by_working_set
     for (impl, size), split in sorted(s.states.items()):
         found[f"states_{impl}_{size}"] = two_states(split, zero_copy=impl == ZERO_COPY)
     for size, d in sorted(s.compare(ONE_COPY)["by_size"].items()):  # Q4: each decided loss from its profile
