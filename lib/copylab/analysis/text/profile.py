@@ -75,7 +75,7 @@ COST_BASIS = ("Each ns of CPU per byte and µs per message of a profile bucket, 
 # which explanations read the profiled runs of which paths: rule prefix -> (paths, where the text says it)
 USES = {"removed_copy": ((BASE, ONE_COPY), "this section"), "zero_copy_cost": ((ZERO_COPY, BASE), "this section"),
         "deferred_copy_site": ((ZERO_COPY,), "this section"), f"why_{ZERO_COPY}_": ((ZERO_COPY,), "Q1"),
-        f"gap_{ONE_COPY}_": ((ONE_COPY, BASE), "Q4")}
+        f"gap_{ONE_COPY}_": ((ONE_COPY, BASE), "Q4"), "copy_by_working_set": ((BASE,), "Q2")}
 
 
 def used_in(study, impl: str, size: int) -> list[str]:
@@ -84,8 +84,9 @@ def used_in(study, impl: str, size: int) -> list[str]:
     found = []
     for key, e in sorted(study.explanations.items()):
         for prefix, (impls, where) in USES.items():
-            if key.startswith(prefix) and impl in impls and (e.evidence or {}).get("msg_size") == size \
-                    and e.verdict != "unknown":
+            evidence = e.evidence or {}
+            sizes = {evidence.get("msg_size")} | {p["msg_size"] for p in evidence.get("points", [])}
+            if key.startswith(prefix) and impl in impls and size in sizes and e.verdict != "unknown":
                 where = "Q6" if where == "Q4" and size == q6 else where
                 if where not in found:
                     found.append(where)
