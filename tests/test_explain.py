@@ -8,6 +8,7 @@ import math
 import pytest
 
 from copylab.analysis import explain, explain_copies, stacks
+from copylab.fmt import fmt_num
 from copylab.analysis.text.answers import answers
 from data.analysis import evidence as ev
 
@@ -137,10 +138,77 @@ def test_a_per_message_gap_is_put_on_the_copy_only_when_the_profile_says_so(a2_c
                          busy=(0.5, 0.9), rep=r) for r in range(3)]
     a2 = [ev.profile_row("a2", 64, {"kernel_copy_from_user": a2_copy, "tcp_send": 0.5 if a2_copy > 0.1 else 0.7},
                          busy=(0.8, 0.9), rep=r) for r in range(3)]
-    found = explain_copies.per_message_gap(ev.frame(a1 + a2), "a2", "a1", 64)
+    found = explain_copies.per_message_gap(ev.with_passes(a1 + a2), "a2", "a1", 64)
     assert found.verdict == verdict, found.text
     assert found.hypothesis is (verdict != "copy")
     assert found.evidence["gap_us_per_message"] > 0
+
+
+def test_a_bucket_cost_is_the_share_times_the_measured_points_cpu_not_the_profiled_runs():
+    """SYNTHETIC: the profiled run moved half the bytes of its point's passes on the same CPU time (profiled in
+    another state), so its own CPU per byte is twice the point's. Every ns/B and µs per message of a bucket is
+    its share of the busy samples times the MEASURED point's CPU per byte or per message (review H2)."""
+    from copylab.analysis.profiles import bucket_cost, outside_point
+    run = ev.profile_row("a1", 65536, {"kernel_copy_from_user": 0.25, "idle": 0.0}, busy=(1.0, 0.9), messages=5_000)
+    run["throughput_gbps"] = run["bytes"] * 8 / 1e9  # 2.6 Gbit/s in its 1 s window
+    passes = ev.frame([ev.measured_row("a1", 65536, rep=r, gbps=g, busy=(1.0, 0.9)) for r, g in enumerate((8.0, 10.0))])
+    profiles = ev.with_passes([run], passes)
+    # the point: 1 s of sender CPU per pass over its bytes (per_cpu: the busy share × the window)
+    per_byte = sum(1e9 / b for b in passes["bytes"]) / 2
+    per_message = sum(1e6 / m for m in passes["messages"]) / 2
+    assert bucket_cost(profiles, "srv", "kernel_copy_from_user") == pytest.approx(0.25 * per_byte)
+    assert bucket_cost(profiles, "srv", "kernel_copy_from_user", "message") == pytest.approx(0.25 * per_message)
+    own = 0.25 * 1e9 / run["bytes"]  # the profiled run's own basis: what the old code gave
+    assert bucket_cost(profiles, "srv", "kernel_copy_from_user") < own / 2
+    # the run lies below its point's range (8-10 Gbit/s): flagged with its ratio to the passes' mean
+    out = outside_point(profiles)
+    assert len(out) == 1 and out["ratio"].iloc[0] == pytest.approx(run["throughput_gbps"] / 9.0)
+    # a run without measured passes gets no cost at all, never its own basis
+    assert math.isnan(bucket_cost(ev.with_passes([run], passes.iloc[0:0]), "srv", "kernel_copy_from_user"))
+
+
+def test_the_profile_section_sets_each_profiled_run_against_its_points_passes():
+    """SYNTHETIC: one profiled run inside its point's range, one outside; the profile section prints both
+    against their pass ranges and flags the one outside with where its shares are used."""
+    from copylab.analysis.study import study as build_study
+    from copylab.analysis.text import profile
+    grid = ev.throughput_grid({"a2": {}, "a3": {}}, passes=3, sizes=(65536,), threads=(1,))
+    a1, a3 = (grid[(grid["impl"] == i)]["throughput_gbps"] for i in ("a1", "a3"))
+    rows = [ev.profile_row("a1", 65536, {"kernel_copy_from_user": 0.3, "user_copy": 0.1}),
+            ev.profile_row("a2", 65536, {"kernel_copy_from_user": 0.3}),
+            ev.profile_row("a3", 65536, {"deferred_copy": 0.3})]
+    rows[0]["throughput_gbps"] = float(a1.mean())
+    rows[1]["throughput_gbps"] = float(grid[grid["impl"] == "a2"]["throughput_gbps"].mean())
+    rows[2]["throughput_gbps"] = 0.5 * float(a3.min())
+    s = build_study(grid, {"cores": 2}, ev.frame(rows))
+    text = profile.points_text(s)
+    assert f"A3 64 KiB x 1: {fmt_num(rows[2]['throughput_gbps'])} ({fmt_num(a3.min())}–{fmt_num(a3.max())})" in text
+    assert "Outside its point's range" in text and "1 run, A3 64 KiB" in text
+    assert "A1 64 KiB (" not in text.split("Outside")[1]
+    used = text.split("A3 64 KiB (")[1].split(")")[0]
+    assert "its shares are used in" in used and "this section" in used
+
+
+@pytest.mark.parametrize("at_64k, follows", [(0.2, True), (0.1, False)])
+def test_q2s_pmu_free_evidence_is_the_copy_cost_following_the_working_set(at_64k, follows):
+    """SYNTHETIC (review M8): A1's copies cost 0.35/0.035/0.07/0.14 ns/B at 64 B/1/4/16 KiB (working sets 16 KiB,
+    256 KiB, 1 MiB, 4 MiB) and 0.14 or 0.07 at 64 KiB (4 MiB again): from the cheapest size on, a cost rising with
+    the working set and flat where it is, is said as the hypothesis with its confound; a cost that falls where
+    the working set stays does not follow it."""
+    shares = {64: 0.5, 1024: 0.05, 4096: 0.1, 16384: 0.2, 65536: at_64k}
+    working_set = {64: 16 << 10, 1024: 256 << 10, 4096: 1 << 20, 16384: 4 << 20, 65536: 4 << 20}
+    rows = []
+    for size, sh in shares.items():  # each run moves 1 GB on 0.7 s of sender CPU: 0.7 ns/B, so cost = 0.7 × share
+        row = ev.profile_row("a1", size, {"user_copy": sh / 2, "kernel_copy_from_user": sh / 2}, messages=10**9 // size)
+        row["working_set_bytes"] = working_set[size]
+        rows.append(row)
+    meta = {"cpu_caches": {"L1d": "32K", "L2": "1024K", "L3": "32768K shared by CPUs 0-1"}}
+    found = explain_copies.copy_by_working_set(ev.with_passes(rows), meta)
+    assert "1 KiB 0.0350 ns/B (working set 256 KiB, L2" in found.text and "4 KiB 0.0700 ns/B (working set 1 MiB, L2" in found.text
+    assert found.hypothesis and found.evidence["follows"] is follows
+    assert ("from 1 KiB on (below it the cost per byte falls with size" in found.text) is follows, found.text
+    assert ("Confounds: message size and working set grow together" in found.text) is follows
+    assert ("do not follow the working set" in found.text) is not follows
 
 
 @pytest.mark.slow

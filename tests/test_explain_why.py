@@ -11,6 +11,7 @@ import pytest
 from copylab.analysis import explain, states
 from copylab.analysis.study import study as build_study
 from copylab.analysis.text import words
+from copylab.fmt import fmt_num
 from data.analysis import evidence as ev
 
 # the report's two states of A3 at 64 KiB: each side's task-clock as measured per byte (0.264 and 0.330 ns
@@ -147,6 +148,38 @@ def _why(cost, loss):
     return explain_copies.why_at_size(ev.frame(rows), profiles, "a3", 64, cost=cost, loss=loss)
 
 
+def test_the_zero_copy_senders_fixed_costs_per_message_and_what_it_waits_on_are_said(tmp_path):
+    """SYNTHETIC (review M2): A3 at 64 B on the measured points' CPU per message, against A1's whole send; the
+    wait function under most of its sender program's scheduler samples named as a hypothesis with its count;
+    the remainder of the loss called the residual it is, beside the busy shares' own ratio."""
+    from copylab.analysis import explain_copies
+    from copylab.analysis.decisions import Outcome
+    shares = {"idle": 0.40, "scheduling": 0.25, "deferred_copy": 0.06, "zerocopy_pin": 0.09, "tcp_send": 0.1}
+    run = ev.profile_row("a3", 64, shares, busy=(0.6, 0.4))
+    a3 = [ev.measured_row("a3", 64, rep=r, gbps=0.02, busy=(0.6, 0.4)) for r in range(3)]
+    a1 = [ev.measured_row("a1", 64, rep=r, gbps=0.4, busy=(0.99, 0.9)) for r in range(3)]
+    df = ev.frame(a3 + a1)
+    profiles = ev.with_passes([run], df)
+    wait = ("a3_server;__libc_sendmsg;entry_SYSCALL_64_[k];__sys_sendmsg_[k];tcp_sendmsg_locked_[k];"
+            "sk_stream_wait_memory_[k];wait_woken_[k];schedule_timeout_[k];schedule_[k];__schedule_[k]")
+    other = "a3_server;__libc_recvmsg;__sys_recvmsg_[k];do_sys_poll_[k];schedule_[k];__schedule_[k]"
+    idle = "swapper;cpu_startup_entry_[k];schedule_idle_[k];__schedule_[k]"  # not the program: not counted
+    ev.write_stacks(tmp_path, run["point_id"], {wait: 30, other: 10, idle: 50}, {})
+    cost, loss = _decision(5.0, 4.0, 6.0, Outcome.WIN), _decision(0.12, 0.1, 0.14, Outcome.LOSS)
+    found = explain_copies.why_at_size(df, profiles, "a3", 64, cost=cost, loss=loss, results_dir=tmp_path)
+    busy = 1 - shares["idle"]
+    pin = 0.09 / busy * profiles["point_srv_cpu_us_per_message"].iloc[0]
+    whole = (df[df["impl"] == "a1"]["srv_cpu_busy"] * 1e6 / df[df["impl"] == "a1"]["messages"]).mean()
+    assert f"pinning {fmt_num(pin)} µs" in found.text and f"against {fmt_num(whole)} µs for A1's whole send" in found.text
+    assert "Of its sender program's 40 samples in the scheduler, 30 sleep beneath sk_stream_wait_memory: " \
+           "hypothesis: it waits for send-buffer space." in found.text
+    assert "(99.0% ÷ 60.0% = 1.65); the residual" in found.text and f"is a factor of {1 / 0.12 / 5.0:.2f}" in found.text
+    # no function holding most of them: nothing named
+    ev.write_stacks(tmp_path, run["point_id"], {wait: 10, other: 10}, {})
+    mixed = explain_copies.why_at_size(df, profiles, "a3", 64, cost=cost, loss=loss, results_dir=tmp_path)
+    assert "sleep beneath" not in mixed.text
+
+
 def test_the_larger_factor_is_named_only_where_the_studys_interval_says_so():
     from copylab.analysis.decisions import Outcome
     loss = _decision(0.2, 0.18, 0.22, Outcome.LOSS)
@@ -163,6 +196,14 @@ def test_the_larger_factor_is_named_only_where_the_studys_interval_says_so():
     # decided higher, but its near end within CLEAR_GAP of the remainder: said as undecided between them
     close = _why(_decision(2.6, 2.1, 3.2, Outcome.WIN), _decision(0.2, 0.18, 0.22, Outcome.LOSS))
     assert close.hypothesis and "The larger factor" not in close.text, close.text
+    # the report's A3 at 64 KiB (review M3): 1.16x (1.07-1.24) decided higher while it runs as long as A1
+    # (a remainder of 1.02): the same rule as at the other sizes, the CPU per byte is the larger factor
+    small = _why(_decision(1.16, 1.07, 1.24, Outcome.WIN), _decision(1 / 1.16 / 1.02, 0.8, 0.9, Outcome.LOSS))
+    assert small.verdict == "work" and not small.hypothesis, small.text
+    assert "The larger factor is its CPU per byte (1.16x, at least 1.07x by its interval, against 1.02x" in small.text
+    # the same small cost undecided: no larger factor
+    unsure = _why(_decision(1.16, 0.95, 1.4, Outcome.UNDECIDED), _decision(1 / 1.16 / 1.02, 0.8, 0.9, Outcome.LOSS))
+    assert unsure.hypothesis and "The larger factor" not in unsure.text, unsure.text
 
 
 # ------------------------------------------------------------------------------------------------

@@ -149,14 +149,14 @@ def zero_copy_diagram() -> go.Figure:
     }
     edges = [Edge("fields", "skb", "sendmsg(MSG_ZEROCOPY):<br>pin pages", "move"),
              Edge("skb", "tcp", "no copy", "move"),
-             Edge("tcp", "orphan", "COPY 1 (kernel,<br>deferred, receive<br>path)", "copy"),
+             Edge("tcp", "orphan", "COPY 1 (kernel,<br>deferred, on<br>delivery)", "copy"),
              Edge("orphan", "errq", "user pages released", "notify"),
              Edge("errq", "reap", "notification", "notify")]
     _receiver(nodes, edges, xs, 70, 2)
     edges.append(Edge("orphan", "rq", "no copy", "move"))
     return _draw(f"{_label('zero_copy')}: sendmsg(MSG_ZEROCOPY) over veth", nodes, edges, 440,
-                 "Sender: no copy. Local delivery: the kernel copies the pinned pages (completion flagged "
-                 "COPIED)<br>so the sender can reuse its buffer; a real NIC would DMA them instead.")
+                 "Queueing the send copies nothing (the pages are pinned); local delivery copies them (flagged COPIED)<br>"
+                 "in the delivering softirq, often on the sender's CPU inside its sendmsg; a real NIC would DMA them.")
 
 
 # (implementation, its diagram) for the study's three roles, in the order Part E compares them

@@ -14,7 +14,10 @@ from ..contract import PROFILE_BUCKETS
 from ..fmt import fmt_num, fmt_size, plural
 from . import stacks
 from .explain import CLEAR_GAP, NEAR_FULL, Explanation, flag, hypothesis, mean_of, pct, share_of
-from .profiles import bucket_cost, point_rows, profiled, share, wilson
+from .. import cachelevels, registry
+from ..errors import CopylabError
+from ..profile.rules import COMM_LEN
+from .profiles import bucket_cost, point_cpu, point_rows, profiled, share, wilson
 from .roles import BASE, ONE_COPY, ZERO_COPY, name
 from .stats import throughput_rows
 
@@ -272,7 +275,7 @@ def per_message_gap(profiles: pd.DataFrame, x: str, base: str, size: int) -> Exp
             f"({fmt_num(merged[top])} µs, {part} of the gap)")
     evidence["largest_increase_share"] = merged[top] / gap
     verdict = "copy" if top.startswith("the copy") else top
-    return hypothesis("per_message_gap", verdict, f"{said}.{_gather_mechanism(merged, x, size)}", f"profiles "
+    return hypothesis("per_message_gap", verdict, f"{said}.{_mechanism(merged, top, x, size)}", f"profiles "
                       f"sampled with PMU cycles (not timer ticks) and more profiled runs at {fmt_size(size)}", evidence,
                       facts=f"At {at} {shares}: the copy accounts for {per_msg}.{_by_bucket(merged, delta, gap, x, base)}")
 
@@ -292,6 +295,25 @@ def _by_bucket(merged: dict, delta: dict, gap: float, x: str, base: str) -> str:
         return text
 
     return f" What the profile shows per message, {name(x)} against {name(base)}: " + "; ".join(one(b) for b in shown) + "."
+
+
+COPY_NET = "the copy, net of the memcpy removed"
+# the mechanisms the profile can offer for the bucket that grew most; any other is said unexplained
+UNEXPLAINED = {"scheduling": "more wake-ups per message or longer ones (a timer-tick profile does not tell them "
+                             "apart): both paths' context switches per message in the measured runs would tell"}
+
+
+def _mechanism(merged: dict, top: str, x: str, size: int) -> str:
+    """The mechanism offered for the largest increase, only one that explains that bucket: the gather's where
+    it is the copy or the system call, else that bucket said unexplained (with what would tell), and the gather
+    then offered for the copy and the system call only (review M4)."""
+    gather = _gather_mechanism(merged, x, size)
+    if top in (COPY_NET, "syscall"):
+        return gather
+    what = top.replace("_", " ")
+    said = f" What makes {what} grow is unexplained by this profile"
+    said += f": {UNEXPLAINED[top]}." if top in UNEXPLAINED else "."
+    return said + (f" For the copy and the system call, which grew too: t{gather.strip()[1:]}" if gather else "")
 
 
 def _gather_mechanism(merged: dict, x: str, size: int) -> str:
@@ -327,9 +349,13 @@ class Factors:
 
     def stands(self, which: str) -> bool:
         """Whether one factor stands out: above 1 and the other by CLEAR_GAP, the cost by its interval's
-        near end where the Study decided it (a factor inside its interval is no larger factor)."""
+        near end where the Study decided it (a factor inside its interval is no larger factor). A cost
+        decided higher stands out too where the remainder is no factor (within CLEAR_GAP of 1: the sender
+        runs about as long as the baseline's), however small the cost: what is decided is the loss's cause."""
         if which == "cost":
             near = self.low if self.low == self.low else self.cost
+            if self.verdict == "win" and near > 1 and self.idle <= 1 + CLEAR_GAP and near > self.idle:
+                return True  # decided higher while the sender runs about as long as the baseline's: the one factor
             return near > 1 + CLEAR_GAP and near > self.idle * (1 + CLEAR_GAP)
         far = self.high if self.high == self.high else self.cost
         return self.idle > 1 + CLEAR_GAP and self.idle > far * (1 + CLEAR_GAP)
@@ -360,13 +386,68 @@ def _against_base(tp: pd.DataFrame, at: pd.DataFrame, impl: str, size: int, thre
     if impl == BASE or ratio != ratio or idle != idle:
         return None
     f = Factors(ratio, low, high, verdict, idle, "")
+    runs = f"it runs {pct(srv)} of the window against {pct(base_busy)}"
+    if loss is not None and loss.ratio == loss.ratio and loss.ratio > 0:
+        # the remainder from the decisions is a residual (task-clock CPU per byte against the throughput), not
+        # the busy shares' ratio: both are said, so each recomputes from what it cites
+        busy_ratio = (f" ({100 * base_busy:.1f}% ÷ {100 * srv:.1f}% = {base_busy / srv:.2f})"
+                      if srv == srv and srv > 0 and base_busy == base_busy else "")
+        rest = (f"{runs}{busy_ratio}; the residual, the part of the loss its CPU per byte does not carry (1 ÷ the "
+                f"throughput ratio {loss.ratio:.3g} ÷ {ratio:.2f}), is a factor of {idle:.2f}.")
+    else:
+        rest = f"{runs}: the time it does not run is a factor of {idle:.2f}."
     f.text = (f" Against {name(BASE)} in the same cell (throughput is the sender's busy share over its CPU per byte): "
-              f"its sender's CPU per byte is {f.cost_text()} {name(BASE)}'s, and it runs {pct(srv)} of the window "
-              f"against {pct(base_busy)}; the rest of the loss, the time it does not run, is a factor of {idle:.2f}.")
+              f"its sender's CPU per byte is {f.cost_text()} {name(BASE)}'s, and {rest}")
     return f
 
 
-def why_at_size(df: pd.DataFrame, profiles: pd.DataFrame, impl: str, size: int, cost=None, loss=None) -> Explanation:
+PER_MESSAGE = {"zerocopy_pin": "pinning", "deferred_copy": "the deferred copy", "scheduling": "scheduling"}
+
+
+def _per_message(rows: pd.DataFrame, tp: pd.DataFrame, impl: str, size: int, threads: int, evidence: dict) -> str:
+    """' Per message: pinning 1.95 µs, the deferred copy 0.58 µs and scheduling 2.40 µs of its sender's CPU,
+    against 1.20 µs for A1's whole send.' (the zero-copy path: what a fixed cost per message weighs against
+    the baseline's send; bucket_cost's basis, the measured points' CPU per message)."""
+    if impl != ZERO_COPY:
+        return ""
+    costs = {b: bucket_cost(rows, "srv", b, "message") for b in PER_MESSAGE}
+    base_at = tp[(tp["impl"] == BASE) & (tp["msg_size"] == size) & (tp["threads"] == threads)]
+    whole = point_cpu(base_at, "srv", "message", rows["profile_mode"].iloc[0] if "profile_mode" in rows else None)
+    if any(v != v for v in costs.values()):
+        return ""
+    evidence.update(us_per_message={b: v for b, v in costs.items()}, base_send_us_per_message=whole)
+    said = [f"{PER_MESSAGE[b]} {fmt_num(v)} µs" for b, v in costs.items()]
+    text = f" Per message: {', '.join(said[:-1])} and {said[-1]} of its sender's CPU"
+    return text + (f", against {fmt_num(whole)} µs for {name(BASE)}'s whole send." if whole == whole else ".")
+
+
+# a wait function named as what the sender waits on only where it holds most of its scheduler samples
+MOST = 0.5
+
+
+def _waits(rows: pd.DataFrame, impl: str, results_dir, evidence: dict) -> str:
+    """' Of its sender program's 45 samples in the scheduler, 41 sleep beneath sk_stream_wait_memory: hypothesis:
+    it waits for send-buffer space.' where one wait function holds most of them (the folded stacks)."""
+    folder = Path(results_dir) / "profiles" if results_dir else None
+    if folder is None or not folder.is_dir() or "point_id" not in rows:
+        return ""
+    try:
+        comms = {registry.get(impl).process[:COMM_LEN]}
+    except (KeyError, CopylabError):
+        return ""
+    waits, total = stacks.program_waits(stacks.folded_counts(folder, rows["point_id"].dropna(), "srv"), comms)
+    if not waits or total <= 0:
+        return ""
+    top, n = waits.most_common(1)[0]
+    if n <= MOST * total:
+        return ""
+    evidence.update(sender_waits=dict(waits), sender_scheduler_samples=total)
+    return (f" Of its sender program's {total} samples in the scheduler, {n} sleep beneath {top}: hypothesis: it "
+            f"waits for {stacks.WAITS[top]}.")
+
+
+def why_at_size(df: pd.DataFrame, profiles: pd.DataFrame, impl: str, size: int, cost=None, loss=None,
+                results_dir=None) -> Explanation:
     """Why impl moves what it moves at size, from that size's evidence: its sender's busy share (the
     measured runs at the profiled thread count), and its sender profile's waiting (idle, scheduling),
     zero-copy work (pinning, deferred copy, completions) and copies. A sender well short of busy whose
@@ -393,6 +474,7 @@ def why_at_size(df: pd.DataFrame, profiles: pd.DataFrame, impl: str, size: int, 
              f"{sched.pct()} scheduling; pinning, deferred copy and completions {parts['zero-copy work'].pct()}; "
              f"copies from user memory {parts['copies'].pct()}.")
     work = parts["zero-copy work"] if impl == ZERO_COPY else parts["copies"]
+    facts += _per_message(rows, tp, impl, size, threads, evidence) + _waits(rows, impl, results_dir, evidence)
     factors = _against_base(tp, at, impl, size, threads, cost, loss)
     split = factors is not None
     if split:
@@ -412,15 +494,74 @@ def why_at_size(df: pd.DataFrame, profiles: pd.DataFrame, impl: str, size: int, 
     if split and factors.stands("cost"):
         least = f", at least {factors.low:.2f}x by its interval," if factors.low == factors.low else ""
         return Explanation("why_at_size", "work", f"{facts} The larger factor is its CPU per byte ({factors.cost:.2f}x"
-                           f"{least} against {factors.idle:.2f}x for the time it does not run): it moves fewer bytes per CPU "
+                           f"{least} against {factors.idle:.2f}x for the rest): it moves fewer bytes per CPU "
                            f"second, rather than mainly waiting; {what} is {work.pct()} of its sender's samples, and "
                            f"scheduling (switching it out and in, which its CPU time counts) {sched.pct()}.", evidence)
     if not split and srv == srv and srv >= NEAR_FULL and work.above(parts["waiting"]):
         return Explanation("why_at_size", "work", f"{facts} The sender is saturated and {what} is the larger part "
                            "of its samples: at this size it pays for that work.", evidence)
-    claim = (f"neither factor stands out: its CPU per byte is {factors.cost_text()} {name(BASE)}'s and the time it "
-             f"does not run a factor of {factors.idle:.2f}." if split else
+    claim = (f"neither factor stands out: its CPU per byte is {factors.cost_text()} {name(BASE)}'s and the rest "
+             f"of the loss a factor of {factors.idle:.2f}." if split else
              "neither waiting nor the copy work stands out beyond the intervals.")
     decide_by = (f"more passes of {name(impl)} and {name(BASE)} at {fmt_size(size)}" if split else
                  f"more profiled runs of {name(impl)} at {fmt_size(size)}")
     return hypothesis("why_at_size", "mixed", claim, decide_by, evidence, facts=facts)
+
+
+# ------------------------------------------------------------------------------------------------
+# Q2 without a PMU: the baseline's copy cost per byte against its working set
+
+CACHE_GRID = "params/cache.yaml"  # the grid that places the working sets at this host's cache levels
+
+
+def copy_by_working_set(profiles: pd.DataFrame, meta: dict) -> Explanation | None:
+    """The baseline's two copies (its memcpy and the kernel's copy from user memory) in ns of CPU per byte
+    at each profiled size (bucket_cost's basis), beside the working set each size cycles through and the
+    cache level it fits in. From the size where that cost is lowest on (below it the cost falls with size, as
+    a fixed cost per call spread over more bytes does), a cost that rises wherever the working set grows and
+    stays within CLEAR_GAP where it does not follows the working set: a hypothesis, never a count. None
+    with fewer than two profiled sizes or no working set recorded."""
+    if "working_set_bytes" not in profiles:
+        return None
+    sizes = sorted(profiled_sizes(profiles, [BASE]))
+    points = []
+    for size in sizes:
+        rows = point_rows(profiles, BASE, size)
+        ws = pd.to_numeric(rows["working_set_bytes"], errors="coerce").dropna()
+        cost = bucket_cost(rows, "srv", COPIES)
+        if len(ws) and cost == cost:
+            points.append((size, int(ws.iloc[0]), cost, share(rows, "srv", COPIES)))
+    if len(points) < 2:
+        return None
+    levels = cachelevels.cache_sizes(meta.get("cpu_caches"))
+    where = {ws: cachelevels.residency(ws, levels) for _, ws, _, _ in points}
+    listed = "; ".join(f"{fmt_size(size)} {fmt_num(cost)} ns/B (working set {fmt_size(ws)}"
+                       + (f", {where[ws]}" if where[ws] else "") + f"; share {sh.pct()})"
+                       for size, ws, cost, sh in points)
+    low = min(range(len(points)), key=lambda i: points[i][2])
+    tail = points[low:]
+    steps = list(zip(tail, tail[1:]))
+    follows = len(tail) >= 2 and any(b[1] > a[1] for a, b in steps) and all(
+        (b[2] > a[2] * (1 + CLEAR_GAP)) if b[1] > a[1] else abs(b[2] - a[2]) <= CLEAR_GAP * a[2] for a, b in steps)
+    evidence = {"points": [{"msg_size": size, "working_set_bytes": ws, "copy_ns_per_byte": cost,
+                            "share": sh.to_dict()} for size, ws, cost, sh in points], "follows": follows}
+    facts = (f"Without a PMU, the profile gives {name(BASE)}'s two copies (its memcpy and the kernel's copy from "
+             f"user memory) in ns of its sender's CPU per byte, by message size: {listed}.")
+    if not follows:
+        return hypothesis("copy_by_working_set", "unknown", "these costs do not follow the working set: no cache "
+                          "level's residency shows in them.", f"`copylab sweep {CACHE_GRID} --report`", evidence,
+                          facts=facts)
+    first, last = tail[0], tail[-1]
+    return hypothesis(
+        "copy_by_working_set", "follows",
+        (f"from {fmt_size(first[0])} on (below it the cost per byte falls with size, as a fixed cost per call does) "
+         if low else "") + f"the copy's cost per byte follows the working set, not the message size: it "
+        f"rises from {fmt_num(first[2])} to {fmt_num(last[2])} ns/B as the working set grows from {fmt_size(first[1])} "
+        "to " + fmt_size(last[1]) + ", and stays flat where the working set does, though a larger copy would "
+        "otherwise cost less per byte: the source's cache level, not the copy's length, sets its cost. Confounds: "
+        "message size and working set grow together in this grid, so only the sizes with one working set separate "
+        "them; the shares rest on timer ticks (wide at the small sizes) and on profiled runs set against their "
+        "points in the profile section.",
+        f"`copylab sweep {CACHE_GRID} --report` (one message size across working sets) or cache misses counted by "
+        "a PMU", evidence, facts=facts)
+

@@ -40,37 +40,88 @@ def shares(df: pd.DataFrame, kind: str = "prof") -> pd.DataFrame:
     return long.drop(columns="column")
 
 
-def _cpu_seconds(row: pd.Series, side: str) -> float:
-    """CPU time of a side in the window: the pinned CPU's busy share times the window (per_cpu,
-    which includes the softirq work done there), else the program's task-clock (per_process)."""
+def _cpu_seconds(row: pd.Series, side: str, mode=None) -> float:
+    """CPU time of a side in a run's window: under a per_cpu profile the pinned CPU's busy share times
+    the window (which includes the softirq work done there), else the program's task-clock (per_process).
+    mode: the profile's mode (a measured pass has none of its own; with_points gives its profiled run's)."""
     busy = row.get(f"{side}_cpu_busy")
-    if row.get("profile_mode") == "per_cpu" and busy == busy and row.get("duration_s") == row.get("duration_s"):
+    mode = row.get("profile_mode") if mode is None else mode
+    if mode == "per_cpu" and busy == busy and row.get("duration_s") == row.get("duration_s"):
         return float(busy) * float(row["duration_s"])
     clock = row.get(f"{side}_task_clock_ms")
     return float(clock) / 1e3 if clock == clock else math.nan
 
 
 def copy_costs(df: pd.DataFrame) -> pd.DataFrame:
-    """ns of CPU per byte moved, per copy bucket, side, implementation and size: the bucket's share
-    of the side's busy samples times the side's CPU time, over the bytes of the window."""
+    """ns of CPU per byte, per copy bucket, side, implementation and size (bucket_cost's basis: the
+    bucket's share of the side's busy samples times the measured point's CPU per byte)."""
     rows = profiled(df)
-    out = []
-    for _, row in rows.iterrows():
-        for side, name in SIDES.items():
-            idle = row.get(f"{side}_prof_idle", 0.0)
-            busy_share = 1.0 - (idle if idle == idle else 0.0)
-            seconds = _cpu_seconds(row, side)
-            for bucket in COPY_BUCKETS:
-                share = row.get(f"{side}_prof_{bucket}")
-                if busy_share <= 0 or share != share or not row["bytes"]:
-                    continue
-                out.append({"impl": row["impl"], "msg_size": int(row["msg_size"]), "threads": int(row["threads"]),
-                            "side": name, "bucket": bucket,
-                            "ns_per_byte": share / busy_share * seconds * 1e9 / row["bytes"]})
-    if not out:
-        return pd.DataFrame(columns=["impl", "msg_size", "side", "bucket", "ns_per_byte"])
-    table = pd.DataFrame(out)
-    return table.groupby(["impl", "msg_size", "side", "bucket"])["ns_per_byte"].mean().reset_index()
+    out = [{"impl": impl, "msg_size": int(size), "side": name, "bucket": bucket,
+            "ns_per_byte": bucket_cost(g, side, bucket)}
+           for (impl, size), g in rows.groupby(["impl", "msg_size"]) for side, name in SIDES.items()
+           for bucket in COPY_BUCKETS]
+    table = pd.DataFrame(out, columns=["impl", "msg_size", "side", "bucket", "ns_per_byte"])
+    return table[table["ns_per_byte"].notna()].reset_index(drop=True)
+
+
+# ------------------------------------------------------------------------------------------------
+# the measured point behind each profiled run: a profiled run is taken apart from the measured passes
+# (under the profiler, sometimes in another state), so its own CPU per byte is not the point's. Every
+# cost of a bucket is its share of the profiled run's busy samples times the MEASURED point's CPU per
+# byte or per message; the profiled run's throughput is set against its point's passes.
+
+POINT_PASSES, POINT_LOW, POINT_HIGH, POINT_MEAN = ("point_passes", "point_gbps_low", "point_gbps_high",
+                                                   "point_gbps_mean")
+
+
+def point_cpu_column(side: str, per: str) -> str:
+    """The column with_points adds: a side's measured CPU per byte (ns) or per message (µs)."""
+    return f"point_{side}_cpu_{'ns_per_byte' if per == 'byte' else 'us_per_message'}"
+
+
+def with_points(profiles: pd.DataFrame, measured: pd.DataFrame) -> pd.DataFrame:
+    """profiles with, per profiled run, its point's measured passes (the throughput rows of measured with
+    the same implementation, size and thread count): how many, their throughput range and mean, and
+    each side's CPU per byte and per message (mean over the passes; CPU time as _cpu_seconds takes it
+    under the profiled run's mode). A run without measured passes gets NaN: no cost is computed for it."""
+    out = profiles.copy()
+    columns = [POINT_PASSES, POINT_LOW, POINT_HIGH, POINT_MEAN] + [point_cpu_column(side, per) for side in SIDES
+                                                                    for per in ("byte", "message")]
+    for c in columns:
+        out[c] = math.nan
+    tp = throughput_rows(measured) if len(measured) else measured
+    for i, row in out.iterrows():
+        passes = tp[(tp["impl"] == row["impl"]) & (tp["msg_size"] == row["msg_size"])
+                    & (tp["threads"] == row["threads"])]
+        if row.get("mode") != "throughput" or passes.empty:
+            continue
+        gbps = passes["throughput_gbps"].astype(float)
+        out.loc[i, [POINT_PASSES, POINT_LOW, POINT_HIGH, POINT_MEAN]] = [len(passes), gbps.min(), gbps.max(),
+                                                                          gbps.mean()]
+        for side in SIDES:
+            for per in ("byte", "message"):
+                out.loc[i, point_cpu_column(side, per)] = point_cpu(passes, side, per, row.get("profile_mode"))
+    return out
+
+
+def point_cpu(passes: pd.DataFrame, side: str, per: str = "byte", mode=None) -> float:
+    """A side's CPU time per byte (ns) or per message (µs), mean over a point's measured passes, its CPU
+    time as _cpu_seconds takes it under a profile's mode (NaN without a pass that says it)."""
+    unit, scale = ("bytes", 1e9) if per == "byte" else ("messages", 1e6)
+    values = [_cpu_seconds(p, side, mode) * scale / float(p[unit]) for _, p in passes.iterrows()
+              if p.get(unit) == p.get(unit) and p.get(unit)]
+    values = [v for v in values if v == v]
+    return sum(values) / len(values) if values else math.nan
+
+
+def outside_point(profiles: pd.DataFrame) -> pd.DataFrame:
+    """The profiled runs whose throughput lies outside their point's measured pass range (with_points),
+    with ratio = their throughput over the passes' mean."""
+    if POINT_LOW not in profiles or profiles.empty:
+        return profiles.iloc[0:0].assign(ratio=[])
+    gbps = profiles["throughput_gbps"].astype(float)
+    out = profiles[(gbps < profiles[POINT_LOW]) | (gbps > profiles[POINT_HIGH])]
+    return out.assign(ratio=out["throughput_gbps"].astype(float) / out[POINT_MEAN])
 
 
 def profile_finding(df: pd.DataFrame) -> dict:
@@ -188,18 +239,18 @@ def wilson(p: float, n: float, z: float = 1.96) -> tuple[float, float]:
 
 def bucket_cost(rows: pd.DataFrame, side: str, buckets, per: str = "byte") -> float:
     """CPU time a side spent in buckets (summed) per byte (ns) or per message (µs), mean over the
-    profiled runs rows: the buckets' share of the side's busy samples times its CPU time in the window."""
+    profiled runs rows: the buckets' share of the side's busy samples times the MEASURED point's CPU
+    per byte or per message (with_points; NaN for runs without measured passes)."""
     buckets = (buckets,) if isinstance(buckets, str) else tuple(buckets)
+    column = point_cpu_column(side, per)
     values = []
     for _, row in rows.iterrows():
         idle = row.get(f"{side}_prof_idle", 0.0)
         busy_share = 1.0 - (idle if idle == idle else 0.0)
-        count = row.get("bytes") if per == "byte" else row.get("messages")
-        seconds = _cpu_seconds(row, side)
-        if busy_share <= 0 or not count or count != count or seconds != seconds:
+        point = row.get(column, math.nan)
+        if busy_share <= 0 or point != point:
             continue
-        part = sum(_value(row.get(f"{side}_prof_{b}")) for b in buckets) / busy_share
-        values.append(part * seconds * (1e9 if per == "byte" else 1e6) / float(count))
+        values.append(sum(_value(row.get(f"{side}_prof_{b}")) for b in buckets) / busy_share * float(point))
     return float(sum(values) / len(values)) if values else math.nan
 
 

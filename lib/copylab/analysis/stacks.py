@@ -117,3 +117,26 @@ def example_path(counts: dict[str, int], target: str, context: str) -> str:
     own = [n for n in names if _CONTEXT_OF.get(n) == context]
     shown = list(dict.fromkeys(own[:1] + own[-1:])) + ["…"] + [n for n in PATH_FRAMES if n in names] + [target]
     return " → ".join(shown)
+
+
+# where a program sleeps: the kernel function its scheduler samples ran beneath, and what it waits for
+WAITS = {"sk_stream_wait_memory": "send-buffer space", "sk_wait_data": "data to receive",
+         "do_sys_poll": "a descriptor in poll (a completion or socket readiness)",
+         "do_epoll_wait": "a descriptor in epoll", "futex_wait": "a futex", "do_nanosleep": "a timed sleep"}
+SCHEDULER_FRAMES = ("schedule", "__schedule")
+
+
+def program_waits(counts: dict[str, int], comms) -> tuple[Counter, int]:
+    """Of the samples of the programs comms (a stack's first frame) that ran in the scheduler, how many
+    sat beneath each wait function of WAITS (the innermost one), and how many there were in all."""
+    found: Counter = Counter()
+    total = 0
+    for stack, n in counts.items():
+        frames = [plain(f) for f in stack.split(";")]
+        if not frames or frames[0] not in comms or not any(f in SCHEDULER_FRAMES for f in frames):
+            continue
+        total += n
+        wait = next((f for f in reversed(frames) if f in WAITS), None)
+        if wait is not None:
+            found[wait] += n
+    return found, total

@@ -28,11 +28,11 @@ from . import findings as fnd
 from .decisions import (ALPHA, DEFAULT_MARGIN, Decision, Outcome, cell_diffs, decide_cells, decided_crossover,
                         holm, trailing_start, log_values, point_stats)
 from .explain import Explanation, bound_side, latency_threads, two_states
-from .explain_copies import (deferred_copy_site, per_message_gap, profiled_sizes, removed_copy, why_at_size,
+from .explain_copies import (copy_by_working_set, deferred_copy_site, per_message_gap, profiled_sizes, removed_copy, why_at_size,
                              zero_copy_cost)
 from .explain_surprise import explain_surprise
 from .levels import CacheLevels, cache_levels, one_working_set, primary, varies, working_set_key
-from .profiles import point_rows
+from .profiles import point_rows, with_points
 from .patterns import q6_tests, robust_surprise, thread_decisions
 from ..contract import WORKING_SET_DEFAULT
 from ..fmt import fmt_size, plural
@@ -201,6 +201,7 @@ def study(df: pd.DataFrame, meta: dict, profiles: pd.DataFrame | None = None) ->
     rows = primary(every_working_set, WORKING_SET_DEFAULT) if varies(every_working_set) else every_working_set
     if profiles is None:  # a results.csv of the second round carried the profile columns in its own rows
         profiles = df[df["srv_prof_samples"].notna()] if "srv_prof_samples" in df else df.iloc[0:0]
+    profiles = with_points(profiles, rows)  # every bucket cost reads the measured point's CPU (profiles.py)
     apart = _apart(profiles)
     near = profiles[~apart]
     s = Study(df=df, rows=rows, part_e=study_rows(rows), meta=meta, profiles=study_rows(near),
@@ -285,6 +286,9 @@ def explanations(s: Study) -> dict[str, Explanation]:
     df, profiles = s.part_e, s.profiles
     found = {"removed_copy": removed_copy(profiles), "zero_copy_cost": zero_copy_cost(df, profiles),
              "deferred_copy_site": deferred_copy_site(profiles, s.results_dir)}
+    by_working_set = copy_by_working_set(profiles, s.meta)
+    if by_working_set is not None:  # Q2's PMU-free evidence
+        found["copy_by_working_set"] = by_working_set
     for (impl, size), split in sorted(s.states.items()):
         found[f"states_{impl}_{size}"] = two_states(split, zero_copy=impl == ZERO_COPY)
     for size, d in sorted(s.compare(ONE_COPY)["by_size"].items()):  # Q4: each decided loss from its profile
@@ -300,7 +304,7 @@ def explanations(s: Study) -> dict[str, Explanation]:
         threads = int(at["threads"].iloc[0]) if len(at) else 1
         found[f"why_{ZERO_COPY}_{int(size)}"] = why_at_size(
             df, profiles, ZERO_COPY, int(size), cost=s.decision(ZERO_COPY, int(size), threads, metric=SIDE_CPU["sender"]),
-            loss=s.decision(ZERO_COPY, int(size), threads))
+            loss=s.decision(ZERO_COPY, int(size), threads), results_dir=s.results_dir)
     if len(tp):
         largest = int(tp["msg_size"].max())
         for impl in (ONE_COPY, ZERO_COPY):

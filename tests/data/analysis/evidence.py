@@ -47,6 +47,19 @@ def frame(rows: list[dict]) -> pd.DataFrame:
     return add_derived(df.copy())
 
 
+def with_passes(profile_rows: list[dict], measured: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Profiled runs as the Study holds them (profiles.with_points): each with its point's measured passes,
+    taken from measured, else one pass per profiled run with the same CPU, bytes and messages (a profiled run
+    that is its own measured point)."""
+    from copylab.analysis.profiles import with_points
+    profiles = frame(profile_rows)
+    if measured is None:
+        passes = [{k: v for k, v in row.items() if "_prof_" not in k and not k.startswith("profile_")}
+                  for row in profile_rows]
+        measured = frame(passes)
+    return with_points(profiles, measured)
+
+
 def measured_row(impl: str, size: int, threads: int = 1, rep: int = 0, gbps: float = 5.0, busy=(math.nan, math.nan),
                  steal=(0.0, 0.0), enobufs=None, mode: str = "throughput", **extra) -> dict:
     messages = max(int(gbps * 1e9 / 8 / size), 1)

@@ -4,9 +4,9 @@ Study's rule-chosen explanations), the sampling's caveat, and the receive strate
 from __future__ import annotations
 
 from ...fmt import fmt_num, fmt_size, md_escape, plural
-from ..profiles import profile_finding
+from ..profiles import POINT_HIGH, POINT_LOW, POINT_PASSES, outside_point, profile_finding
 from ..explain import bound_sentences
-from ..roles import name
+from ..roles import BASE, ONE_COPY, ZERO_COPY, name
 
 # ------------------------------------------------------------------------------------------------
 # profiles: where the copies happen, measured
@@ -23,7 +23,7 @@ def markdown(study) -> str:
     if "reason" in p:
         return "\n\n".join(x for x in (f"_No profile to show: {md_escape(p['reason'])}._", states, apart) if x)
     skid = ", ".join(f"{name(i)} sender {100 * e['skid']['sender']:.0f}%" for i, e in p["impls"].items())
-    return "\n\n".join(x for x in (md_escape(profile_text(study)), states,
+    return "\n\n".join(x for x in (md_escape(profile_text(study)), md_escape(points_text(study)), states,
                                     md_escape(PROFILE_CAVEAT.format(event=p["event"], skid=skid)), apart) if x)
 
 
@@ -62,12 +62,63 @@ def profile_text(study) -> str:
     return " ".join(parts + bound_sentences({i: tp[tp["impl"] == i] for i in sorted(p["impls"])}, where) + basis)
 
 
-# one basis for every "ns of CPU per byte" of a profile bucket (profiles.bucket_cost), so each can be
-# recomputed from profiles.csv
-COST_BASIS = ("Each ns of CPU per byte above is, per profiled run, the bucket's share of the side's busy samples "
-              "(its share of all samples over 1 − the idle share) × the side's busy CPU time in the window (its "
-              "pinned CPU's busy share × the window; its task-clock when not pinned) ÷ the bytes moved: "
-              "profiles.csv's srv_prof_*, srv_prof_idle, srv_cpu_busy, duration_s and bytes for the sender.")
+# one basis for every "ns of CPU per byte" and "µs per message" of a profile bucket (profiles.bucket_cost),
+# stated once here, so each can be recomputed from profiles.csv and results.csv
+COST_BASIS = ("Each ns of CPU per byte and µs per message of a profile bucket, here and in Q1, Q4 and Q6, is the "
+              "bucket's share of the side's busy samples in the profiled run (its share of all samples over 1 − "
+              "the idle share) × the measured point's CPU time per byte or per message: the mean over that point's "
+              "passes in results.csv (same path, size and thread count) of the side's pinned CPU's busy share × "
+              "the window (its task-clock when not pinned) ÷ the bytes or messages. The profiled run gives where "
+              "the time goes, the measured passes how much there is.")
+
+
+# which explanations read the profiled runs of which paths: rule prefix -> (paths, where the text says it)
+USES = {"removed_copy": ((BASE, ONE_COPY), "this section"), "zero_copy_cost": ((ZERO_COPY, BASE), "this section"),
+        "deferred_copy_site": ((ZERO_COPY,), "this section"), f"why_{ZERO_COPY}_": ((ZERO_COPY,), "Q1"),
+        f"gap_{ONE_COPY}_": ((ONE_COPY, BASE), "Q4"), "copy_by_working_set": ((BASE,), "Q2")}
+
+
+def used_in(study, impl: str, size: int) -> list[str]:
+    """Where the report uses the shares of impl's profiled run at size (USES; Q6 where it explains that gap)."""
+    q6 = (study.q6_explanation.evidence or {}).get("msg_size") if study.q6_explanation is not None else None
+    found = []
+    for key, e in sorted(study.explanations.items()):
+        for prefix, (impls, where) in USES.items():
+            evidence = e.evidence or {}
+            sizes = {evidence.get("msg_size")} | {p["msg_size"] for p in evidence.get("points", [])}
+            if key.startswith(prefix) and impl in impls and size in sizes and e.verdict != "unknown":
+                where = "Q6" if where == "Q4" and size == q6 else where
+                if where not in found:
+                    found.append(where)
+    return found
+
+
+def points_text(study) -> str:
+    """Each profiled run's throughput against its point's measured passes (profiles.with_points): a run
+    outside their range was taken in another state (profiling overhead, or one the passes did not
+    meet), flagged as runs taken apart are, with where its shares are still used."""
+    rows = study.profiles
+    if POINT_PASSES not in rows or rows.empty:
+        return ""
+    rows = rows.sort_values(["impl", "msg_size", "threads"])
+    listed = "; ".join(f"{name(r['impl'])} {fmt_size(int(r['msg_size']))} x {int(r['threads'])}: "
+                       f"{fmt_num(r['throughput_gbps'])}" + (f" ({fmt_num(r[POINT_LOW])}–{fmt_num(r[POINT_HIGH])})"
+                                                            if r[POINT_PASSES] == r[POINT_PASSES] else " (no passes)")
+                       for _, r in rows.iterrows())
+    text = f"Each profiled run's throughput in Gbit/s, against its point's measured passes: {listed}."
+    out = outside_point(rows)
+    if out.empty:
+        return text + " Every profiled run lies within its point's range."
+    flagged = []
+    for _, r in out.iterrows():
+        where = used_in(study, r["impl"], int(r["msg_size"]))
+        flagged.append(f"{name(r['impl'])} {fmt_size(int(r['msg_size']))} ({fmt_num(r['ratio'])}× the passes' mean"
+                       + (f"; its shares are used in {', '.join(where)}" if where else "; its shares are not cited")
+                       + ")")
+    return (f"{text} Outside its point's range, so profiled in another state than the measured passes (the "
+            f"profiler's overhead, or a state they did not meet): {plural(len(out), 'run')}, {'; '.join(flagged)}. "
+            "Their shares are used as the best evidence there is, assuming they carry over to the measured state; "
+            "their costs per byte and per message are on the measured points' CPU time, never the profiled run's own.")
 
 
 PROFILE_CAVEAT = ("Profiles sample {event} per CPU. Without a PMU the sampling timer is an hrtimer: a tick "

@@ -19,6 +19,7 @@ from ... import cachelevels
 from ...fmt import fmt_num, fmt_pct, fmt_size, plural
 from .. import findings as fnd
 from ..decisions import Outcome
+from ..explain_copies import CACHE_GRID
 from ..levels import MISSES, SENDER_CPU, THROUGHPUT, CacheLevels
 from ..roles import BASE, ONE_COPY, STUDY, name
 from ..stats import measured, unmeasured_short
@@ -28,7 +29,6 @@ from .words import decision_cell, ratio_text, unanswerable
 
 KEY = "q2_cache_level"
 FAMILY = "q2"
-CACHE_GRID = "params/cache.yaml"
 METRIC_WORDS = {SENDER_CPU: "sender CPU per byte", THROUGHPUT: "throughput",
                 MISSES["L1"]: "L1 misses per byte", MISSES["LLC"]: "LLC misses per byte"}
 
@@ -45,7 +45,9 @@ def answer(study: Study) -> dict:
     else:
         counted = q2_text(numbers, outcome, study.explanations.get("removed_copy"))
     if study.cache is None:
-        return {**numbers, "text": f"{counted}\n\n{_where_placed(study)}"}
+        found = study.explanations.get("copy_by_working_set")
+        evidence = f"\n\n{found.text}" if found is not None else ""
+        return {**numbers, "text": f"{counted}\n\n{_where_placed(study)}{evidence}"}
     placed = placed_answer(study)
     text = placed["text"] + ("\n\n**Counted by the PMU, beside it.** " + counted
                              if outcome not in ("unmeasured", "no_pairs") else "")
