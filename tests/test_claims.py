@@ -120,7 +120,6 @@ def test_a_size_without_a_profile_is_a_hypothesis():
 @pytest.mark.parametrize("outcome, lo_busy, hi_busy, verdict", [
     # the Q3: A3 2.39x from 1 to 8 threads at 64 B, its sender's busy share 59% -> 97%
     ("win", (0.59, 0.80), (0.97, 0.90), "filled_sender"),
-    ("loss", (0.99, 0.90), (0.99, 0.95), "saturated"),
     ("win", (0.96, 0.97), (0.97, 0.98), "mixed"),
 ])
 def test_each_decided_thread_effect_is_explained(outcome, lo_busy, hi_busy, verdict):
@@ -130,6 +129,27 @@ def test_each_decided_thread_effect_is_explained(outcome, lo_busy, hi_busy, verd
     assert found.verdict == verdict, found.text
     assert f"busy {explain.pct(lo_busy[0])} of the window with 1 and {explain.pct(hi_busy[0])} with 8" in found.text
     assert found.hypothesis is (verdict == "mixed")
+
+
+@pytest.mark.parametrize("hi_switches, verdict", [
+    # the review's A1 at 16 KiB: CPU per byte up 19% with 8 threads, switches per MB flat
+    (10_000, "per_byte_cost"),
+    # switches per MB up by 40 (at 5 µs each 200 µs per MB) against 100 µs per MB more CPU
+    (50_000, "switching"),
+])
+def test_a_saturated_loss_is_said_as_the_cost_per_byte_unless_switching_carries_it(hi_switches, verdict):
+    lo = ev.frame([ev.measured_row("a1", 16384, threads=1, rep=r, gbps=8.0, busy=(0.99, 0.68), working_set_bytes=4 << 20,
+                                   srv_task_clock_ms=620.0, context_switches=10_000) for r in range(3)])
+    hi = ev.frame([ev.measured_row("a1", 16384, threads=8, rep=r, gbps=8.0, busy=(1.0, 0.64), working_set_bytes=4 << 20,
+                                   srv_task_clock_ms=720.0, context_switches=hi_switches) for r in range(3)])
+    found = explain.thread_effect(lo, hi, "A1 at 16 KiB", "loss", 1, 8, llc=("L3", 32 << 20))
+    assert found.verdict == verdict, found.text
+    assert "saturated with 1, spends 16% more per byte" in found.text
+    if verdict == "switching":
+        assert not found.hypothesis and "carry it" in found.text
+    else:
+        assert found.hypothesis and "only switching" not in found.text and "switching between them" not in found.text
+        assert "switches per MB do not rise" in found.text and "8 × 4 MiB = 32 MiB against the 32 MiB L3" in found.text
 
 
 def test_factors_that_disagree_are_never_averaged():

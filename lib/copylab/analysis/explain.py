@@ -27,6 +27,9 @@ CLEAR_GAP = 0.10      # ... and bounds the throughput when the other side is thi
 STEAL_NOTABLE = 0.02  # steal worth naming
 WAKEUP_PACED = 0.5    # context switches per message from which wake-ups set the pace
 WAKEUP_RARE = 0.1     # below this, wake-ups are not what a message costs
+# a context switch's cost, generously (direct cost plus refilling the caches; lmbench's lat_ctx gives
+# 1-5 µs on current x86 hosts): switching is said to carry a loss only if it does at this cost
+SWITCH_COST_US = 5.0
 
 
 @dataclass
@@ -177,11 +180,13 @@ def wakeup_regime(row: pd.Series, who: str | None = None) -> Explanation:
 # threads: why more connections move more (or less) data
 
 
-def thread_effect(lo_rows: pd.DataFrame, hi_rows: pd.DataFrame, who: str, outcome: str, lo: int, hi: int) -> Explanation:
+def thread_effect(lo_rows: pd.DataFrame, hi_rows: pd.DataFrame, who: str, outcome: str, lo: int, hi: int,
+                  llc: tuple[str, int] | None = None) -> Explanation:
     """Why a decided thread effect (outcome win or loss, hi threads against lo) happened, from the pinned
     CPUs' busy shares and the context switches per MB at both thread counts: a sender that waited at lo
     and is busy at hi was filled by the extra connections; a side already saturated at lo cannot give
-    more, so extra threads only add switching. Anything else is a hypothesis with the numbers."""
+    more, so the loss is what each byte costs it more (_saturated_loss says whether switching carries
+    that). Anything else is a hypothesis with the numbers. llc: (name, bytes) of the host's last-level cache."""
     busy = {(side, n): mean_of(rows, f"{side}_cpu_busy") for side in ("srv", "cli")
             for n, rows in ((lo, lo_rows), (hi, hi_rows))}
     cs = {n: mean_of(rows, "context_switches_per_mb") for n, rows in ((lo, lo_rows), (hi, hi_rows))}
@@ -200,10 +205,48 @@ def thread_effect(lo_rows: pd.DataFrame, hi_rows: pd.DataFrame, who: str, outcom
                                f"{words} spent waiting at {lo}: its CPU had room, and the extra connections use it.",
                                evidence)
     if outcome == "loss" and max(busy[("srv", lo)], busy[("cli", lo)]) >= NEAR_FULL:
-        return Explanation("thread_effect", "saturated", f"{facts} A CPU was already saturated with {lo}: the extra "
-                           "connections cannot add CPU time, only switching between them.", evidence)
+        return _saturated_loss(lo_rows, hi_rows, lo, hi, busy, cs, evidence, facts, llc)
     return hypothesis("thread_effect", "mixed", "the busy shares do not show where the change comes from.",
                       "the wake-up latency (perf sched latency) at both thread counts", evidence, facts=facts)
+
+
+def _saturated_loss(lo_rows: pd.DataFrame, hi_rows: pd.DataFrame, lo: int, hi: int, busy: dict, cs: dict,
+                    evidence: dict, facts: str, llc: tuple[str, int] | None) -> Explanation:
+    """A loss with a CPU saturated at lo: that side's CPU per byte must have risen. Switching between the
+    connections is said as the cause only when the switches added per MB, at SWITCH_COST_US each, carry
+    the added CPU per MB; otherwise the rise is said as such, with what could cost more per byte as a
+    hypothesis (the connections' working sets sharing the LLC, or per-connection TCP work)."""
+    side, words = max((("srv", "sender"), ("cli", "receiver")), key=lambda s: busy[(s[0], lo)])
+    cpu = {n: mean_of(rows, f"{side}_cpu_ns_per_byte") for n, rows in ((lo, lo_rows), (hi, hi_rows))}
+    more_cpu_us = (cpu[hi] - cpu[lo]) * 1e3  # ns per byte -> µs per MB
+    more_cs = cs[hi] - cs[lo]
+    evidence.update(saturated=words, cpu_ns_per_byte=cpu, switch_cost_us=SWITCH_COST_US)
+    if not (more_cpu_us == more_cpu_us and more_cpu_us > 0):
+        return hypothesis("thread_effect", "saturated", f"a CPU was already saturated with {lo}, yet the {words}'s "
+                          "CPU per byte does not show the loss" + (f" ({fmt_num(cpu[lo])} and {fmt_num(cpu[hi])} ns)"
+                                                                     if cpu[lo] == cpu[lo] else "") + ".",
+                          "the per-side task-clock at both thread counts", evidence, facts=facts)
+    rise = (f"The {words}'s CPU, saturated with {lo}, spends {fmt_num(100 * (cpu[hi] / cpu[lo] - 1), 2)}% more per "
+            f"byte with {hi} ({fmt_num(cpu[lo])} → {fmt_num(cpu[hi])} ns/B, means of the runs), {fmt_num(more_cpu_us)} "
+            "µs per MB")
+    if more_cs == more_cs and more_cs * SWITCH_COST_US >= more_cpu_us:
+        return Explanation("thread_effect", "switching", f"{facts} {rise}; the {fmt_num(more_cs)} context switches per "
+                           f"MB added, at up to {SWITCH_COST_US:g} µs each, are enough to carry it: the extra "
+                           "connections add switching between them, not CPU time.", evidence)
+    switches = ("switches per MB do not rise" if not more_cs == more_cs or more_cs <= 0 else
+                f"the {fmt_num(more_cs)} switches per MB added cost at most {fmt_num(more_cs * SWITCH_COST_US)} µs at "
+                f"{SWITCH_COST_US:g} µs each")
+    ws = mean_of(hi_rows, "working_set_bytes")
+    together = (f" ({hi} × {fmt_size(ws)} = {fmt_size(hi * ws)}"
+                + (f" against the {fmt_size(llc[1])} {llc[0]})" if llc else ")") if ws == ws and ws > 0 else "")
+    evidence["working_sets_bytes"] = hi * ws if ws == ws else None
+    return hypothesis("thread_effect", "per_byte_cost", f"the extra cost per byte comes from the {hi} connections' "
+                      f"working sets{together} sharing the last-level cache, or from per-connection TCP work "
+                      "(more sockets' ACKs, timers and buffers).",
+                      "L1 and LLC misses per byte at both thread counts (a host with a PMU), or the cache-level grid "
+                      "(params/cache.yaml), which keeps the aggregate working set inside the LLC at some sizes",
+                      evidence, facts=f"{facts} {rise}, while {switches}: the loss is a higher cost per byte, not "
+                      "switching.")
 
 
 # ------------------------------------------------------------------------------------------------
