@@ -301,6 +301,34 @@ def two_states(t, zero_copy: bool = False) -> Explanation:
                       "from the counters.", where, evidence, facts=facts)
 
 
+def side_trade(t, zero_copy: bool = False) -> Explanation:
+    """What a cell whose runs move CPU per byte between the sides (states.SideTrade) shows: each side's
+    and their sum's CPU per byte per thread count, and as a hypothesis what moves (zero_copy: the
+    deferred copy) with the profile that would decide it (at a thread count where the receiver pays
+    most). Said only for a trade the Study found (the test and its correction are states.py's)."""
+    who = f"{name(t.impl)} at {fmt_size(t.size)}"
+    counts = sorted(t.by_threads)
+    at = lambda key: ", ".join(fmt_num(t.by_threads[n][key]) for n in counts)
+    sums = [t.by_threads[n]["sum"] for n in counts]
+    facts = (f"{who}, its {t.runs} throughput runs trade CPU per byte between the sides: where the receiver "
+             f"spends more per byte the sender spends less (Pearson's r {fmt_num(t.r)}, 95% interval "
+             f"{fmt_num(t.r_interval[0])} to {fmt_num(t.r_interval[1])}, p = {fmt_num(t.p_holm)} after Holm's "
+             f"correction over the cells tested), and their sum varies less than either side (standard deviation "
+             f"{fmt_num(t.sd['sum'])} ns/B against {fmt_num(t.sd['sender'])} and {fmt_num(t.sd['receiver'])}). "
+             f"Means at {_threads(counts)}: the receiver {at('receiver')} ns/B, the sender {at('sender')}, "
+             f"together {at('sum')}.")
+    most = max(counts, key=lambda n: t.by_threads[n]["receiver"])
+    work = ("the deferred copy (skb_copy_ubufs) runs in the receiver's context (the socket's backlog, "
+            "processed in its recv) instead of the sender's sendmsg" if zero_copy else
+            "the receive processing (softirq) runs on the receiver's CPU instead of the sender's")
+    claim = (f"the same work changes sides (the sum ranges only {fmt_num(min(sums))}–{fmt_num(max(sums))} ns/B): "
+             f"in the runs where the receiver pays more, {work}. That is what raises the receiver's CPU per byte "
+             "where the runs are pooled over the thread counts.")
+    decide_by = (f"a profile of {who} at {plural(most, 'thread')}, where the receiver pays most: its folded stacks "
+                 "say on which side " + ("skb_copy_ubufs" if zero_copy else "the softirq") + " runs")
+    return hypothesis("side_trade", "work_moves", claim, decide_by, t.to_dict(), facts=facts)
+
+
 # ------------------------------------------------------------------------------------------------
 # latency: a second connection that shortens the round trip
 
