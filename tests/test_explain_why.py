@@ -250,6 +250,44 @@ def test_the_round_trip_sentence_reaches_q3_and_needs_two_thread_counts():
     assert explain.latency_threads(ev.frame([r for r in rows if r["threads"] == 1 and r["mode"] == "latency"])) is None
 
 
+def queue_rows(factor: float, busy: float = 0.98) -> list[dict]:
+    """Latency rows whose mean round trip at 2 and 8 threads is factor x threads x the sender's CPU per
+    message (the fresh report's 10.3 µs for A1 at 64 B, 38.0 µs for A3 at 64 KiB); 1 thread mostly idle."""
+    cpu = {("a1", 64): 10.3, ("a1", 65536): 26.6, ("a3", 64): 15.1, ("a3", 65536): 38.0}
+    rows = []
+    for (impl, size), us in cpu.items():
+        for t in (1, 2, 8):
+            rt = 60.0 if t == 1 else factor * t * us
+            rows += [ev.measured_row(impl, size, threads=t, rep=r, mode="latency", messages=1000, latency_us=rt,
+                                     busy=(0.4, 0.3) if t == 1 else (busy, 0.8), srv_task_clock_ms=us,
+                                     cli_task_clock_ms=0.5 * us) for r in range(3)]
+    return rows
+
+
+def test_the_round_trip_of_a_saturated_cpu_is_the_thread_count_times_its_cpu_per_message():
+    """The fresh report's 2-to-8-thread growth: Little's law on the saturated, pinned sender."""
+    found = explain.latency_queue(ev.frame(queue_rows(1.02)))
+    assert found.verdict == "queueing" and not found.hypothesis, found.text
+    for text in ("From 2 to 8 threads the mean round trip grows 4.00–4.00×", "within 2%",
+                 "A3 at 64 KiB, 8 threads: 8 × 38.0 µs of sender CPU = 304 µs, measured 310 µs", "Little's law",
+                 "its sender spends 38.0 µs per message against A1's 26.6 µs"):
+        assert text in found.text, text
+
+
+def test_a_round_trip_longer_than_the_queue_is_not_said_to_be_the_queue():
+    found = explain.latency_queue(ev.frame(queue_rows(1.5)))
+    assert found.verdict == "not_queueing" and found.hypothesis and "Little" not in found.text
+    assert "(1.50×)" in found.text and "perf sched latency" in found.decide_by
+    assert explain.latency_queue(ev.frame(queue_rows(1.02, busy=0.7))) is None  # no CPU saturated: no queue to say
+
+
+def test_the_queue_sentence_reaches_q3():
+    rows = queue_rows(1.02) + [ev.measured_row(i, 64, threads=t, rep=r, busy=(0.9, 0.9)) for i in ("a1", "a2", "a3")
+                               for t in (1, 8) for r in range(3)]
+    from copylab.analysis.text import q3
+    assert "Little's law on a saturated CPU" in q3.answer(build_study(ev.frame(rows), {"cores": 2}, ev.frame([])))["text"]
+
+
 # ------------------------------------------------------------------------------------------------
 # Q4: each decided loss of the one-copy path from its own profile
 

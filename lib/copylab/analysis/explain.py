@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 import pandas as pd
 
 from ..fmt import fmt_num, fmt_size, plural
-from .roles import name
+from .roles import BASE as BASE_IMPL, name
 
 NEAR_FULL = 0.95      # a CPU busy at least this share of the window is saturated
 CLEAR_GAP = 0.10      # ... and bounds the throughput when the other side is this much less busy
@@ -376,3 +376,77 @@ def latency_threads(rows: pd.DataFrame) -> Explanation | None:
                           decide_by, evidence, facts=facts)
     return hypothesis("latency_threads", "mixed", "the busy shares do not show why the round trip changes.",
                       decide_by, evidence, facts=facts)
+
+
+# Little's law on a saturated CPU allows the round trip 1/busy times threads x CPU per message: at NEAR_FULL
+# busy that is 5% over; twice that leaves room for task-clock and the busy share being sampled apart
+QUEUE_TOLERANCE = 2 * (1 - NEAR_FULL)
+
+
+def latency_queue(rows: pd.DataFrame) -> Explanation | None:
+    """Why the round trip grows with the thread count where a pinned CPU is saturated (latency-mode rows):
+    with N connections each keeping one message in flight and one CPU busy throughout, Little's law makes
+    the mean round trip N x that CPU's time per message (task-clock over the round trips). The rule
+    checks it per cell (path, size, thread count above the fewest) whose busier CPU is at NEAR_FULL or
+    more, and says it, with the numbers, only when every such cell is within QUEUE_TOLERANCE; None
+    when no cell at more than one thread is saturated."""
+    need = {"latency_us", "messages", "srv_task_clock_ms", "cli_task_clock_ms", "srv_cpu_busy", "cli_cpu_busy"}
+    if rows.empty or not need <= set(rows):
+        return None
+    per_msg = {side: rows[f"{side}_task_clock_ms"] * 1e3 / rows["messages"].where(rows["messages"] > 0)
+               for side in ("srv", "cli")}
+    cells = rows.assign(srv_us=per_msg["srv"], cli_us=per_msg["cli"]).groupby(["impl", "msg_size", "threads"])[
+        ["latency_us", "srv_us", "cli_us", "srv_cpu_busy", "cli_cpu_busy"]].mean().reset_index()
+    fewest = cells["threads"].min()
+    cells = cells[cells["threads"] > fewest].dropna()
+    # the CPU with the longer time per message is the one the round trips queue for
+    side_is_srv = cells["srv_us"] >= cells["cli_us"]
+    cells = cells.assign(cpu_us=cells["srv_us"].where(side_is_srv, cells["cli_us"]),
+                         busy=cells["srv_cpu_busy"].where(side_is_srv, cells["cli_cpu_busy"]),
+                         side=side_is_srv.map({True: "sender", False: "receiver"}))
+    saturated = cells[cells["busy"] >= NEAR_FULL].copy()
+    if saturated.empty:
+        return None
+    saturated["predicted"] = saturated["threads"] * saturated["cpu_us"]
+    saturated["ratio"] = saturated["latency_us"] / saturated["predicted"]
+    off = float((saturated["ratio"] - 1).abs().max())
+    top = int(saturated["threads"].max())
+    at_top = saturated[saturated["threads"] == top]
+    examples = [at_top.loc[at_top["latency_us"].idxmin()], at_top.loc[at_top["latency_us"].idxmax()]]
+
+    def example(c) -> str:
+        return (f"{name(c['impl'])} at {fmt_size(c['msg_size'])}, {plural(int(c['threads']), 'thread')}: "
+                f"{int(c['threads'])} × {fmt_num(c['cpu_us'])} µs of {c['side']} CPU = {fmt_num(c['predicted'])} µs, "
+                f"measured {fmt_num(c['latency_us'])} µs")
+
+    evidence = {"cells": int(len(saturated)), "of": int(len(cells)), "max_deviation": off,
+                "tolerance": QUEUE_TOLERANCE,
+                "examples": [{k: (v.item() if hasattr(v, "item") else v) for k, v in c.items()} for c in examples]}
+    counts = and_list([str(int(t)) for t in sorted(set(saturated["threads"]))])
+    by_threads = cells.pivot_table(index=["impl", "msg_size"], columns="threads", values="latency_us")
+    second = int(by_threads.columns.min())
+    growth = (by_threads[top] / by_threads[second]).dropna() if top > second else pd.Series(dtype=float)
+    evidence["growth"] = [float(growth.min()), float(growth.max())] if len(growth) else None
+    head = ((f"From {second} to {top} threads the mean round trip grows {fmt_num(growth.min())}–"
+             f"{fmt_num(growth.max())}× over the paths and sizes. " if len(growth) else "")
+            + f"In {len(saturated)} of the {len(cells)} latency cells at more than {plural(int(fewest), 'thread')} "
+            f"(at {counts} threads) the busier pinned CPU is {pct(NEAR_FULL)} busy or more")
+    if off > QUEUE_TOLERANCE:
+        worst = saturated.loc[(saturated["ratio"] - 1).abs().idxmax()]
+        return hypothesis("latency_queue", "not_queueing", "the round trips wait for something besides the "
+                          "saturated CPU (wake-ups, the network path), so the thread count alone does not set them.",
+                          "the wake-up latency (perf sched latency) at these thread counts", evidence,
+                          facts=f"{head}, yet the mean round trip is not the thread count × that CPU's time per "
+                          f"message: {example(worst)} ({fmt_num(worst['ratio'])}×).")
+    slow = examples[1]
+    text = (f"{head}, and there the mean round trip equals the thread count × that CPU's time per message within "
+            f"{100 * off:.0f}% ({example(examples[0])}; {example(slow)}). That is Little's law on a saturated CPU: "
+            "each connection keeps one message in flight, and every message waits its turn for the one CPU, so "
+            "the round trip grows with the connections and with the CPU each message costs.")
+    base = at_top[(at_top["impl"] == BASE_IMPL) & (at_top["msg_size"] == slow["msg_size"])]
+    if slow["impl"] != BASE_IMPL and len(base):
+        b = base.iloc[0]
+        text += (f" {name(slow['impl'])} at {fmt_size(slow['msg_size'])} is the slowest at {top} threads because "
+                 f"its {slow['side']} spends {fmt_num(slow['cpu_us'])} µs per message against {name(BASE_IMPL)}'s "
+                 f"{fmt_num(b['cpu_us'])} µs ({b['side']}).")
+    return Explanation("latency_queue", "queueing", text, evidence)

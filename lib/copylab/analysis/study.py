@@ -27,7 +27,7 @@ import pandas as pd
 from . import findings as fnd
 from .decisions import (ALPHA, DEFAULT_MARGIN, Decision, Outcome, cell_diffs, decide_cells, decided_crossover,
                         holm, log_values, point_stats)
-from .explain import Explanation, bound_side, latency_threads, side_trade, two_states
+from .explain import Explanation, bound_side, latency_queue, latency_threads, side_trade, two_states
 from .explain_copies import (deferred_copy_site, per_message_gap, profiled_sizes, removed_copy, why_at_size,
                              zero_copy_cost)
 from .explain_surprise import explain_surprise
@@ -278,9 +278,10 @@ def explanations(s: Study) -> dict[str, Explanation]:
     for size, d in sorted(s.compare(ONE_COPY)["by_size"].items()):  # Q4: each decided loss from its profile
         if d.decision == Outcome.LOSS and size in profiled_sizes(profiles, [ONE_COPY, BASE]):
             found[f"gap_{ONE_COPY}_{int(size)}"] = per_message_gap(profiles, ONE_COPY, BASE, int(size))
-    latency = latency_threads(df[df["mode"] == "latency"])
-    if latency is not None:
-        found["latency_threads"] = latency
+    for rule, key in ((latency_threads, "latency_threads"), (latency_queue, "latency_queue")):
+        latency = rule(df[df["mode"] == "latency"])
+        if latency is not None:
+            found[key] = latency
     tp = throughput_rows(df)
     for size in sorted(set(tp.loc[tp["impl"] == ZERO_COPY, "msg_size"])):  # Q1: each size from its own evidence
         # the profiled cell's decisions against the baseline: its sender's CPU per byte and its throughput

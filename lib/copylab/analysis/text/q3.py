@@ -130,9 +130,10 @@ def _size_line(size: int, decided: dict, cs, misses: dict) -> str:
 
 
 def _latency(study: Study) -> str:
-    """The round trip against the thread count (the latency figure): the rule's sentence (explain.latency_threads)."""
-    found = study.explanations.get("latency_threads")
-    return f"\n\n**Latency against threads.** {found.text}" if found is not None else ""
+    """The round trip against the thread count (the latency figure): the rules' sentences (explain.latency_threads
+    from the fewest threads to the next, explain.latency_queue where a CPU is saturated)."""
+    found = [study.explanations[k].text for k in ("latency_threads", "latency_queue") if k in study.explanations]
+    return f"\n\n**Latency against threads.** {' '.join(found)}" if found else ""
 
 
 def _cores(meta: dict, hi: int) -> str:
