@@ -207,6 +207,24 @@ def test_the_summary_says_why_the_baseline_stays_named():
     assert "better by means" not in summary.advice(_entry(1.23, Outcome.WIN))
 
 
+def test_q5_points_at_q1s_line_instead_of_repeating_it_and_at_the_profile_for_the_bound():
+    """The fresh report: Q1's "What A3's sender pays instead of the copy (...)" again verbatim in Q5, and the
+    bound sentence of the profile section again in Q4 and Q5."""
+    grid = ev.throughput_grid({"a3": {64: 0.1, 65536: 0.87}}, passes=3, sizes=(64, 65536), threads=(1, 2))
+    grid["srv_cpu_busy"], grid["cli_cpu_busy"] = 0.99, 0.55
+    shares = {"deferred_copy": 0.37, "zerocopy_pin": 0.07, "zerocopy_completion": 0.01, "idle": 0.01}
+    profiles = ev.frame([ev.profile_row(i, 65536, shares if i == "a3" else {"kernel_copy_from_user": 0.3, "idle": 0.01},
+                                        busy=(0.99, 0.55), rep=r) for i in ("a1", "a2", "a3") for r in range(3)])
+    from copylab.analysis.text import q1, q5
+    s = build_study(grid, {"cores": 2}, profiles)
+    q1_text, q5_text = q1.answer(s)["text"], q5.answer(s)["text"]
+    assert "What A3's sender pays instead of the copy (" in q1_text
+    assert "What A3's sender pays instead of the copy (" not in q5_text
+    assert "(the verdicts listed in Q1): see \"Where the CPU goes, measured\"" in q5_text
+    assert "the receiver waits for it" not in q5_text
+    assert "A3 at 64 KiB, 1 thread: the sender bounds the throughput (busy shares in" in q5_text
+
+
 def test_a_paragraph_is_said_once_and_referred_back_to():
     """Q5 cites what the zero-copy path pays: in one line pointing at the profile section, not the paragraph."""
     class Stub:

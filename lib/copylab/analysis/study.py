@@ -297,7 +297,7 @@ def explanations(s: Study) -> dict[str, Explanation]:
             threads = int(at["threads"].min()) if len(at) else 1
             found[f"bound_{impl}"] = bound_side(at[at["threads"] == threads],
                                                 f"{name(impl)} at {fmt_size(largest)}, {plural(threads, 'thread')}")
-            found[f"bound_{impl}"].evidence["threads"] = [threads]  # what a pooled decision's sentence marks
+            found[f"bound_{impl}"].evidence.update(threads=[threads], msg_size=largest)  # what a pooled decision's sentence marks
     return found
 
 
