@@ -120,7 +120,6 @@ def test_a_size_without_a_profile_is_a_hypothesis():
 @pytest.mark.parametrize("outcome, lo_busy, hi_busy, verdict", [
     # the issue's Q3: A3 2.39x from 1 to 8 threads at 64 B, its sender's busy share 59% -> 97%
     ("win", (0.59, 0.80), (0.97, 0.90), "filled_sender"),
-    ("loss", (0.99, 0.90), (0.99, 0.95), "saturated"),
     ("win", (0.96, 0.97), (0.97, 0.98), "mixed"),
 ])
 def test_each_decided_thread_effect_is_explained(outcome, lo_busy, hi_busy, verdict):
@@ -130,6 +129,27 @@ def test_each_decided_thread_effect_is_explained(outcome, lo_busy, hi_busy, verd
     assert found.verdict == verdict, found.text
     assert f"busy {explain.pct(lo_busy[0])} of the window with 1 and {explain.pct(hi_busy[0])} with 8" in found.text
     assert found.hypothesis is (verdict == "mixed")
+
+
+@pytest.mark.parametrize("hi_switches, verdict", [
+    # the review's A1 at 16 KiB: CPU per byte up 19% with 8 threads, switches per MB flat
+    (10_000, "per_byte_cost"),
+    # switches per MB up by 40 (at 5 µs each 200 µs per MB) against 100 µs per MB more CPU
+    (50_000, "switching"),
+])
+def test_a_saturated_loss_is_said_as_the_cost_per_byte_unless_switching_carries_it(hi_switches, verdict):
+    lo = ev.frame([ev.measured_row("a1", 16384, threads=1, rep=r, gbps=8.0, busy=(0.99, 0.68), working_set_bytes=4 << 20,
+                                   srv_task_clock_ms=620.0, context_switches=10_000) for r in range(3)])
+    hi = ev.frame([ev.measured_row("a1", 16384, threads=8, rep=r, gbps=8.0, busy=(1.0, 0.64), working_set_bytes=4 << 20,
+                                   srv_task_clock_ms=720.0, context_switches=hi_switches) for r in range(3)])
+    found = explain.thread_effect(lo, hi, "A1 at 16 KiB", "loss", 1, 8, llc=("L3", 32 << 20))
+    assert found.verdict == verdict, found.text
+    assert "saturated with 1, spends 16% more per byte" in found.text
+    if verdict == "switching":
+        assert not found.hypothesis and "carry it" in found.text
+    else:
+        assert found.hypothesis and "only switching" not in found.text and "switching between them" not in found.text
+        assert "switches per MB do not rise" in found.text and "8 × 4 MiB = 32 MiB against the 32 MiB L3" in found.text
 
 
 def test_factors_that_disagree_are_never_averaged():
@@ -185,6 +205,24 @@ def test_the_summary_says_why_the_baseline_stays_named():
         _entry(1.23, Outcome.UNDECIDED))
     assert "better by means" not in summary.advice(_entry(0.9, Outcome.UNDECIDED))
     assert "better by means" not in summary.advice(_entry(1.23, Outcome.WIN))
+
+
+def test_q5_points_at_q1s_line_instead_of_repeating_it_and_at_the_profile_for_the_bound():
+    """The fresh report: Q1's "What A3's sender pays instead of the copy (...)" again verbatim in Q5, and the
+    bound sentence of the profile section again in Q4 and Q5."""
+    grid = ev.throughput_grid({"a3": {64: 0.1, 65536: 0.87}}, passes=3, sizes=(64, 65536), threads=(1, 2))
+    grid["srv_cpu_busy"], grid["cli_cpu_busy"] = 0.99, 0.55
+    shares = {"deferred_copy": 0.37, "zerocopy_pin": 0.07, "zerocopy_completion": 0.01, "idle": 0.01}
+    profiles = ev.frame([ev.profile_row(i, 65536, shares if i == "a3" else {"kernel_copy_from_user": 0.3, "idle": 0.01},
+                                        busy=(0.99, 0.55), rep=r) for i in ("a1", "a2", "a3") for r in range(3)])
+    from copylab.analysis.text import q1, q5
+    s = build_study(grid, {"cores": 2}, profiles)
+    q1_text, q5_text = q1.answer(s)["text"], q5.answer(s)["text"]
+    assert "What A3's sender pays instead of the copy (" in q1_text
+    assert "What A3's sender pays instead of the copy (" not in q5_text
+    assert "(the verdicts listed in Q1): see \"Where the CPU goes, measured\"" in q5_text
+    assert "the receiver waits for it" not in q5_text
+    assert "A3 at 64 KiB, 1 thread: the sender bounds the throughput (busy shares in" in q5_text
 
 
 def test_a_paragraph_is_said_once_and_referred_back_to():

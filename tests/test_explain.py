@@ -56,7 +56,7 @@ def test_zero_copy_cost_without_a_profile_says_what_would_decide():
 @pytest.mark.parametrize("srv, cli, rps, verdict, says", [
     ({ev.SEND_STACK: 90, ev.OTHER_STACK: 50}, {ev.RECV_STACK: 5}, False, "sendmsg",
      ["inside the sender's own sendmsg call", "__sys_sendmsg → tcp_sendmsg_locked → … → do_softirq",
-      "veth delivers the packet on the transmitting CPU"]),
+      "veth delivers the packet on the transmitting CPU, so, as profiled (", "runs at other thread counts can move it"]),
     ({ev.SEND_STACK: 5}, {ev.RECV_STACK: 90}, True, "recv",
      ["inside the receiver's recv call", "the receiver pays it", "rps=True"]),
     ({ev.SEND_STACK: 50}, {ev.RECV_STACK: 50}, False, "split", ["runs in several places"]),
@@ -213,7 +213,7 @@ def test_q2s_pmu_free_evidence_is_the_copy_cost_following_the_working_set(at_64k
 
 @pytest.mark.slow
 def test_answers_change_their_sentence_with_the_evidence(tmp_path):
-    """Through answers(): the same throughput with the profile pointing the other way flips Q5's why."""
+    """Through answers(): the same throughput with the profile pointing the other way flips Q1's why."""
     measured = ev.throughput_grid({"a2": {}, "a3": {}}, passes=3, sizes=(64, 65536), threads=(1, 2))
     texts = {}
     for label, shares, enobufs in (("deferred", DEFERRED, 0), ("pinning", PINNING, 40)):
@@ -222,9 +222,10 @@ def test_answers_change_their_sentence_with_the_evidence(tmp_path):
         df.loc[df["impl"] == "a3", "send_calls"] = 1000
         profiles = ev.frame([ev.profile_row("a3", 65536, shares, rep=r) for r in range(2)])
         doc = answers(df, {"cores": 2}, profiles)
-        texts[label] = doc["q5_zero_copy_vs_two_copy"]["text"]
+        texts[label] = doc["q1_zero_copy_not_always_best"]["text"]
+        assert "(the verdicts listed in Q1)" in doc["q5_zero_copy_vs_two_copy"]["text"]
         assert doc["explanations"]["zero_copy_cost"]["verdict"] == ("deferred_copy" if label == "deferred" else "zerocopy_pin")
-    # Q5 refers back to the profile section's paragraph in a line carrying the verdict (issue 33)
+    # Q1 refers back to the profile section's paragraph in a line carrying the verdict (issue 33); Q5 to Q1
     # ... at the size it was found at, which need not be every size's answer
     # ... and at the thread count it was profiled at, where the decisions pool more (review item 6)
     assert ("(the deferred copy, most of the zero-copy cost, at 64 KiB, 1 thread only)" in texts["deferred"]

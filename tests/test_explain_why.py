@@ -96,6 +96,54 @@ def test_one_outlying_run_is_no_state():
     assert states.two_state_splits(ev.frame(cell(kinds))) == {}
 
 
+def continuum_cell(trade: bool = True, impl="a3", size=65536) -> list[dict]:
+    """The fresh report's A3 at 64 KiB: 1 thread all sender-busy; at 2-8 threads each run's share u of the
+    copy done by the receiver spread evenly over 0-1 (no gap to split at). trade: the sender's ns/B falls
+    as the receiver's rises (their sum about constant); else both rise together."""
+    rng = np.random.default_rng(3)
+    rows = []
+    for t in (1, 2, 4, 8):
+        for r in range(5):
+            u = 0.0 if t == 1 else rng.uniform(0, 1)
+            cli = 0.16 + 0.15 * u + rng.normal(0, 0.01)
+            srv = (0.36 - 0.12 * u if trade else 0.30 + 0.12 * u) + rng.normal(0, 0.01)
+            gbps = 20 * (1 + 0.05 * rng.normal())
+            rows.append(ev.measured_row(impl, size, threads=t, rep=r, gbps=gbps, busy=(0.98 - 0.5 * u, 0.5 + 0.5 * u), enobufs=0,
+                                        srv_task_clock_ms=srv * gbps * 125, cli_task_clock_ms=cli * gbps * 125))
+    return rows
+
+
+def test_work_moving_between_the_sides_along_a_continuum_is_said_though_no_two_states_are():
+    """The fresh report: two_states rightly found no gap (p 0.02 before correction over 15 cells, the gap
+    smaller than the receiver-busy runs' spread), yet the runs' ns/B trade places (r -0.72)."""
+    frame = ev.frame(continuum_cell())
+    assert states.two_state_splits(frame) == {}
+    trade = states.side_trades(frame)[("a3", 65536)]
+    assert trade.r_interval[1] < 0 and trade.sd["sum"] < min(trade.sd["sender"], trade.sd["receiver"])
+    said = explain.side_trade(trade, zero_copy=True)
+    assert said.hypothesis and said.verdict == "work_moves"
+    for text in ("its 20 throughput runs trade CPU per byte between the sides", "Means at 1, 2, 4 and 8 threads",
+                 "the deferred copy (skb_copy_ubufs) runs in the receiver's context", "a profile of A3 at 64 KiB at"):
+        assert text in said.text, text
+
+
+@pytest.mark.parametrize("rows", [
+    lambda: continuum_cell(trade=False),                         # both sides dearer together: nothing moves
+    lambda: unimodal_cell(lambda rng: rng.normal(0, 0.08)),     # one state, the same task-clock throughout
+])
+def test_sides_that_do_not_trade_are_not_said_to(rows):
+    assert states.side_trades(ev.frame(rows())) == {}
+
+
+def test_the_study_keeps_the_trade_and_q5_refers_to_it():
+    s = _study(continuum_cell())
+    assert ("a3", 65536) in s.trades and "states_trade_a3_65536" in s.explanations
+    from copylab.analysis.text import profile, q5
+    assert "move CPU per byte between the sides" in q5.answer(s)["text"]
+    assert "trade CPU per byte between the sides" in profile.markdown(s).replace("\\", "")
+    assert ("a3", 65536) not in _study(continuum_cell(trade=False)).trades
+
+
 def _study(rows):
     base = [ev.measured_row("a1", 65536, threads=t, rep=r, gbps=24.0, busy=(0.99, 0.55), srv_task_clock_ms=990.0,
                             cli_task_clock_ms=550.0) for t in (1, 2, 4, 8) for r in range(6)]
@@ -241,6 +289,44 @@ def test_the_round_trip_sentence_reaches_q3_and_needs_two_thread_counts():
     assert "**Latency against threads.** From 1 to 2 threads the median round trip" in text
     assert "shorter with 2 in 18 of the 18 passes" in text
     assert explain.latency_threads(ev.frame([r for r in rows if r["threads"] == 1 and r["mode"] == "latency"])) is None
+
+
+def queue_rows(factor: float, busy: float = 0.98) -> list[dict]:
+    """Latency rows whose mean round trip at 2 and 8 threads is factor x threads x the sender's CPU per
+    message (the fresh report's 10.3 µs for A1 at 64 B, 38.0 µs for A3 at 64 KiB); 1 thread mostly idle."""
+    cpu = {("a1", 64): 10.3, ("a1", 65536): 26.6, ("a3", 64): 15.1, ("a3", 65536): 38.0}
+    rows = []
+    for (impl, size), us in cpu.items():
+        for t in (1, 2, 8):
+            rt = 60.0 if t == 1 else factor * t * us
+            rows += [ev.measured_row(impl, size, threads=t, rep=r, mode="latency", messages=1000, latency_us=rt,
+                                     busy=(0.4, 0.3) if t == 1 else (busy, 0.8), srv_task_clock_ms=us,
+                                     cli_task_clock_ms=0.5 * us) for r in range(3)]
+    return rows
+
+
+def test_the_round_trip_of_a_saturated_cpu_is_the_thread_count_times_its_cpu_per_message():
+    """The fresh report's 2-to-8-thread growth: Little's law on the saturated, pinned sender."""
+    found = explain.latency_queue(ev.frame(queue_rows(1.02)))
+    assert found.verdict == "queueing" and not found.hypothesis, found.text
+    for text in ("From 2 to 8 threads the mean round trip grows 4.00–4.00×", "within 2%",
+                 "A3 at 64 KiB, 8 threads: 8 × 38.0 µs of sender CPU = 304 µs, measured 310 µs", "Little's law",
+                 "its sender spends 38.0 µs per message against A1's 26.6 µs"):
+        assert text in found.text, text
+
+
+def test_a_round_trip_longer_than_the_queue_is_not_said_to_be_the_queue():
+    found = explain.latency_queue(ev.frame(queue_rows(1.5)))
+    assert found.verdict == "not_queueing" and found.hypothesis and "Little" not in found.text
+    assert "(1.50×)" in found.text and "perf sched latency" in found.decide_by
+    assert explain.latency_queue(ev.frame(queue_rows(1.02, busy=0.7))) is None  # no CPU saturated: no queue to say
+
+
+def test_the_queue_sentence_reaches_q3():
+    rows = queue_rows(1.02) + [ev.measured_row(i, 64, threads=t, rep=r, busy=(0.9, 0.9)) for i in ("a1", "a2", "a3")
+                               for t in (1, 8) for r in range(3)]
+    from copylab.analysis.text import q3
+    assert "Little's law on a saturated CPU" in q3.answer(build_study(ev.frame(rows), {"cores": 2}, ev.frame([])))["text"]
 
 
 # ------------------------------------------------------------------------------------------------

@@ -20,13 +20,16 @@ from dataclasses import asdict, dataclass, field
 import pandas as pd
 
 from ..fmt import fmt_num, fmt_size, plural
-from .roles import name
+from .roles import BASE as BASE_IMPL, name
 
 NEAR_FULL = 0.95      # a CPU busy at least this share of the window is saturated
 CLEAR_GAP = 0.10      # ... and bounds the throughput when the other side is this much less busy
 STEAL_NOTABLE = 0.02  # steal worth naming
 WAKEUP_PACED = 0.5    # context switches per message from which wake-ups set the pace
 WAKEUP_RARE = 0.1     # below this, wake-ups are not what a message costs
+# a context switch's cost, generously (direct cost plus refilling the caches; lmbench's lat_ctx gives
+# 1-5 µs on current x86 hosts): switching is said to carry a loss only if it does at this cost
+SWITCH_COST_US = 5.0
 
 
 @dataclass
@@ -177,11 +180,13 @@ def wakeup_regime(row: pd.Series, who: str | None = None) -> Explanation:
 # threads: why more connections move more (or less) data
 
 
-def thread_effect(lo_rows: pd.DataFrame, hi_rows: pd.DataFrame, who: str, outcome: str, lo: int, hi: int) -> Explanation:
+def thread_effect(lo_rows: pd.DataFrame, hi_rows: pd.DataFrame, who: str, outcome: str, lo: int, hi: int,
+                  llc: tuple[str, int] | None = None) -> Explanation:
     """Why a decided thread effect (outcome win or loss, hi threads against lo) happened, from the pinned
     CPUs' busy shares and the context switches per MB at both thread counts: a sender that waited at lo
     and is busy at hi was filled by the extra connections; a side already saturated at lo cannot give
-    more, so extra threads only add switching. Anything else is a hypothesis with the numbers."""
+    more, so the loss is what each byte costs it more (_saturated_loss says whether switching carries
+    that). Anything else is a hypothesis with the numbers. llc: (name, bytes) of the host's last-level cache."""
     busy = {(side, n): mean_of(rows, f"{side}_cpu_busy") for side in ("srv", "cli")
             for n, rows in ((lo, lo_rows), (hi, hi_rows))}
     cs = {n: mean_of(rows, "context_switches_per_mb") for n, rows in ((lo, lo_rows), (hi, hi_rows))}
@@ -200,10 +205,48 @@ def thread_effect(lo_rows: pd.DataFrame, hi_rows: pd.DataFrame, who: str, outcom
                                f"{words} spent waiting at {lo}: its CPU had room, and the extra connections use it.",
                                evidence)
     if outcome == "loss" and max(busy[("srv", lo)], busy[("cli", lo)]) >= NEAR_FULL:
-        return Explanation("thread_effect", "saturated", f"{facts} A CPU was already saturated with {lo}: the extra "
-                           "connections cannot add CPU time, only switching between them.", evidence)
+        return _saturated_loss(lo_rows, hi_rows, lo, hi, busy, cs, evidence, facts, llc)
     return hypothesis("thread_effect", "mixed", "the busy shares do not show where the change comes from.",
                       "the wake-up latency (perf sched latency) at both thread counts", evidence, facts=facts)
+
+
+def _saturated_loss(lo_rows: pd.DataFrame, hi_rows: pd.DataFrame, lo: int, hi: int, busy: dict, cs: dict,
+                    evidence: dict, facts: str, llc: tuple[str, int] | None) -> Explanation:
+    """A loss with a CPU saturated at lo: that side's CPU per byte must have risen. Switching between the
+    connections is said as the cause only when the switches added per MB, at SWITCH_COST_US each, carry
+    the added CPU per MB; otherwise the rise is said as such, with what could cost more per byte as a
+    hypothesis (the connections' working sets sharing the LLC, or per-connection TCP work)."""
+    side, words = max((("srv", "sender"), ("cli", "receiver")), key=lambda s: busy[(s[0], lo)])
+    cpu = {n: mean_of(rows, f"{side}_cpu_ns_per_byte") for n, rows in ((lo, lo_rows), (hi, hi_rows))}
+    more_cpu_us = (cpu[hi] - cpu[lo]) * 1e3  # ns per byte -> µs per MB
+    more_cs = cs[hi] - cs[lo]
+    evidence.update(saturated=words, cpu_ns_per_byte=cpu, switch_cost_us=SWITCH_COST_US)
+    if not (more_cpu_us == more_cpu_us and more_cpu_us > 0):
+        return hypothesis("thread_effect", "saturated", f"a CPU was already saturated with {lo}, yet the {words}'s "
+                          "CPU per byte does not show the loss" + (f" ({fmt_num(cpu[lo])} and {fmt_num(cpu[hi])} ns)"
+                                                                     if cpu[lo] == cpu[lo] else "") + ".",
+                          "the per-side task-clock at both thread counts", evidence, facts=facts)
+    rise = (f"The {words}'s CPU, saturated with {lo}, spends {fmt_num(100 * (cpu[hi] / cpu[lo] - 1), 2)}% more per "
+            f"byte with {hi} ({fmt_num(cpu[lo])} → {fmt_num(cpu[hi])} ns/B, means of the runs), {fmt_num(more_cpu_us)} "
+            "µs per MB")
+    if more_cs == more_cs and more_cs * SWITCH_COST_US >= more_cpu_us:
+        return Explanation("thread_effect", "switching", f"{facts} {rise}; the {fmt_num(more_cs)} context switches per "
+                           f"MB added, at up to {SWITCH_COST_US:g} µs each, are enough to carry it: the extra "
+                           "connections add switching between them, not CPU time.", evidence)
+    switches = ("switches per MB do not rise" if not more_cs == more_cs or more_cs <= 0 else
+                f"the {fmt_num(more_cs)} switches per MB added cost at most {fmt_num(more_cs * SWITCH_COST_US)} µs at "
+                f"{SWITCH_COST_US:g} µs each")
+    ws = mean_of(hi_rows, "working_set_bytes")
+    together = (f" ({hi} × {fmt_size(ws)} = {fmt_size(hi * ws)}"
+                + (f" against the {fmt_size(llc[1])} {llc[0]})" if llc else ")") if ws == ws and ws > 0 else "")
+    evidence["working_sets_bytes"] = hi * ws if ws == ws else None
+    return hypothesis("thread_effect", "per_byte_cost", f"the extra cost per byte comes from the {hi} connections' "
+                      f"working sets{together} sharing the last-level cache, or from per-connection TCP work "
+                      "(more sockets' ACKs, timers and buffers).",
+                      "L1 and LLC misses per byte at both thread counts (a host with a PMU), or the cache-level grid "
+                      "(params/cache.yaml), which keeps the aggregate working set inside the LLC at some sizes",
+                      evidence, facts=f"{facts} {rise}, while {switches}: the loss is a higher cost per byte, not "
+                      "switching.")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -258,6 +301,34 @@ def two_states(t, zero_copy: bool = False) -> Explanation:
                       "from the counters.", where, evidence, facts=facts)
 
 
+def side_trade(t, zero_copy: bool = False) -> Explanation:
+    """What a cell whose runs move CPU per byte between the sides (states.SideTrade) shows: each side's
+    and their sum's CPU per byte per thread count, and as a hypothesis what moves (zero_copy: the
+    deferred copy) with the profile that would decide it (at a thread count where the receiver pays
+    most). Said only for a trade the Study found (the test and its correction are states.py's)."""
+    who = f"{name(t.impl)} at {fmt_size(t.size)}"
+    counts = sorted(t.by_threads)
+    at = lambda key: ", ".join(fmt_num(t.by_threads[n][key]) for n in counts)
+    sums = [t.by_threads[n]["sum"] for n in counts]
+    facts = (f"{who}, its {t.runs} throughput runs trade CPU per byte between the sides: where the receiver "
+             f"spends more per byte the sender spends less (Pearson's r {fmt_num(t.r)}, 95% interval "
+             f"{fmt_num(t.r_interval[0])} to {fmt_num(t.r_interval[1])}, p = {fmt_num(t.p_holm)} after Holm's "
+             f"correction over the cells tested), and their sum varies less than either side (standard deviation "
+             f"{fmt_num(t.sd['sum'])} ns/B against {fmt_num(t.sd['sender'])} and {fmt_num(t.sd['receiver'])}). "
+             f"Means at {_threads(counts)}: the receiver {at('receiver')} ns/B, the sender {at('sender')}, "
+             f"together {at('sum')}.")
+    most = max(counts, key=lambda n: t.by_threads[n]["receiver"])
+    work = ("the deferred copy (skb_copy_ubufs) runs in the receiver's context (the socket's backlog, "
+            "processed in its recv) instead of the sender's sendmsg" if zero_copy else
+            "the receive processing (softirq) runs on the receiver's CPU instead of the sender's")
+    claim = (f"the same work changes sides (the sum ranges only {fmt_num(min(sums))}–{fmt_num(max(sums))} ns/B): "
+             f"in the runs where the receiver pays more, {work}. That is what raises the receiver's CPU per byte "
+             "where the runs are pooled over the thread counts.")
+    decide_by = (f"a profile of {who} at {plural(most, 'thread')}, where the receiver pays most: its folded stacks "
+                 "say on which side " + ("skb_copy_ubufs" if zero_copy else "the softirq") + " runs")
+    return hypothesis("side_trade", "work_moves", claim, decide_by, t.to_dict(), facts=facts)
+
+
 # ------------------------------------------------------------------------------------------------
 # latency: a second connection that shortens the round trip
 
@@ -305,3 +376,77 @@ def latency_threads(rows: pd.DataFrame) -> Explanation | None:
                           decide_by, evidence, facts=facts)
     return hypothesis("latency_threads", "mixed", "the busy shares do not show why the round trip changes.",
                       decide_by, evidence, facts=facts)
+
+
+# Little's law on a saturated CPU allows the round trip 1/busy times threads x CPU per message: at NEAR_FULL
+# busy that is 5% over; twice that leaves room for task-clock and the busy share being sampled apart
+QUEUE_TOLERANCE = 2 * (1 - NEAR_FULL)
+
+
+def latency_queue(rows: pd.DataFrame) -> Explanation | None:
+    """Why the round trip grows with the thread count where a pinned CPU is saturated (latency-mode rows):
+    with N connections each keeping one message in flight and one CPU busy throughout, Little's law makes
+    the mean round trip N x that CPU's time per message (task-clock over the round trips). The rule
+    checks it per cell (path, size, thread count above the fewest) whose busier CPU is at NEAR_FULL or
+    more, and says it, with the numbers, only when every such cell is within QUEUE_TOLERANCE; None
+    when no cell at more than one thread is saturated."""
+    need = {"latency_us", "messages", "srv_task_clock_ms", "cli_task_clock_ms", "srv_cpu_busy", "cli_cpu_busy"}
+    if rows.empty or not need <= set(rows):
+        return None
+    per_msg = {side: rows[f"{side}_task_clock_ms"] * 1e3 / rows["messages"].where(rows["messages"] > 0)
+               for side in ("srv", "cli")}
+    cells = rows.assign(srv_us=per_msg["srv"], cli_us=per_msg["cli"]).groupby(["impl", "msg_size", "threads"])[
+        ["latency_us", "srv_us", "cli_us", "srv_cpu_busy", "cli_cpu_busy"]].mean().reset_index()
+    fewest = cells["threads"].min()
+    cells = cells[cells["threads"] > fewest].dropna()
+    # the CPU with the longer time per message is the one the round trips queue for
+    side_is_srv = cells["srv_us"] >= cells["cli_us"]
+    cells = cells.assign(cpu_us=cells["srv_us"].where(side_is_srv, cells["cli_us"]),
+                         busy=cells["srv_cpu_busy"].where(side_is_srv, cells["cli_cpu_busy"]),
+                         side=side_is_srv.map({True: "sender", False: "receiver"}))
+    saturated = cells[cells["busy"] >= NEAR_FULL].copy()
+    if saturated.empty:
+        return None
+    saturated["predicted"] = saturated["threads"] * saturated["cpu_us"]
+    saturated["ratio"] = saturated["latency_us"] / saturated["predicted"]
+    off = float((saturated["ratio"] - 1).abs().max())
+    top = int(saturated["threads"].max())
+    at_top = saturated[saturated["threads"] == top]
+    examples = [at_top.loc[at_top["latency_us"].idxmin()], at_top.loc[at_top["latency_us"].idxmax()]]
+
+    def example(c) -> str:
+        return (f"{name(c['impl'])} at {fmt_size(c['msg_size'])}, {plural(int(c['threads']), 'thread')}: "
+                f"{int(c['threads'])} × {fmt_num(c['cpu_us'])} µs of {c['side']} CPU = {fmt_num(c['predicted'])} µs, "
+                f"measured {fmt_num(c['latency_us'])} µs")
+
+    evidence = {"cells": int(len(saturated)), "of": int(len(cells)), "max_deviation": off,
+                "tolerance": QUEUE_TOLERANCE,
+                "examples": [{k: (v.item() if hasattr(v, "item") else v) for k, v in c.items()} for c in examples]}
+    counts = and_list([str(int(t)) for t in sorted(set(saturated["threads"]))])
+    by_threads = cells.pivot_table(index=["impl", "msg_size"], columns="threads", values="latency_us")
+    second = int(by_threads.columns.min())
+    growth = (by_threads[top] / by_threads[second]).dropna() if top > second else pd.Series(dtype=float)
+    evidence["growth"] = [float(growth.min()), float(growth.max())] if len(growth) else None
+    head = ((f"From {second} to {top} threads the mean round trip grows {fmt_num(growth.min())}–"
+             f"{fmt_num(growth.max())}× over the paths and sizes. " if len(growth) else "")
+            + f"In {len(saturated)} of the {len(cells)} latency cells at more than {plural(int(fewest), 'thread')} "
+            f"(at {counts} threads) the busier pinned CPU is {pct(NEAR_FULL)} busy or more")
+    if off > QUEUE_TOLERANCE:
+        worst = saturated.loc[(saturated["ratio"] - 1).abs().idxmax()]
+        return hypothesis("latency_queue", "not_queueing", "the round trips wait for something besides the "
+                          "saturated CPU (wake-ups, the network path), so the thread count alone does not set them.",
+                          "the wake-up latency (perf sched latency) at these thread counts", evidence,
+                          facts=f"{head}, yet the mean round trip is not the thread count × that CPU's time per "
+                          f"message: {example(worst)} ({fmt_num(worst['ratio'])}×).")
+    slow = examples[1]
+    text = (f"{head}, and there the mean round trip equals the thread count × that CPU's time per message within "
+            f"{100 * off:.0f}% ({example(examples[0])}; {example(slow)}). That is Little's law on a saturated CPU: "
+            "each connection keeps one message in flight, and every message waits its turn for the one CPU, so "
+            "the round trip grows with the connections and with the CPU each message costs.")
+    base = at_top[(at_top["impl"] == BASE_IMPL) & (at_top["msg_size"] == slow["msg_size"])]
+    if slow["impl"] != BASE_IMPL and len(base):
+        b = base.iloc[0]
+        text += (f" {name(slow['impl'])} at {fmt_size(slow['msg_size'])} is the slowest at {top} threads because "
+                 f"its {slow['side']} spends {fmt_num(slow['cpu_us'])} µs per message against {name(BASE_IMPL)}'s "
+                 f"{fmt_num(b['cpu_us'])} µs ({b['side']}).")
+    return Explanation("latency_queue", "queueing", text, evidence)

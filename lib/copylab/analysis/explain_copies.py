@@ -197,8 +197,9 @@ def _site_text(context: str, share_top: float, total: int, path: str, rps: bool,
             f"{total} samples ran {_CONTEXT_WORDS[context]}" + (f" ({path})" if path else "")
             + (f"; {rest}" if rest else ""))
     if context == "sendmsg":
-        text += (": veth delivers the packet on the transmitting CPU, so the sender pays the copy it set out "
-                 "to skip" + (", although RPS was set to move receive work to the receiver's CPU (rps=True)"
+        text += (f": veth delivers the packet on the transmitting CPU, so, as profiled ({at}), the sender pays the "
+                 "copy it set out to skip; runs at other thread counts can move it (the runs' CPU per byte says "
+                 "where, below)" + (", although RPS was set to move receive work to the receiver's CPU (rps=True)"
                               if rps else ""))
     elif context == "recv":
         text += ": the receiver pays it" + (" (RPS moved receive work to the receiver's CPU: rps=True)" if rps else "")

@@ -11,7 +11,16 @@ outlying run is no state), the states are apart (the gap between them at least t
 standard deviation: a flat spread, which splits cleanly against a normal null, has no such gap), and
 some thread count has runs in both: states that follow the thread count are a thread effect (Q3),
 not two states of the same settings. The Study calls this once
-(study.py); the explanation that words it is explain.two_states."""
+(study.py); the explanation that words it is explain.two_states.
+
+A cell's runs can also move work between the sides along a continuum, with no gap to split at (A3 at
+64 KiB in the fresh sweep of issue 33: a p of 0.02 before Holm's correction over 15 cells, the gap
+between the best split's groups smaller than the receiver-busy group's spread). side_trades finds
+those: the runs' sender and receiver CPU per byte correlate negatively (Pearson's r, its 95%
+interval below 0, Holm's correction over the cells tested) while their sum varies less than either
+side, so the same work changes sides instead of growing. Shared noise in the bytes moved makes the
+two positively correlated, so a negative r is not the measurement's artefact. The explanation is
+explain.side_trade."""
 
 from __future__ import annotations
 
@@ -143,4 +152,54 @@ def two_state_splits(df: pd.DataFrame) -> dict[tuple[str, int], TwoStates]:
         if apart and p_holm < ALPHA and mixed:
             out[(impl, size)] = TwoStates(impl, size, len(rows), float(p), float(p_holm), _state(states[False]),
                                           _state(states[True]), _gbps_ratio(states[True], states[False]))
+    return out
+
+
+@dataclass
+class SideTrade:
+    """One cell's runs whose sender and receiver CPU per byte trade places (see the module): r with its
+    95% interval and Holm-adjusted p, each side's and their sum's standard deviation, and the mean
+    ns/B of each side and of the sum per thread count."""
+
+    impl: str
+    size: int
+    runs: int
+    r: float
+    r_interval: tuple
+    p_holm: float
+    sd: dict            # "sender", "receiver", "sum" -> standard deviation of the runs' ns/B
+    by_threads: dict    # threads -> {"sender", "receiver", "sum"} mean ns/B
+
+    def to_dict(self) -> dict:
+        return {"impl": self.impl, "msg_size": self.size, "runs": self.runs, "r": self.r,
+                "r_interval": list(self.r_interval), "p_holm": self.p_holm, "sd": self.sd,
+                "by_threads": {str(t): v for t, v in self.by_threads.items()}}
+
+
+def side_trades(df: pd.DataFrame) -> dict[tuple[str, int], SideTrade]:
+    """(impl, size) -> SideTrade for every throughput cell whose runs move CPU per byte between the sides."""
+    import scipy.stats as sps  # here: importing the analysis (a refusal of bad input too) skips scipy
+
+    tp = throughput_rows(df)
+    sides = {"sender": "srv_cpu_ns_per_byte", "receiver": "cli_cpu_ns_per_byte"}
+    if not set(sides.values()) <= set(tp):
+        return {}
+    tested = []
+    for (impl, size), rows in tp.groupby(["impl", "msg_size"]):
+        rows = rows.dropna(subset=list(sides.values()))
+        a, b = (rows[c].astype(float) for c in sides.values())
+        if len(rows) < MIN_RUNS or a.nunique() < 2 or b.nunique() < 2:
+            continue
+        found = sps.pearsonr(a, b)
+        tested.append((impl, int(size), rows, found, found.confidence_interval(1 - ALPHA)))
+    out = {}
+    for (impl, size, rows, found, ci), p_holm in zip(tested, holm([t[3].pvalue for t in tested])):
+        ns = rows[list(sides.values())].set_axis(list(sides), axis=1).astype(float)
+        ns["sum"] = ns["sender"] + ns["receiver"]
+        sd = {k: float(v) for k, v in ns.std(ddof=1).items()}
+        if ci.high < 0 and p_holm < ALPHA and sd["sum"] < min(sd["sender"], sd["receiver"]):
+            means = ns.groupby(rows["threads"].astype(int)).mean()
+            out[(impl, size)] = SideTrade(impl, size, len(rows), float(found.statistic), (float(ci.low), float(ci.high)),
+                                          float(p_holm), sd, {int(t): {k: float(v) for k, v in m.items()}
+                                                              for t, m in means.iterrows()})
     return out

@@ -27,9 +27,9 @@ import pandas as pd
 from . import findings as fnd
 from .decisions import (ALPHA, DEFAULT_MARGIN, Decision, Outcome, cell_diffs, decide_cells, decided_crossover,
                         holm, trailing_start, log_values, point_stats)
-from .explain import Explanation, bound_side, latency_threads, two_states
-from .explain_copies import (copy_by_working_set, deferred_copy_site, per_message_gap, profiled_sizes, removed_copy, why_at_size,
-                             zero_copy_cost)
+from .explain import Explanation, bound_side, latency_queue, latency_threads, side_trade, two_states
+from .explain_copies import (copy_by_working_set, deferred_copy_site, per_message_gap, profiled_sizes, removed_copy,
+                             why_at_size, zero_copy_cost)
 from .explain_surprise import explain_surprise
 from .levels import CacheLevels, cache_levels, one_working_set, primary, varies, working_set_key
 from .profiles import point_rows, with_points
@@ -38,7 +38,7 @@ from ..contract import WORKING_SET_DEFAULT
 from ..fmt import fmt_size, plural
 from .roles import BASE, ONE_COPY, ZERO_COPY, name, native
 from .run_facts import run_facts
-from .states import TwoStates, two_state_splits
+from .states import TwoStates, side_trades, two_state_splits
 from .stats import one_receive, primary_receive, study_rows, throughput_rows
 
 THROUGHPUT = "throughput_gbps"
@@ -114,6 +114,7 @@ class Study:
     run: dict = field(default_factory=dict)           # how the run went (run_facts.py)
     cache: CacheLevels | None = None                  # Q2/Q3 by working set (levels.py); None: one working set
     states: dict = field(default_factory=dict)        # (impl, size) -> TwoStates: a cell's runs in two states
+    trades: dict = field(default_factory=dict)        # (impl, size) -> SideTrade: CPU per byte moving between sides
 
     def two_states(self, impl: str, size: int) -> TwoStates | None:
         """The two states impl's runs at size fall into (states.py), None when they do not."""
@@ -211,6 +212,7 @@ def study(df: pd.DataFrame, meta: dict, profiles: pd.DataFrame | None = None) ->
     tp_stats = point_stats(throughput_rows(s.rows))  # each pass's shift from the one population
     s.threads = thread_decisions(tp_stats, s.margin)
     s.states = two_state_splits(s.part_e)
+    s.trades = {k: t for k, t in side_trades(s.part_e).items() if k not in s.states}  # two states say it already
     a2 = (THROUGHPUT, ONE_COPY, BASE)
     s.q6_cells, s.q6_regions = q6_tests(s.comparisons.get(a2, {}).get("per_threads", {}), s.diffs.get(a2, {}),
                                         tp_stats, s.margin)
@@ -291,12 +293,15 @@ def explanations(s: Study) -> dict[str, Explanation]:
         found["copy_by_working_set"] = by_working_set
     for (impl, size), split in sorted(s.states.items()):
         found[f"states_{impl}_{size}"] = two_states(split, zero_copy=impl == ZERO_COPY)
+    for (impl, size), trade in sorted(s.trades.items()):
+        found[f"states_trade_{impl}_{size}"] = side_trade(trade, zero_copy=impl == ZERO_COPY)
     for size, d in sorted(s.compare(ONE_COPY)["by_size"].items()):  # Q4: each decided loss from its profile
         if d.decision == Outcome.LOSS and size in profiled_sizes(profiles, [ONE_COPY, BASE]):
             found[f"gap_{ONE_COPY}_{int(size)}"] = per_message_gap(profiles, ONE_COPY, BASE, int(size))
-    latency = latency_threads(df[df["mode"] == "latency"])
-    if latency is not None:
-        found["latency_threads"] = latency
+    for rule, key in ((latency_threads, "latency_threads"), (latency_queue, "latency_queue")):
+        latency = rule(df[df["mode"] == "latency"])
+        if latency is not None:
+            found[key] = latency
     tp = throughput_rows(df)
     for size in sorted(set(tp.loc[tp["impl"] == ZERO_COPY, "msg_size"])):  # Q1: each size from its own evidence
         # the profiled cell's decisions against the baseline: its sender's CPU per byte and its throughput
@@ -312,7 +317,7 @@ def explanations(s: Study) -> dict[str, Explanation]:
             threads = int(at["threads"].min()) if len(at) else 1
             found[f"bound_{impl}"] = bound_side(at[at["threads"] == threads],
                                                 f"{name(impl)} at {fmt_size(largest)}, {plural(threads, 'thread')}")
-            found[f"bound_{impl}"].evidence["threads"] = [threads]  # what a pooled decision's sentence marks
+            found[f"bound_{impl}"].evidence.update(threads=[threads], msg_size=largest)  # what a pooled decision's sentence marks
     return found
 
 

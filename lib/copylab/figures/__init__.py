@@ -11,7 +11,7 @@ from .cache import cost_vs_working_set
 from .evidence import ratio_to_baseline, receive_strategies, user_copy_per_message, zerocopy_completions
 from .profiles import cpu_breakdown, icicle
 from .style import IMPL_COLORS, FigureNote, setup_rendering
-from .study import (cache_misses_vs_size, cpu_time_per_byte_vs_size, cycles_per_byte_vs_size, latency_vs_threads,
+from .study import (Merged, cache_misses_vs_size, cpu_time_per_byte_vs_size, cycles_per_byte_vs_size, latency_vs_threads,
                     throughput_vs_size, throughput_vs_threads)
 
 ALL_FIGURES = (
@@ -30,5 +30,5 @@ ALL_FIGURES = (
 STUDY_FIGURES = (("user-copy-per-message", user_copy_per_message), ("ratio-to-baseline", ratio_to_baseline))
 # drawn only for a sweep across working sets (params/cache.yaml), in Q2's cell: cost_vs_working_set
 
-__all__ = ["IMPL_COLORS", "FigureNote", "setup_rendering", "icicle", "ALL_FIGURES", "STUDY_FIGURES",
+__all__ = ["IMPL_COLORS", "FigureNote", "Merged", "setup_rendering", "icicle", "ALL_FIGURES", "STUDY_FIGURES",
            "cost_vs_working_set", *(name.replace("-", "_") for name, _ in ALL_FIGURES + STUDY_FIGURES)]

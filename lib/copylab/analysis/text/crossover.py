@@ -179,7 +179,8 @@ def gain_sentence(study: Study, impl: str, decision: str | None) -> str:
     if found is None:
         return ""
     # the side that bounds is read at one thread count: said as such beside a decision over all of them
-    bound = SimpleNamespace(verdict=found.verdict, text=found.text + pooled_note(study, found.evidence.get("threads")))
+    bound = SimpleNamespace(verdict=found.verdict, text=_bound_text(study, found)
+                            + pooled_note(study, found.evidence.get("threads")))
     if bound.verdict == "receiver" and decision != Outcome.WIN:
         return f"{bound.text} So what {name(impl)} saves on the sending side cannot raise the rate."
     if bound.verdict not in ("sender", "receiver"):  # a hypothesis the profile section words in full
@@ -198,6 +199,19 @@ def gain_sentence(study: Study, impl: str, decision: str | None) -> str:
     if saved:
         return f"{bound.text} {cost} Its saving has not shown as decided throughput here."
     return f"{bound.text} {cost}"
+
+
+def _bound_text(study: Study, found) -> str:
+    """The bound_side sentence, or a line referring back to the profile section where that section said it
+    with the busy shares already (the same size and thread count: profile.profile_text's bound sentences)."""
+    from ..profiles import profile_finding
+
+    p = profile_finding(study.profiles)
+    size, threads = found.evidence.get("msg_size"), found.evidence.get("threads")
+    if found.verdict in ("sender", "receiver") and p.get("msg_size") == size and [p.get("threads")] == threads:
+        who = found.text.split(": the ", 1)[0]
+        return f"{who}: the {found.verdict} bounds the throughput (busy shares in \"{PROFILE_SECTION}\")."
+    return found.text
 
 
 def public_numbers(study: Study, impl: str, family: str) -> dict:
@@ -224,9 +238,10 @@ def public_numbers(study: Study, impl: str, family: str) -> dict:
     }
 
 
-def answer(study: Study, impl: str, family: str, why: list[str], evidence: str = "") -> dict:
+def answer(study: Study, impl: str, family: str, why: list[str], evidence: str = "", said_in: str = "") -> dict:
     """One crossover question's answer: its numbers, its text and the explanations it cites (why:
-    their rule names), and evidence: the question's own last sentences."""
+    their rule names), and evidence: the question's own last sentences. said_in: an earlier answer that
+    referred back to the same explanations already (this one points at it without their verdicts)."""
     public = public_numbers(study, impl, family)
     finding = fnd.crossover_finding(study.part_e, impl)
     if not finding.answerable:
@@ -238,6 +253,9 @@ def answer(study: Study, impl: str, family: str, why: list[str], evidence: str =
     # the profile section gave these in full: one line refers back to it
     # a single repetition is this answer's own caveat; 2 or more are said in the methods and figures sections
     single = reps_note(study.reps).strip() if study.reps[1] <= 1 else ""
-    parts = [decision_text(study, impl, family), single, refer_back(study, why),
+    back = refer_back(study, why)
+    if back and said_in:  # the earlier answer listed the verdicts: one pointer, not the same line again
+        back = f"What {name(impl)} pays and where (the verdicts listed in {said_in}): see \"{PROFILE_SECTION}\"."
+    parts = [decision_text(study, impl, family), single, back,
              gain_sentence(study, impl, largest), evidence]
     return {**public, "explanations": [e.public() for e in cited], "text": " ".join(p for p in parts if p)}

@@ -28,8 +28,9 @@ def markdown(study) -> str:
 
 
 def states_text(study) -> str:
-    """The cells whose measured runs fall into two states (the Study's splits, explain.two_states): where
-    the profiled thread count shows one placement of the work, the runs at others may show two."""
+    """The cells whose measured runs fall into two states (the Study's splits, explain.two_states) or
+    trade CPU per byte between the sides (explain.side_trade): where the profiled thread count shows one
+    placement of the work, the runs at others may show another."""
     return " ".join(e.text for k, e in sorted(study.explanations.items()) if k.startswith("states_"))
 
 

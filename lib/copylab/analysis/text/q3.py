@@ -52,8 +52,13 @@ def factors(ratios: dict[str, float] | None) -> str:
 
 def thread_effects(study: Study) -> list[str]:
     """Why each decided thread effect happened (explain.thread_effect), one sentence per path and size."""
+    from ... import cachelevels
+
     lo, hi, decided = study.threads
     tp = throughput_rows(study.part_e)
+    caches = cachelevels.cache_sizes(study.meta.get("cpu_caches"))
+    last = cachelevels.last_level(caches)
+    llc = (last, caches[last]) if last else None
     out = []
     for size, by_impl in decided.items():
         for impl, d in by_impl.items():
@@ -61,7 +66,8 @@ def thread_effects(study: Study) -> list[str]:
                 continue
             at = tp[(tp["impl"] == impl) & (tp["msg_size"] == size)]
             who = f"{name(impl)} at {fmt_size(size)} ({ratio_text(d, True)}, {d.decision})"
-            out.append(thread_effect(at[at["threads"] == lo], at[at["threads"] == hi], who, str(d.decision), lo, hi).text)
+            out.append(thread_effect(at[at["threads"] == lo], at[at["threads"] == hi], who, str(d.decision), lo, hi,
+                                     llc).text)
     return out
 
 
@@ -138,9 +144,10 @@ def _size_line(size: int, decided: dict, cs, misses: dict) -> str:
 
 
 def _latency(study: Study) -> str:
-    """The round trip against the thread count (the latency figure): the rule's sentence (explain.latency_threads)."""
-    found = study.explanations.get("latency_threads")
-    return f"\n\n**Latency against threads.** {found.text}" if found is not None else ""
+    """The round trip against the thread count (the latency figure): the rules' sentences (explain.latency_threads
+    from the fewest threads to the next, explain.latency_queue where a CPU is saturated)."""
+    found = [study.explanations[k].text for k in ("latency_threads", "latency_queue") if k in study.explanations]
+    return f"\n\n**Latency against threads.** {' '.join(found)}" if found else ""
 
 
 def _cores(meta: dict, hi: int) -> str:

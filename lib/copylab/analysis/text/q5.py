@@ -29,7 +29,8 @@ def answer(study: Study) -> dict:
         said = (bound is not None and bound.verdict == "sender" and largest != Outcome.WIN
                 and zc.size == max(by_size))  # the gain sentence gave the sender's CPU per byte there
         evidence = zero_copy_evidence_text(zc, study, sender_cpu_said=said)
-    return crossover.answer(study, ZERO_COPY, FAMILY, ["zero_copy_cost", "deferred_copy_site"], evidence)
+    # Q1 refers back to the same two explanations with their verdicts (q1.IN_PROFILE): Q5 points at it
+    return crossover.answer(study, ZERO_COPY, FAMILY, ["zero_copy_cost", "deferred_copy_site"], evidence, said_in="Q1")
 
 
 def tables(study: Study) -> list[tuple[str, pd.DataFrame]]:
@@ -46,7 +47,7 @@ def zero_copy_evidence_text(zc, study: Study, sender_cpu_said: bool = False) -> 
     text = (f"{fmt_pct(share)} of {name(ZERO_COPY)}'s completions were flagged SO_EE_CODE_ZEROCOPY_COPIED "
             "(counted by its server)")
     if share >= 50:
-        text += ": on this path the kernel copies the pinned pages after all, at delivery"
+        text += ": on this path the kernel copies the pinned pages after all (why: Q1)"
     else:
         text += (f"; the other {fmt_pct(100 - share)} left without a copy: the device read the pinned user pages "
                  "itself (DMA), the case MSG_ZEROCOPY exists for")

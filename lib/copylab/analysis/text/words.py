@@ -151,6 +151,14 @@ def states_note(study, impl: str, size: int) -> str:
     """One line where a cost at (impl, size) is said and its runs there fall into two states (the Study's
     split; the profile section words it in full)."""
     split = study.two_states(impl, size) if hasattr(study, "two_states") else None
+    trade = getattr(study, "trades", {}).get((impl, int(size)))
+    if split is None and trade is not None:
+        counts = sorted(trade.by_threads)
+        return (f" {name(impl)}'s runs at {fmt_size(size)} move CPU per byte between the sides (sender and receiver "
+                f"correlate at r {fmt_num(trade.r)}, their sum {fmt_num(min(v['sum'] for v in trade.by_threads.values()))}"
+                f"–{fmt_num(max(v['sum'] for v in trade.by_threads.values()))} ns/B at {counts[0]}–{counts[-1]} "
+                f"threads): what the receiver pays more per byte there is, as a hypothesis, work moved from the sender (see "
+                f"\"{PROFILE_SECTION}\").")
     if split is None:
         return ""
     hi, lo = split.receiver_busier, split.sender_busier
