@@ -74,6 +74,12 @@ def test_the_section_says_what_the_sweep_lacks(df):
     note = other_paths.paths_figure(only_study, {})
     assert not hasattr(note, "data") and "would repeat Part D" in str(vars(note))
     assert f"{len(registry.names(kind='native'))} send paths" in other_paths.section_markdown(df)
+    # one line, not a page describing paths nothing was measured for; and no family of claims for a
+    # table that is not shown (its decisions are claimed nowhere)
+    opening = other_paths.section_markdown(only_study)
+    assert "\n" not in opening and other_paths.INTRO not in opening and other_paths.INTRO in other_paths.section_markdown(df)
+    assert analysis.study(only_study, {}).families["other_paths"].size == 0
+    assert analysis.study(df, {}).families["other_paths"].size > 0
 
 
 def test_the_figures_draw_every_path(df):

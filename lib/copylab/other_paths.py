@@ -27,6 +27,37 @@ from .fmt import IMPL_LABELS, fmt_size, impl_name
 
 SIDE_METRICS = ("throughput_gbps", "srv_cpu_ns_per_byte", "cli_cpu_ns_per_byte")
 
+# the section's opening, said only when the sweep measured something beyond the study's paths
+INTRO = """Beyond the assignment: Linux has more ways to move the same message than `send`, `sendmsg` and
+`MSG_ZEROCOPY`. Part E above compares the study's three paths only; this section puts every send
+path copylab has beside them, measured by the same engine on the same message, ring of messages,
+client, verification, pinning and counters:
+
+- **io_uring send** (`uring`): A2's `sendmsg` over the iovec submitted through an io_uring
+  (`IORING_OP_SENDMSG`): the same kernel copy as A2, so the difference is what io_uring's submission
+  and completion cost — the control for the next path.
+- **io_uring zero-copy** (`uring_zc`): `IORING_OP_SEND_ZC` over buffers registered once; each
+  notification (`IORING_CQE_F_NOTIF`) says when a buffer may be reused and whether the kernel copied
+  after all. Between two namespaces of one host every notification says it copied (local delivery
+  copies, as for `MSG_ZEROCOPY`).
+- **sendfile** (`sendfile`): the messages laid out once in a memfd; `sendfile(2)` hands page-cache
+  pages to the socket by reference (what `iperf3 -Z` measures).
+
+and every receive strategy: `zerocopy` maps whole received pages into the receiver with
+`TCP_ZEROCOPY_RECEIVE` instead of copying them (the rest is copied), `discard` lets the kernel drop
+the bytes (`MSG_TRUNC`), so the receive copy's cost shows by difference — and nothing can be verified.
+
+Each path is compared with the two-copy and one-copy paths by the same decisions as Part E (win, loss,
+equivalent within the equivalence margin, or undecided; the ratio and its 95% interval in brackets). A dagger (†) marks a decision that Holm's correction over this section's comparisons does
+not leave standing ("How the decisions are made")."""
+
+CPU_BY_PATH_INTRO = """## Where each side's CPU goes, per path
+
+The profiled runs of every path, classified as in Part E; the buckets of the new paths are
+`uring submit` (io_uring submission, task work and completions), `page cache ref` (sendfile
+referencing page-cache pages instead of copying), `receive map` (mapping received pages, and
+unmapping them) and io_uring's notifications under `zerocopy completion`."""
+
 
 def native_paths(df: pd.DataFrame) -> list[str]:
     """copylab's own senders present in df, in registry order (the study's first)."""
@@ -198,12 +229,14 @@ def cpu_by_receive(profiles: pd.DataFrame, meta: dict):
 
 
 def section_markdown(df: pd.DataFrame) -> str:
-    """The section's opening: which paths and strategies this sweep has, or how to get them."""
+    """The section's opening: what the other paths and strategies are and which this sweep measured; one
+    line saying how to get them when it measured only the study's paths with one receive strategy (a
+    page describing paths nothing was measured for is a page of nothing)."""
     extra, receives = extra_paths(df), receive_strategies(df)
     if not extra and len(receives) < 2:
         return ("_This sweep measured only the study's three send paths with one receive strategy. "
                 "`params/full.yaml` adds io_uring send, io_uring zero-copy and sendfile, and the zerocopy "
                 "and discard receivers; `copylab doctor` says which of them this host supports._")
-    return (f"The sweep measured {len(native_paths(df))} send paths "
+    return (INTRO + f"\n\nThe sweep measured {len(native_paths(df))} send paths "
             f"({', '.join(impl_name(i) for i in native_paths(df))}) and the receive strategies "
             f"{', '.join(f'`{r}`' for r in receives)}.")

@@ -36,7 +36,7 @@ from .profiles import point_rows, with_points
 from .patterns import q6_tests, robust_surprise, thread_decisions
 from ..contract import WORKING_SET_DEFAULT
 from ..fmt import fmt_size, plural
-from .roles import BASE, ONE_COPY, ZERO_COPY, name, native
+from .roles import BASE, ONE_COPY, STUDY, ZERO_COPY, name, native
 from .run_facts import run_facts
 from .states import TwoStates, side_trades, two_state_splits
 from .stats import one_receive, primary_receive, study_rows, throughput_rows
@@ -340,10 +340,14 @@ def _families(s: Study) -> None:
         fam["q2"].members += s.cache.decisions("q2")
         fam["q3_cache"].members += s.cache.decisions("q3_cache")
     fam["q6"].members += [t.decision for t in s.q6_cells + s.q6_regions]
-    for impl in native(set(s.rows["impl"])):
-        for base in (BASE, ONE_COPY):
-            if impl != base:
-                fam["other_paths"].members += list(s.compare(impl, base)["by_size"].values())
+    # the other paths' section shows its table only when a path beyond the study's three ran: else its
+    # comparisons (the study's paths against each other) are claimed nowhere and are no family
+    paths = native(set(s.rows["impl"]))
+    if set(paths) - set(STUDY):
+        for impl in paths:
+            for base in (BASE, ONE_COPY):
+                if impl != base:
+                    fam["other_paths"].members += list(s.compare(impl, base)["by_size"].values())
     fam["other_paths"].members += [d for found in s.receive.values() for d in found["by_size"].values()]
     for metric in SIDE_CPU.values():
         for impl in native(set(s.rows["impl"])):
