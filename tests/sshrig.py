@@ -100,9 +100,29 @@ def _keygen(path: Path) -> str:
     return (path.with_suffix(".pub") if path.suffix else Path(f"{path}.pub")).read_text().strip()
 
 
+def _remove_dead_rigs() -> list[str]:
+    """The namespaces (and their sshd) of a rig whose test run was killed: its hosts hold the same
+    addresses as this rig's, so ssh would reach the old sshd and refuse its host key."""
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
+    removed = []
+    for ns in (name for name in listed if name.startswith(f"{PREFIX}-")):
+        creator = ns.split("-")[1]
+        if creator.isdigit() and Path(f"/proc/{creator}").exists():
+            continue  # a rig of a run still alive (xdist keeps one rig at a time within a run)
+        pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split()
+        for pid in pids:
+            with contextlib.suppress(OSError, ValueError):
+                os.kill(int(pid), signal.SIGKILL)
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+        removed.append(ns)
+    return removed
+
+
 @contextlib.contextmanager
 def ssh_rig(root: Path):
-    """Build the rig under root (keys, configs, caches); remove every namespace and sshd on exit."""
+    """Build the rig under root (keys, configs, caches); remove every namespace and sshd on exit, and
+    first those a killed run left behind."""
+    _remove_dead_rigs()
     root.mkdir(parents=True, exist_ok=True)
     os.chmod(root, 0o700)
     Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege-separation folder

@@ -219,3 +219,21 @@ def test_hosts_whose_login_shell_prints_a_banner_are_read_past_it(rig, tmp_path)
     meta = json.loads((out / "meta.json").read_text())
     assert "Welcome" not in json.dumps(meta["hosts"])
     assert_nothing_left(rig)
+
+
+def test_a_rig_left_by_a_killed_run_is_removed_before_a_new_one_starts():
+    """A killed run's rig keeps its sshd on the addresses the next rig takes: ssh then reached the old
+    sshd and refused its host key (every ssh test failed after a killed `make test`)."""
+    from faults import dead_pid
+    from sshrig import PREFIX, _remove_dead_rigs
+
+    ns = f"{PREFIX}-{dead_pid()}-dead-h1"
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    sleeper = subprocess.Popen(["ip", "netns", "exec", ns, "sleep", "300"])
+    try:
+        assert ns in _remove_dead_rigs()
+        assert sleeper.wait(timeout=10) != 0  # killed with its namespace
+        assert ns not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    finally:
+        sleeper.kill()
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)

@@ -41,7 +41,7 @@ client, verification, pinning and counters:
   after all. Between two namespaces of one host every notification says it copied (local delivery
   copies, as for `MSG_ZEROCOPY`).
 - **sendfile** (`sendfile`): the messages laid out once in a memfd; `sendfile(2)` hands page-cache
-  pages to the socket by reference (what `iperf3 -Z` measures).
+  pages to the socket by reference.
 
 and every receive strategy: `zerocopy` maps whole received pages into the receiver with
 `TCP_ZEROCOPY_RECEIVE` instead of copying them (the rest is copied), `discard` lets the kernel drop

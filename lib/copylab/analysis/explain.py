@@ -383,13 +383,10 @@ def latency_threads(rows: pd.DataFrame) -> Explanation | None:
 QUEUE_TOLERANCE = 2 * (1 - NEAR_FULL)
 
 
-def latency_queue(rows: pd.DataFrame) -> Explanation | None:
-    """Why the round trip grows with the thread count where a pinned CPU is saturated (latency-mode rows):
-    with N connections each keeping one message in flight and one CPU busy throughout, Little's law makes
-    the mean round trip N x that CPU's time per message (task-clock over the round trips). The rule
-    checks it per cell (path, size, thread count above the fewest) whose busier CPU is at NEAR_FULL or
-    more, and says it, with the numbers, only when every such cell is within QUEUE_TOLERANCE; None
-    when no cell at more than one thread is saturated."""
+def _latency_cells(rows: pd.DataFrame) -> pd.DataFrame | None:
+    """Latency cells (path, size, thread count) with their mean round trip and, for the CPU with the
+    longer time per message (the one round trips queue for), that time, its busy share and its side;
+    None without the columns."""
     need = {"latency_us", "messages", "srv_task_clock_ms", "cli_task_clock_ms", "srv_cpu_busy", "cli_cpu_busy"}
     if rows.empty or not need <= set(rows):
         return None
@@ -397,13 +394,31 @@ def latency_queue(rows: pd.DataFrame) -> Explanation | None:
                for side in ("srv", "cli")}
     cells = rows.assign(srv_us=per_msg["srv"], cli_us=per_msg["cli"]).groupby(["impl", "msg_size", "threads"])[
         ["latency_us", "srv_us", "cli_us", "srv_cpu_busy", "cli_cpu_busy"]].mean().reset_index()
+    side_is_srv = cells["srv_us"] >= cells["cli_us"]
+    return cells.assign(cpu_us=cells["srv_us"].where(side_is_srv, cells["cli_us"]),
+                        busy=cells["srv_cpu_busy"].where(side_is_srv, cells["cli_cpu_busy"]),
+                        side=side_is_srv.map({True: "sender", False: "receiver"}))
+
+
+def _latency_growth(cells: pd.DataFrame, top: int) -> tuple[int, pd.Series]:
+    """(the second-fewest thread count, each path and size's round trip at top over it)."""
+    by_threads = cells.pivot_table(index=["impl", "msg_size"], columns="threads", values="latency_us")
+    second = int(by_threads.columns.min())
+    return second, ((by_threads[top] / by_threads[second]).dropna() if top > second else pd.Series(dtype=float))
+
+
+def latency_queue(rows: pd.DataFrame) -> Explanation | None:
+    """Why the round trip grows with the thread count where a pinned CPU is saturated (latency-mode rows):
+    with N connections each keeping one message in flight and one CPU busy throughout, Little's law makes
+    the mean round trip N x that CPU's time per message (task-clock over the round trips). The rule
+    checks it per cell (path, size, thread count above the fewest) whose busier CPU is at NEAR_FULL or
+    more, and says it, with the numbers, only when every such cell is within QUEUE_TOLERANCE; None
+    when no cell at more than one thread is saturated."""
+    cells = _latency_cells(rows)
+    if cells is None:
+        return None
     fewest = cells["threads"].min()
     cells = cells[cells["threads"] > fewest].dropna()
-    # the CPU with the longer time per message is the one the round trips queue for
-    side_is_srv = cells["srv_us"] >= cells["cli_us"]
-    cells = cells.assign(cpu_us=cells["srv_us"].where(side_is_srv, cells["cli_us"]),
-                         busy=cells["srv_cpu_busy"].where(side_is_srv, cells["cli_cpu_busy"]),
-                         side=side_is_srv.map({True: "sender", False: "receiver"}))
     saturated = cells[cells["busy"] >= NEAR_FULL].copy()
     if saturated.empty:
         return None
@@ -423,9 +438,7 @@ def latency_queue(rows: pd.DataFrame) -> Explanation | None:
                 "tolerance": QUEUE_TOLERANCE,
                 "examples": [{k: (v.item() if hasattr(v, "item") else v) for k, v in c.items()} for c in examples]}
     counts = and_list([str(int(t)) for t in sorted(set(saturated["threads"]))])
-    by_threads = cells.pivot_table(index=["impl", "msg_size"], columns="threads", values="latency_us")
-    second = int(by_threads.columns.min())
-    growth = (by_threads[top] / by_threads[second]).dropna() if top > second else pd.Series(dtype=float)
+    second, growth = _latency_growth(cells, top)
     evidence["growth"] = [float(growth.min()), float(growth.max())] if len(growth) else None
     head = ((f"From {second} to {top} threads the mean round trip grows {fmt_num(growth.min())}–"
              f"{fmt_num(growth.max())}× over the paths and sizes. " if len(growth) else "")
