@@ -100,10 +100,16 @@ def test_few_repetitions_are_drawn_as_points_and_intervals_never_cross_zero(full
 
 def test_the_ratio_figure_marks_losses_as_well_as_wins(full):
     fig = figures.ratio_to_baseline(analysis.study(*full))
-    symbols = {s for t in fig.data for s in t.marker.symbol}
+    drawn = [t for t in fig.data if t.x[0] is not None]  # not the legend's entries
+    symbols = {s for t in drawn for s in t.marker.symbol}
     assert "triangle-down" in symbols  # a decided loss (A3 at 64 B in the synthetic tables)
     assert fig.layout.yaxis.type == "log"
-    assert all(low > 0 for t in fig.data for low in (y - m for y, m in zip(t.y, t.error_y.arrayminus)))
+    assert all(low > 0 for t in drawn for low in (y - m for y, m in zip(t.y, t.error_y.arrayminus)))
+    # each path's legend entry is its colour and line with one plain marker: plotly drew the first
+    # point's (▼ for both paths, which both lose at 64 B)
+    assert all(t.showlegend is False for t in drawn)
+    keyed = [t for t in fig.data if t.x[0] is None and t.showlegend is not False and "/" in (t.name or "")]
+    assert len(keyed) == 2 and {t.marker.symbol for t in keyed} == {"circle"}
 
 
 def test_tsc_cycles_are_not_drawn_twice(full):

@@ -82,7 +82,7 @@ def shown(s: analysis.Study) -> dict:
         if cell["kind"] == "one_copy_slower":
             out[("answers q6", THROUGHPUT, ONE_COPY, BASE, cell["size"], cell["threads"])] = (cell["low"], cell["high"])
     fig = figures.ratio_to_baseline(s)
-    for trace in (t for t in fig.data if t.name != figures.evidence.FALLEN_KEY):  # the † marker's legend entry
+    for trace in (t for t in fig.data if t.x[0] is not None):  # not the legend's entries (paths, the † marker)
         impl = next(i for i in (ONE_COPY, ZERO_COPY) if trace.name.startswith(analysis.impl_name(i)))
         for size, y, up, down in zip(trace.x, trace.y, trace.error_y.array, trace.error_y.arrayminus):
             out[("figure", THROUGHPUT, impl, BASE, int(size), None)] = (y, y + up, y - down)

@@ -194,14 +194,22 @@ def ratio_to_baseline(study):
         values += decision_values(found.values())
         family = study.family(ANSWER_FAMILY[impl])  # the answer (Q4, Q5) whose decisions these are
         fallen |= any(family.fallen(d) for d in found.values())
-        fig.add_trace(decision_trace(found, f"{impl_name(impl)} / {impl_name(BASE)}", IMPL_COLORS.get(impl),
-                                     what=f"{impl_name(impl)}'s throughput ÷ {impl_name(BASE)}'s", family=family))
+        label = f"{impl_name(impl)} / {impl_name(BASE)}"
+        trace = decision_trace(found, label, IMPL_COLORS.get(impl), what=f"{impl_name(impl)}'s throughput ÷ "
+                               f"{impl_name(BASE)}'s", family=family, showlegend=False)
+        trace.legendgroup = impl
+        fig.add_trace(trace)
+        # the legend's entry: plotly draws a trace's first marker there (▼ for both paths when both lose at
+        # 64 B), so a path is keyed by its colour and line, the markers by the title's key
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines+markers", name=label, legendgroup=impl,
+                                 line=dict(color=IMPL_COLORS.get(impl)), marker=dict(symbol="circle", size=8),
+                                 hoverinfo="skip"))
     if not values:
         return FigureNote(f"throughput relative to {impl_name(BASE)}",
                           f"throughput-mode rows of {impl_name(BASE)} and the paths compared with it",
                           "the sweep has no throughput rows of both", "include them in the grid")
     if fallen:  # a legend entry of its own: the open marker's meaning
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=FALLEN_KEY,
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=FALLEN_KEY, hoverinfo="skip",
                                  marker=dict(symbol="circle-open", size=11, color="#555")))
     equivalence_band(fig, margin)
     fig.update_xaxes(**_size_ticks(study.part_e["msg_size"]), title_text="message size (bytes, log scale)")
