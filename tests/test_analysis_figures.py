@@ -399,6 +399,9 @@ def test_scaling_figure_gives_a_widely_spread_panel_a_log_axis(full):
     assert "size = 64 B (log)" in titles and "size = 1 KiB" in titles
     assert fig.layout.yaxis.type == "log" and fig.layout.yaxis2.type != "log"
     assert fig.layout.yaxis.tickvals and min(fig.layout.yaxis.tickvals) < 0.1
+    # every run's dot sits above the lowest labelled tick (the means alone set it above A3's slowest run)
+    slowest = _a3_slow_at_64(df).query("mode == 'throughput' and msg_size == 64")["throughput_gbps"].min()
+    assert min(fig.layout.yaxis.tickvals) <= slowest and 10 ** fig.layout.yaxis.range[0] <= slowest
     assert "log where marked" in next(a.text for a in fig.layout.annotations if a.name == "y-title")
     x = fig.layout.xaxis
     assert 10 ** x.range[1] < max(synthetic.THREADS) * 1.5  # the axis ends at the grid's largest count

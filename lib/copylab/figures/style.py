@@ -141,22 +141,27 @@ def _compact_size(n: int) -> str:
 
 
 def _log_ticks(values) -> dict:
-    """Labelled ticks on a log axis: 1-2-5 per decade, or only the powers of ten when that
-    would be crowded (plotly's default labels every minor digit, 2 3 4 5 ...)."""
+    """Labelled ticks on a log axis: 1-2-5 per decade, or only the powers of ten when that would be
+    crowded (plotly's default labels every minor digit, 2 3 4 5 ...); the axis runs from the labelled
+    tick at or below the lowest value to the one at or above the highest, so every point is read
+    between two labels (a lowest label above the slowest run's dot left it unread)."""
     v = pd.Series(values).dropna()
     v = v[v > 0]
     if v.empty:
         return {}
     lo, hi = math.floor(math.log10(v.min())), math.ceil(math.log10(v.max()))
-    def within(mults):
-        return [m * 10.0 ** k for k in range(lo, hi + 1) for m in mults
-                if v.min() / 1.25 <= m * 10.0 ** k <= v.max() * 1.25]
-    ticks = within((1, 2, 5))
+
+    def framing(mults):
+        candidates = [m * 10.0 ** k for k in range(lo - 1, hi + 2) for m in mults]
+        bottom = max(t for t in candidates if t <= v.min() * 1.0001)
+        top = min(t for t in candidates if t >= v.max() / 1.0001)
+        return [t for t in candidates if bottom <= t <= top]
+    ticks = framing((1, 2, 5))
     if len(ticks) > 7:
-        ticks = within((1,))
-    if len(ticks) < 2:
-        ticks = within((1, 2, 3, 5))
-    return dict(tickvals=ticks, ticktext=[_tick_label(t) for t in ticks], minor=dict(showgrid=False))
+        ticks = framing((1,))
+    pad = 0.02 * (math.log10(ticks[-1]) - math.log10(ticks[0]) or 1)
+    return dict(tickvals=ticks, ticktext=[_tick_label(t) for t in ticks], minor=dict(showgrid=False),
+                range=[math.log10(ticks[0]) - pad, math.log10(ticks[-1]) + pad])
 
 
 def _tick_label(t: float) -> str:
@@ -325,11 +330,11 @@ def _grid(df: pd.DataFrame, meta: dict, mode: str, metrics: list[str], x: str, f
     for m_i, metric in enumerate(shown):
         for f_i, fv in enumerate(facets):
             r, c = (m_i + 1, f_i + 1) if multi else (f_i // cols + 1, f_i % cols + 1)
-            panel = agg[agg[facet] == fv]
-            _panel_traces(fig, panel, data[data[facet] == fv], x, metric, m_i == 0 and f_i == 0, r, c)
+            panel, runs = agg[agg[facet] == fv], data[data[facet] == fv]
+            _panel_traces(fig, panel, runs, x, metric, m_i == 0 and f_i == 0, r, c)
             if not share_y:
-                if (metric, fv) in log_panels:
-                    fig.update_yaxes(type="log", **_log_ticks(panel[metric]), row=r, col=c)
+                if (metric, fv) in log_panels:  # ticks around the runs' dots too, not only the means
+                    fig.update_yaxes(type="log", **_log_ticks(pd.concat([panel[metric], runs[metric]])), row=r, col=c)
                 else:
                     fig.update_yaxes(nticks=6, rangemode="tozero", row=r, col=c)
         if m_i + 1 in log_rows:
