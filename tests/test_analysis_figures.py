@@ -287,6 +287,17 @@ def test_where_the_cpu_goes_says_the_profiled_points_thread_count():
     assert profiled_threads(two) == "1 and 8 threads"
 
 
+def test_where_the_cpu_goes_lists_only_the_buckets_its_runs_have_and_copies_in_warm_colours():
+    from copylab.figures.profiles import BUCKET_COLORS
+    from data.analysis import evidence as ev
+    rows = ev.frame([ev.profile_row(i, 65536, {"user_copy": 0.1, "tcp_send": 0.3}) for i in ("a1", "a2", "a3")])
+    legend = {t.name for t in figures.cpu_breakdown(rows, {}).data if t.showlegend}
+    assert {"user copy", "tcp send"} <= legend and not legend & {"uring submit", "page cache ref", "receive map"}
+    for copy in ("user_copy", "kernel_copy_from_user", "kernel_copy_to_user", "deferred_copy"):
+        r, g, b = (int(BUCKET_COLORS[copy][i:i + 2], 16) for i in (1, 3, 5))
+        assert r > g and r > b, copy  # red dominates: a warm colour (olive #bcbd22 did not)
+
+
 # --- what a reader of the PDF must be able to read (issue 33 and its second reading) ---
 
 def _plot_area(fig) -> tuple[float, float]:
