@@ -418,3 +418,16 @@ def test_the_profile_section_states_the_basis_of_its_costs_per_byte():
     assert bucket_cost(a3, "srv", "deferred_copy") == pytest.approx(expected)
     assert f"It costs the sender {fmt_num(expected)} ns of CPU per byte" in text
     assert profile.COST_BASIS in text and "measured point" in profile.COST_BASIS
+
+
+def test_the_fixed_warm_ups_say_whose_runs_they_are():
+    """'elsewhere 0.100 s, 0.400 s' left a grader guessing which runs had them (review L7)."""
+    import pandas as pd
+
+    from copylab.report_display import _warmups
+
+    rows = pd.DataFrame({"impl": ["a1", "a2", "a1", "sockperf"], "mode": ["throughput", "throughput", "latency", "latency"],
+                         "warmup_s": [0.3, 0.5, 0.1, 0.4], "warmup_end": ["steady", "bound", "fixed", "fixed"]})
+    text = _warmups(rows, [0.1, 0.3, 0.4, 0.5])
+    assert "elsewhere" not in text
+    assert text.endswith(", a fixed 0.100 s in copylab's latency runs and 0.400 s in sockperf's latency runs")

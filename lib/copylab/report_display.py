@@ -223,10 +223,24 @@ def _warmups(df, warmups) -> str:
     if steady is None or not steady.any():
         return _joined(warmups, "s")
     used = df.loc[steady, "warmup_s"].dropna()
-    fixed = sorted(set(df.loc[~steady, "warmup_s"].dropna()))
     text = (f"{fmt_num(used.min())}–{fmt_num(used.max())} s (until the rates were steady: "
             f"{int((df.loc[steady, 'warmup_end'] == 'steady').sum())} of {int(steady.sum())} runs; the rest at the bound)")
-    return text + (f", elsewhere {_joined(fixed, 's')}" if fixed else "")
+    return text + _fixed_warmups(df[~steady])
+
+
+def _fixed_warmups(rows: pd.DataFrame) -> str:
+    """The runs that did not wait for steady rates, said by who and which mode ('elsewhere 0.100 s, 0.400 s'
+    left the reader to guess): ', a fixed 0.100 s in copylab's latency runs and 0.400 s in sockperf's'."""
+    rows = rows.dropna(subset=["warmup_s"])
+    if rows.empty:
+        return ""
+    kinds = []
+    for (warmup, mode), g in rows.groupby(["warmup_s", "mode"]):
+        own = [i for i in sorted(set(g["impl"])) if registry.get(i).native]
+        peers = [i for i in sorted(set(g["impl"])) if not registry.get(i).native]
+        who = " and ".join((["copylab's"] if own else []) + [f"{p}'s" for p in peers])
+        kinds.append(f"{fmt_num(warmup)} s in {who} {mode} runs")
+    return ", a fixed " + (", ".join(kinds[:-1]) + " and " + kinds[-1] if len(kinds) > 1 else kinds[0])
 
 
 def _span(reps) -> str:
