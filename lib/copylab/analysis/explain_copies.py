@@ -426,17 +426,23 @@ def _per_message(rows: pd.DataFrame, tp: pd.DataFrame, impl: str, size: int, thr
 MOST = 0.5
 
 
+def _sender_stacks(rows: pd.DataFrame, results_dir) -> dict[str, int]:
+    """The profiled rows' sender folded stacks, summed ({} without a profiles folder)."""
+    folder = Path(results_dir) / "profiles" if results_dir else None
+    if folder is None or not folder.is_dir() or "point_id" not in rows:
+        return {}
+    return stacks.folded_counts(folder, rows["point_id"].dropna(), "srv")
+
+
 def _waits(rows: pd.DataFrame, impl: str, results_dir, evidence: dict) -> str:
     """' Of its sender program's 45 samples in the scheduler, 41 sleep beneath sk_stream_wait_memory: hypothesis:
     it waits for send-buffer space.' where one wait function holds most of them (the folded stacks)."""
-    folder = Path(results_dir) / "profiles" if results_dir else None
-    if folder is None or not folder.is_dir() or "point_id" not in rows:
-        return ""
+    counts = _sender_stacks(rows, results_dir)
     try:
         comms = {registry.get(impl).process[:COMM_LEN]}
     except (KeyError, CopylabError):
         return ""
-    waits, total = stacks.program_waits(stacks.folded_counts(folder, rows["point_id"].dropna(), "srv"), comms)
+    waits, total = stacks.program_waits(counts, comms)
     if not waits or total <= 0:
         return ""
     top, n = waits.most_common(1)[0]
@@ -450,10 +456,7 @@ def _waits(rows: pd.DataFrame, impl: str, results_dir, evidence: dict) -> str:
 def _scheduling(rows: pd.DataFrame, results_dir, evidence: dict) -> str:
     """' Of its sender CPU's 245 samples in scheduling, 154 sit beneath sock_def_readable: waking the receiving
     thread as data reach its socket.' where one function holds most of them (the folded stacks)."""
-    folder = Path(results_dir) / "profiles" if results_dir else None
-    if folder is None or not folder.is_dir() or "point_id" not in rows:
-        return ""
-    parts, total = stacks.scheduling_parts(stacks.folded_counts(folder, rows["point_id"].dropna(), "srv"))
+    parts, total = stacks.scheduling_parts(_sender_stacks(rows, results_dir))
     if not parts or total <= 0:
         return ""
     top, n = parts.most_common(1)[0]
