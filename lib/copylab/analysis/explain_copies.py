@@ -466,6 +466,11 @@ def _scheduling(rows: pd.DataFrame, results_dir, evidence: dict) -> str:
     return f" Of its sender CPU's {total} samples in scheduling, {n} sit beneath {top}: {stacks.what_beneath(top)}."
 
 
+def _from_stacks(rows: pd.DataFrame, impl: str, results_dir, evidence: dict) -> str:
+    """What the sender's folded stacks say of its scheduling samples and of where its program sleeps."""
+    return _scheduling(rows, results_dir, evidence) + _waits(rows, impl, results_dir, evidence)
+
+
 # what the scheduling bucket holds (profile/rules.py's "scheduling"), said where a text names the bucket
 SCHEDULING_WORDS = "waking the other side's thread, and this side's own sleeps and switches"
 
@@ -498,8 +503,7 @@ def why_at_size(df: pd.DataFrame, profiles: pd.DataFrame, impl: str, size: int, 
              f"{sched.pct()} scheduling; pinning, deferred copy and completions {parts['zero-copy work'].pct()}; "
              f"copies from user memory {parts['copies'].pct()}.")
     work = parts["zero-copy work"] if impl == ZERO_COPY else parts["copies"]
-    facts += (_per_message(rows, tp, impl, size, threads, evidence) + _scheduling(rows, results_dir, evidence)
-              + _waits(rows, impl, results_dir, evidence))
+    facts += _per_message(rows, tp, impl, size, threads, evidence) + _from_stacks(rows, impl, results_dir, evidence)
     factors = _against_base(tp, at, impl, size, threads, cost, loss)
     split = factors is not None
     if split:
