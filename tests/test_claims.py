@@ -77,7 +77,7 @@ def zero_copy_point(busy, shares, size=64):
 @pytest.mark.parametrize("busy, shares, verdict, says", [
     # the 64 B: sender 59% busy, its profile 39% idle and 24% scheduling, the deferred copy 5.8%
     ((0.59, 0.80), {"idle": 0.39, "scheduling": 0.24, "deferred_copy": 0.058, "tcp_send": 0.2}, "waiting",
-     "sleeps or is switched out and in (idle and scheduling: the cost of blocking) more than it pins or copies"),
+     "idles, sleeps or wakes the other side (idle and scheduling: waking the other side's thread, and this side's own sleeps and switches) more than it pins or copies"),
     ((0.99, 0.70), {"idle": 0.01, "scheduling": 0.03, "deferred_copy": 0.30, "zerocopy_pin": 0.10,
                     "tcp_send": 0.2}, "work", "pays for that work"),
     ((0.60, 0.99), {"idle": 0.30, "scheduling": 0.10, "deferred_copy": 0.10}, "receiver", "The receiver bounds it"),

@@ -353,3 +353,37 @@ def test_a_decided_loss_of_the_one_copy_path_is_explained_from_its_profile_bucke
     assert "Hypothesis" in text and "copy_from_iter walks the iovec" in text
     # a size A2 does not lose at is not explained as a loss
     assert "at 64 KiB its loss" not in text
+
+
+def test_the_scheduling_bucket_says_what_it_holds_and_names_its_main_function(tmp_path):
+    """SYNTHETIC (review-fresh2 N2): the sender CPU's scheduling samples are mostly the sender waking the
+    receiver (sock_def_readable on the delivery path): the text says the bucket holds wake-ups of the other
+    side as well as this side's own sleeps, and names sock_def_readable with its count where it holds most."""
+    from copylab.analysis import explain_copies, stacks
+    from copylab.analysis.decisions import Outcome
+    shares = {"idle": 0.05, "scheduling": 0.25, "deferred_copy": 0.06, "zerocopy_pin": 0.09, "tcp_send": 0.5}
+    run = ev.profile_row("a3", 64, shares, busy=(0.99, 0.4))
+    df = ev.frame([ev.measured_row("a3", 64, rep=r, gbps=0.02, busy=(0.99, 0.4)) for r in range(3)]
+                  + [ev.measured_row("a1", 64, rep=r, gbps=0.4, busy=(0.99, 0.9)) for r in range(3)])
+    profiles = ev.with_passes([run], df)
+    wake = ("a3_server;__libc_sendmsg;entry_SYSCALL_64_[k];__sys_sendmsg_[k];tcp_sendmsg_locked_[k];"
+            "__dev_queue_xmit_[k];do_softirq.part.0_[k];net_rx_action_[k];process_backlog_[k];tcp_v4_rcv_[k];"
+            "tcp_data_queue_[k];sock_def_readable_[k];_raw_spin_unlock_irqrestore_[k]")  # skid: the wake-up
+    sleep = ("a3_server;__libc_sendmsg;entry_SYSCALL_64_[k];__sys_sendmsg_[k];tcp_sendmsg_locked_[k];"
+             "sk_stream_wait_memory_[k];wait_woken_[k];schedule_timeout_[k];schedule_[k];__schedule_[k]")
+    idle = "swapper;cpu_startup_entry_[k];schedule_idle_[k];__schedule_[k];finish_task_switch.isra.0_[k]"
+    copy = "a3_server;__libc_sendmsg;entry_SYSCALL_64_[k];tcp_sendmsg_locked_[k];skb_copy_ubufs_[k]"  # not scheduling
+    ev.write_stacks(tmp_path, run["point_id"], {wake: 60, sleep: 25, idle: 15, copy: 200}, {})
+    assert stacks.scheduling_parts({wake: 60, sleep: 25, idle: 15, copy: 200}) == (
+        {"sock_def_readable": 60, "sk_stream_wait_memory": 25, "schedule_idle": 15}, 100)
+    cost, loss = _decision(5.0, 4.0, 6.0, Outcome.WIN), _decision(0.12, 0.1, 0.14, Outcome.LOSS)
+    found = explain_copies.why_at_size(df, profiles, "a3", 64, cost=cost, loss=loss, results_dir=tmp_path)
+    assert "Of its sender CPU's 100 samples in scheduling, 60 sit beneath sock_def_readable: waking the " \
+           "receiving thread as data reach its socket." in found.text
+    assert "switching it out and in" not in found.text
+    assert found.verdict == "work" and "scheduling (waking the other side's thread, and this side's own sleeps and " \
+           "switches, which its CPU time counts)" in found.text
+    # no function holding most of them: none named
+    ev.write_stacks(tmp_path, run["point_id"], {wake: 40, sleep: 35, idle: 25}, {})
+    mixed = explain_copies.why_at_size(df, profiles, "a3", 64, cost=cost, loss=loss, results_dir=tmp_path)
+    assert "samples in scheduling" not in mixed.text

@@ -334,3 +334,37 @@ def test_the_bounds_tables_reading_states_the_rule_its_both_rows_follow():
     text = harness.bounds_markdown(df)
     assert ('"both" when one is busy at least 95% and the other within 10 points of it, so either may bound it'
             in text) and "at least 10 points more than the other's" in text
+
+
+def test_q3_says_a_thread_effect_that_does_not_stand_as_before_the_correction_only():
+    """Review-fresh2 N1: Q3's per-size lines and thread-effect explanations follow Q4/Q5's rule: a decision
+    Holm's correction over Q3's family does not leave standing is marked † and said 'before the correction
+    only', and its explanation explains a difference, not a decided win or loss."""
+    df = ev.throughput_grid({}, threads=(1, 8), thread_gain=0.0)
+    boost = {("a3", 64, 8): 1.6, ("a1", 65536, 8): 0.6}
+    df["throughput_gbps"] *= [boost.get((i, s, t), 1.0) for i, s, t in zip(df["impl"], df["msg_size"], df["threads"])]
+    df["bytes"] = (df["throughput_gbps"] * 1e9 / 8).round()  # 1 s windows: CPU per byte follows the throughput
+    df["srv_cpu_busy"], df["cli_cpu_busy"] = 0.99, 0.5     # the sender saturated: the loss is a cost per byte
+    from copylab.analysis.load import add_derived
+    s = study(add_derived(df), {"cores": 2})
+    win, loss = s.threads[2][64]["a3"], s.threads[2][65536]["a1"]
+    assert (win.decision, loss.decision) == ("win", "loss") and s.family("q3").stands(win)
+
+    def line(text, size):
+        return next(l for l in text.splitlines() if l.startswith(f"**{size}"))
+    standing = q3.answer(s)
+    assert "A3 decided (win)" in line(standing["text"], "64 B") and "†" not in standing["text"]
+    assert "A1 at 64 KiB (" in standing["text"] and "the loss is a higher cost per byte" in standing["text"]
+    _short_of_standing(s, "q3", [win, loss])
+    answer = q3.answer(s)
+    text = answer["text"]
+    at_64 = line(text, "64 B")
+    assert "decided (win)" not in at_64 and "A3 win, adjusted p 0.0901, before the correction only: †" in at_64
+    assert at_64.startswith("**64 B: no thread effect is decided (A1 equivalent, A2 equivalent) after Holm's correction")
+    assert re.search(r"A3 1\.\d+× \(95% interval [^)]*\) win†", at_64)
+    assert "A1 loss, adjusted p 0.0901, before the correction only: †" in line(text, "64 KiB")
+    assert answer["per_size"]["64"]["verdict"] == "mixed"
+    assert answer["per_size"]["64"]["verdict_before_correction"] == "mixed"
+    assert "a win before the correction only, †, adjusted p 0.0901; what follows explains a difference not " \
+           "decided after it" in text
+    assert "the loss is" not in text and "the fall is a higher cost per byte" in text

@@ -181,12 +181,14 @@ def wakeup_regime(row: pd.Series, who: str | None = None) -> Explanation:
 
 
 def thread_effect(lo_rows: pd.DataFrame, hi_rows: pd.DataFrame, who: str, outcome: str, lo: int, hi: int,
-                  llc: tuple[str, int] | None = None) -> Explanation:
+                  llc: tuple[str, int] | None = None, standing: bool = True) -> Explanation:
     """Why a decided thread effect (outcome win or loss, hi threads against lo) happened, from the pinned
     CPUs' busy shares and the context switches per MB at both thread counts: a sender that waited at lo
     and is busy at hi was filled by the extra connections; a side already saturated at lo cannot give
     more, so the loss is what each byte costs it more (_saturated_loss says whether switching carries
-    that). Anything else is a hypothesis with the numbers. llc: (name, bytes) of the host's last-level cache."""
+    that). Anything else is a hypothesis with the numbers. llc: (name, bytes) of the host's last-level cache.
+    standing False: the decision does not survive Holm's correction, so the effect is worded as a difference
+    (a rise, a fall), never as a decided win or loss."""
     busy = {(side, n): mean_of(rows, f"{side}_cpu_busy") for side in ("srv", "cli")
             for n, rows in ((lo, lo_rows), (hi, hi_rows))}
     cs = {n: mean_of(rows, "context_switches_per_mb") for n, rows in ((lo, lo_rows), (hi, hi_rows))}
@@ -205,17 +207,19 @@ def thread_effect(lo_rows: pd.DataFrame, hi_rows: pd.DataFrame, who: str, outcom
                                f"{words} spent waiting at {lo}: its CPU had room, and the extra connections use it.",
                                evidence)
     if outcome == "loss" and max(busy[("srv", lo)], busy[("cli", lo)]) >= NEAR_FULL:
-        return _saturated_loss(lo_rows, hi_rows, lo, hi, busy, cs, evidence, facts, llc)
+        return _saturated_loss(lo_rows, hi_rows, lo, hi, busy, cs, evidence, facts, llc,
+                               "loss" if standing else "fall")
     return hypothesis("thread_effect", "mixed", "the busy shares do not show where the change comes from.",
                       "the wake-up latency (perf sched latency) at both thread counts", evidence, facts=facts)
 
 
 def _saturated_loss(lo_rows: pd.DataFrame, hi_rows: pd.DataFrame, lo: int, hi: int, busy: dict, cs: dict,
-                    evidence: dict, facts: str, llc: tuple[str, int] | None) -> Explanation:
+                    evidence: dict, facts: str, llc: tuple[str, int] | None, effect: str = "loss") -> Explanation:
     """A loss with a CPU saturated at lo: that side's CPU per byte must have risen. Switching between the
     connections is said as the cause only when the switches added per MB, at SWITCH_COST_US each, carry
     the added CPU per MB; otherwise the rise is said as such, with what could cost more per byte as a
-    hypothesis (the connections' working sets sharing the LLC, or per-connection TCP work)."""
+    hypothesis (the connections' working sets sharing the LLC, or per-connection TCP work). effect: what
+    the text calls the change ('loss' when decided, 'fall' when it does not stand after correction)."""
     side, words = max((("srv", "sender"), ("cli", "receiver")), key=lambda s: busy[(s[0], lo)])
     cpu = {n: mean_of(rows, f"{side}_cpu_ns_per_byte") for n, rows in ((lo, lo_rows), (hi, hi_rows))}
     more_cpu_us = (cpu[hi] - cpu[lo]) * 1e3  # ns per byte -> µs per MB
@@ -245,8 +249,8 @@ def _saturated_loss(lo_rows: pd.DataFrame, hi_rows: pd.DataFrame, lo: int, hi: i
                       "(more sockets' ACKs, timers and buffers).",
                       "L1 and LLC misses per byte at both thread counts (a host with a PMU), or the cache-level grid "
                       "(params/cache.yaml), which keeps the aggregate working set inside the LLC at some sizes",
-                      evidence, facts=f"{facts} {rise}, while {switches}: the loss is a higher cost per byte, not "
-                      "switching.")
+                      evidence, facts=f"{facts} {rise}, while {switches}: the {effect} is a higher cost per byte, "
+                      "not switching.")
 
 
 # ------------------------------------------------------------------------------------------------

@@ -426,17 +426,23 @@ def _per_message(rows: pd.DataFrame, tp: pd.DataFrame, impl: str, size: int, thr
 MOST = 0.5
 
 
+def _sender_stacks(rows: pd.DataFrame, results_dir) -> dict[str, int]:
+    """The profiled rows' sender folded stacks, summed ({} without a profiles folder)."""
+    folder = Path(results_dir) / "profiles" if results_dir else None
+    if folder is None or not folder.is_dir() or "point_id" not in rows:
+        return {}
+    return stacks.folded_counts(folder, rows["point_id"].dropna(), "srv")
+
+
 def _waits(rows: pd.DataFrame, impl: str, results_dir, evidence: dict) -> str:
     """' Of its sender program's 45 samples in the scheduler, 41 sleep beneath sk_stream_wait_memory: hypothesis:
     it waits for send-buffer space.' where one wait function holds most of them (the folded stacks)."""
-    folder = Path(results_dir) / "profiles" if results_dir else None
-    if folder is None or not folder.is_dir() or "point_id" not in rows:
-        return ""
+    counts = _sender_stacks(rows, results_dir)
     try:
         comms = {registry.get(impl).process[:COMM_LEN]}
     except (KeyError, CopylabError):
         return ""
-    waits, total = stacks.program_waits(stacks.folded_counts(folder, rows["point_id"].dropna(), "srv"), comms)
+    waits, total = stacks.program_waits(counts, comms)
     if not waits or total <= 0:
         return ""
     top, n = waits.most_common(1)[0]
@@ -445,6 +451,28 @@ def _waits(rows: pd.DataFrame, impl: str, results_dir, evidence: dict) -> str:
     evidence.update(sender_waits=dict(waits), sender_scheduler_samples=total)
     return (f" Of its sender program's {total} samples in the scheduler, {n} sleep beneath {top}: hypothesis: it "
             f"waits for {stacks.WAITS[top]}.")
+
+
+def _scheduling(rows: pd.DataFrame, results_dir, evidence: dict) -> str:
+    """' Of its sender CPU's 245 samples in scheduling, 154 sit beneath sock_def_readable: waking the receiving
+    thread as data reach its socket.' where one function holds most of them (the folded stacks)."""
+    parts, total = stacks.scheduling_parts(_sender_stacks(rows, results_dir))
+    if not parts or total <= 0:
+        return ""
+    top, n = parts.most_common(1)[0]
+    if n <= MOST * total:
+        return ""
+    evidence.update(sender_scheduling=dict(parts), sender_scheduling_samples=total)
+    return f" Of its sender CPU's {total} samples in scheduling, {n} sit beneath {top}: {stacks.what_beneath(top)}."
+
+
+def _from_stacks(rows: pd.DataFrame, impl: str, results_dir, evidence: dict) -> str:
+    """What the sender's folded stacks say of its scheduling samples and of where its program sleeps."""
+    return _scheduling(rows, results_dir, evidence) + _waits(rows, impl, results_dir, evidence)
+
+
+# what the scheduling bucket holds (profile/rules.py's "scheduling"), said where a text names the bucket
+SCHEDULING_WORDS = "waking the other side's thread, and this side's own sleeps and switches"
 
 
 def why_at_size(df: pd.DataFrame, profiles: pd.DataFrame, impl: str, size: int, cost=None, loss=None,
@@ -475,7 +503,7 @@ def why_at_size(df: pd.DataFrame, profiles: pd.DataFrame, impl: str, size: int, 
              f"{sched.pct()} scheduling; pinning, deferred copy and completions {parts['zero-copy work'].pct()}; "
              f"copies from user memory {parts['copies'].pct()}.")
     work = parts["zero-copy work"] if impl == ZERO_COPY else parts["copies"]
-    facts += _per_message(rows, tp, impl, size, threads, evidence) + _waits(rows, impl, results_dir, evidence)
+    facts += _per_message(rows, tp, impl, size, threads, evidence) + _from_stacks(rows, impl, results_dir, evidence)
     factors = _against_base(tp, at, impl, size, threads, cost, loss)
     split = factors is not None
     if split:
@@ -488,8 +516,8 @@ def why_at_size(df: pd.DataFrame, profiles: pd.DataFrame, impl: str, size: int, 
     what = "the zero-copy work" if impl == ZERO_COPY else "copying"
     waits = srv == srv and srv < NEAR_FULL - CLEAR_GAP and parts["waiting"].above(work)
     if waits and (not split or factors.stands("idle")):
-        return Explanation("why_at_size", "waiting", f"{facts} Its CPU is far from busy, and the sender sleeps or is "
-                           "switched out and in (idle and scheduling: the cost of blocking) more than it pins or copies: "
+        return Explanation("why_at_size", "waiting", f"{facts} Its CPU is far from busy, and the sender idles, sleeps or "
+                           f"wakes the other side (idle and scheduling: {SCHEDULING_WORDS}) more than it pins or copies: "
                            "at this size what paces it is waiting to be woken (each send's completion and the "
                            "receiver's wake-ups), more than the work per byte.", evidence)
     if split and factors.stands("cost"):
@@ -497,7 +525,7 @@ def why_at_size(df: pd.DataFrame, profiles: pd.DataFrame, impl: str, size: int, 
         return Explanation("why_at_size", "work", f"{facts} The larger factor is its CPU per byte ({factors.cost:.2f}x"
                            f"{least} against {factors.idle:.2f}x for the rest): it moves fewer bytes per CPU "
                            f"second, rather than mainly waiting; {what} is {work.pct()} of its sender's samples, and "
-                           f"scheduling (switching it out and in, which its CPU time counts) {sched.pct()}.", evidence)
+                           f"scheduling ({SCHEDULING_WORDS}, which its CPU time counts) {sched.pct()}.", evidence)
     if not split and srv == srv and srv >= NEAR_FULL and work.above(parts["waiting"]):
         return Explanation("why_at_size", "work", f"{facts} The sender is saturated and {what} is the larger part "
                            "of its samples: at this size it pays for that work.", evidence)

@@ -140,3 +140,50 @@ def program_waits(counts: dict[str, int], comms) -> tuple[Counter, int]:
         if wait is not None:
             found[wait] += n
     return found, total
+
+
+# what a sample the profile counts as scheduling was doing, by the frame it sat beneath: waking another
+# thread (the socket's wake-up callbacks), the idle task switching in, or this thread's own sleep or switch
+WAKES = {"sock_def_readable": "waking the receiving thread as data reach its socket",
+         "sock_def_write_space": "waking the sending thread as send-buffer space frees",
+         "sk_stream_write_space": "waking the sending thread as send-buffer space frees"}
+SWITCHES = {"schedule_idle": "the idle task switching in and out",
+            "schedule": "this side's own sleeps and switches", "__schedule": "this side's own sleeps and switches"}
+
+
+def _sample(stack: str):
+    """A folded stack as the classifier's sample (comm first, then root to leaf; '_[k]' marks the kernel's)."""
+    from ..profile.script import Frame, Sample
+
+    comm, *names = stack.split(";")
+    frames = [Frame(n[:-4], "[kernel.kallsyms]", True) if n.endswith("_[k]") else Frame(n, "", False)
+              for n in reversed(names)]
+    return Sample(comm, 0 if comm.startswith("swapper") else 1, 1, None, 0.0, frames)
+
+
+def scheduling_parts(counts: dict[str, int]) -> tuple[Counter, int]:
+    """Of a side's samples its profile puts in the scheduling bucket (the classifier's own rule, on the folded
+    stacks), how many sat beneath each function of WAKES, WAITS and SWITCHES (a wake-up first, then a wait,
+    then a switch; the outermost of its kind: schedule_idle above __schedule), and how many there were in all."""
+    from ..profile.classify import bucket_of
+
+    found: Counter = Counter()
+    total = 0
+    for stack, n in counts.items():
+        if bucket_of(_sample(stack)) != "scheduling":
+            continue
+        total += n
+        frames = [plain(f) for f in stack.split(";")[1:]]
+        for named in (WAKES, WAITS, SWITCHES):
+            beneath = next((f for f in frames if f in named), None)
+            if beneath is not None:
+                found[beneath] += n
+                break
+    return found, total
+
+
+def what_beneath(function: str) -> str:
+    """What a function of WAKES, WAITS or SWITCHES says a scheduling sample was doing."""
+    if function in WAITS:
+        return f"sleeping until {WAITS[function]}"
+    return WAKES.get(function) or SWITCHES[function]

@@ -57,7 +57,8 @@ BUCKET_MEANING = {
                    "unmapping them (madvise MADV_DONTNEED)",
     "tcp_send": "TCP/IP and device transmit path (sendmsg down to veth/loopback xmit, ACK transmits)",
     "tcp_receive": "TCP/IP receive path (softirq processing, ACK processing, recvmsg bookkeeping)",
-    "scheduling": "context switches, wake-ups (sock_def_readable), sleeping in socket waits",
+    "scheduling": "waking the other side's thread (sock_def_readable, sk_stream_write_space), and this side's own "
+                  "sleeps in socket waits and context switches",
     "syscall": "system call entry/exit and argument handling (iovec import, fd lookup)",
     "other_process": "samples of processes that are not part of the measurement (perf, other programs)",
     "idle": "the idle task",

@@ -14,7 +14,7 @@ from ..decisions import Outcome
 from ..explain import thread_effect
 from ..roles import STUDY, name
 from ..stats import aggregate, measured, study_rows, throughput_rows
-from ..study import Study
+from ..study import Family, Study
 from .words import ratio_text
 
 KEY, FAMILY = "q3_threads_cache_contention", "q3"
@@ -51,10 +51,13 @@ def factors(ratios: dict[str, float] | None) -> str:
 
 
 def thread_effects(study: Study) -> list[str]:
-    """Why each decided thread effect happened (explain.thread_effect), one sentence per path and size."""
+    """Why each thread effect decided before the correction happened (explain.thread_effect), one sentence per
+    path and size; one that Holm's correction over Q3's family does not leave standing is said as a difference
+    not decided after it (†), as Q4/Q5 say theirs."""
     from ... import cachelevels
 
     lo, hi, decided = study.threads
+    fam = study.family(FAMILY)
     tp = throughput_rows(study.part_e)
     caches = cachelevels.cache_sizes(study.meta.get("cpu_caches"))
     last = cachelevels.last_level(caches)
@@ -65,19 +68,28 @@ def thread_effects(study: Study) -> list[str]:
             if d.decision not in (Outcome.WIN, Outcome.LOSS):
                 continue
             at = tp[(tp["impl"] == impl) & (tp["msg_size"] == size)]
-            who = f"{name(impl)} at {fmt_size(size)} ({ratio_text(d, True)}, {d.decision})"
+            fallen = fam.fallen(d)
+            said = (f"a {d.decision} before the correction only, †, adjusted p {fmt_num(fam.p_holm(d))}; what follows "
+                    "explains a difference not decided after it" if fallen else str(d.decision))
+            who = f"{name(impl)} at {fmt_size(size)} ({ratio_text(d, True)}, {said})"
             out.append(thread_effect(at[at["threads"] == lo], at[at["threads"] == hi], who, str(d.decision), lo, hi,
-                                     llc).text)
+                                     llc, standing=not fallen).text)
     return out
+
+
+def said_outcomes(decided: dict, fam: Family | None = None) -> dict:
+    """{impl: the outcome said as decided}: a decision Holm's correction over fam does not leave standing is
+    undecided here (and said 'before the correction only' beside it); fam None: every decision stands."""
+    return {i: Outcome.UNDECIDED if fam is not None and fam.fallen(d) else d.decision for i, d in decided.items()}
 
 
 def decided_any(decided: dict) -> bool:
     return any(d.decision in (Outcome.WIN, Outcome.LOSS) for by in decided.values() for d in by.values())
 
 
-def size_verdict(decided: dict) -> str:
-    """One conclusion for a size from its implementations' decisions."""
-    found = {d.decision for d in decided.values()}
+def size_verdict(outcomes: dict) -> str:
+    """One conclusion for a size from its implementations' outcomes ({impl: outcome})."""
+    found = set(outcomes.values())
     return found.pop() if len(found) == 1 else "mixed"
 
 
@@ -97,13 +109,14 @@ def _answer(study: Study) -> dict:
         return {"reason": reason, "text": f"Cannot be answered from this sweep: {reason}."}
     cs = _ratios(df, "context_switches_per_mb", lo, hi)
     misses = {lvl: _ratios(df, col, lo, hi) for lvl, col in (("L1", "l1_misses_per_byte"), ("LLC", "llc_misses_per_byte"))}
-    per_size = {str(s): {"verdict": size_verdict(d),
+    per_size = {str(s): {"verdict": size_verdict(said_outcomes(d, fam)),
+                         "verdict_before_correction": size_verdict(said_outcomes(d)),
                          "decisions": {i: {**x.to_dict(), "p_holm": fam.p_holm(x), "stands": fam.stands(x)}
                                        for i, x in d.items()},
                          "context_switches_per_mb_ratio": cs.get(s),
                          **{f"{lvl}_misses_per_byte_ratio": m.get(s) for lvl, m in misses.items()}}
                 for s, d in decided.items()}
-    lines = [_size_line(s, d, cs.get(s), {lvl: m.get(s) for lvl, m in misses.items()}) for s, d in decided.items()]
+    lines = [_size_line(s, d, cs.get(s), {lvl: m.get(s) for lvl, m in misses.items()}, fam) for s, d in decided.items()]
     text = (f"Per message size, throughput with {hi} client threads against {lo} (ratio, 95% interval, decision "
             f"per implementation):\n\n" + "\n\n".join(lines) + "\n\n" + " ".join(thread_effects(study))
             + ("\n\n" if decided_any(decided) else "") + _cores(meta, hi) + " " + _cache(misses, lo, hi)
@@ -111,12 +124,12 @@ def _answer(study: Study) -> dict:
     return {"threads": [lo, hi], "cores": meta.get("cores"), "per_size": per_size, "text": text}
 
 
-def _mixed(decided: dict) -> str:
-    """A size whose paths' decisions are not all one: 'only A3 decided (win); A1 and A2 undecided',
-    'the implementations differ: A1 decided (win), A3 decided (loss); A2 undecided'."""
+def _mixed(outcomes: dict) -> str:
+    """A size whose paths' outcomes ({impl: outcome}) are not all one: 'only A3 decided (win); A1 and A2
+    undecided', 'the implementations differ: A1 decided (win), A3 decided (loss); A2 undecided'."""
     groups: dict = {}
-    for impl, d in decided.items():
-        groups.setdefault(d.decision, []).append(name(impl))
+    for impl, outcome in outcomes.items():
+        groups.setdefault(outcome, []).append(name(impl))
     undecided = groups.pop(Outcome.UNDECIDED, [])
     said = ", ".join(f"{' and '.join(names)} decided ({outcome})" for outcome, names in groups.items())
     head = ("the implementations differ: " if len(groups) > 1 else
@@ -124,19 +137,28 @@ def _mixed(decided: dict) -> str:
     return head + said + (f"; {' and '.join(undecided)} undecided" if undecided else "")
 
 
-def _size_line(size: int, decided: dict, cs, misses: dict) -> str:
-    parts = "; ".join(f"{name(i)} {ratio_text(d)} {d.decision}" for i, d in decided.items())
-    verdict = size_verdict(decided)
+def _size_line(size: int, decided: dict, cs, misses: dict, fam: Family | None = None) -> str:
+    """A size's conclusion from the decisions Holm's correction over Q3's family (fam) leaves standing, then
+    each path's ratio; a decision that does not stand is marked † and said 'before the correction only'."""
+    fallen = {i: d for i, d in decided.items() if fam is not None and fam.fallen(d)}
+    parts = "; ".join(f"{name(i)} {ratio_text(d)} {d.decision}{'†' if i in fallen else ''}" for i, d in decided.items())
+    outcomes = said_outcomes(decided, fam)
+    verdict = size_verdict(outcomes)
     # "differ" only where decided outcomes differ: undecided beside a decided win is no difference between
     # paths, so a mixed size names which paths are decided and how
-    known = {d.decision for d in decided.values()} - {Outcome.UNDECIDED}
+    known = set(outcomes.values()) - {Outcome.UNDECIDED}
     conclusion = VERDICTS.get(verdict) or (
-        _mixed(decided) if Outcome.WIN in known or Outcome.LOSS in known else
-        "no thread effect is decided (" + ", ".join(f"{name(i)} {d.decision}" for i, d in decided.items()
-                                                    if d.decision != Outcome.UNDECIDED) + ")")
+        _mixed(outcomes) if Outcome.WIN in known or Outcome.LOSS in known else
+        "no thread effect is decided (" + ", ".join(f"{name(i)} {o}" for i, o in outcomes.items()
+                                                    if o != Outcome.UNDECIDED) + ")")
+    if fallen:
+        conclusion += (" after Holm's correction (" + " and ".join(
+            f"{name(i)} {d.decision}, adjusted p {fmt_num(fam.p_holm(d))}" for i, d in fallen.items())
+            + ", before the correction only: †)")
     extra = [f"context switches per MB {factors(cs)}"] if cs else []
     extra += [f"{lvl} misses per byte {factors(r)}" for lvl, r in misses.items() if r]
-    if verdict in ("loss", "equivalent") and any(r for r in misses.values()):
+    # misses beside a fall in throughput, decided before the correction (the † above says whether it stands)
+    if size_verdict(said_outcomes(decided)) in ("loss", "equivalent") and any(r for r in misses.values()):
         rising = [lvl for lvl, r in misses.items() if r and all(v >= CONTENTION for v in r.values())]
         conclusion += (f", with {' and '.join(rising)} misses per byte rising: consistent with cache contention"
                        if rising else ", with no rise in misses per byte: not cache contention")
