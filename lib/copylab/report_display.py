@@ -230,7 +230,7 @@ def _warmups(df, warmups) -> str:
 
 def _fixed_warmups(rows: pd.DataFrame) -> str:
     """The runs that did not wait for steady rates, said by who and which mode ('elsewhere 0.100 s, 0.400 s'
-    left the reader to guess): ', a fixed 0.100 s in copylab's latency runs and 0.400 s in sockperf's'."""
+    left the reader to guess): ', a fixed 0.100 s in copylab's latency runs and 0.400 s in <tool>'s latency runs'."""
     rows = rows.dropna(subset=["warmup_s"])
     if rows.empty:
         return ""

@@ -394,12 +394,23 @@ def _against_base(tp: pd.DataFrame, at: pd.DataFrame, impl: str, size: int, thre
         busy_ratio = (f" ({100 * base_busy:.1f}% ÷ {100 * srv:.1f}% = {base_busy / srv:.2f})"
                       if srv == srv and srv > 0 and base_busy == base_busy else "")
         rest = (f"{runs}{busy_ratio}; the residual, the part of the loss its CPU per byte does not carry (1 ÷ the "
-                f"throughput ratio {loss.ratio:.3g} ÷ {ratio:.2f}), is a factor of {idle:.2f}.")
+                f"throughput ratio {loss.ratio:.3g} ÷ {ratio:.2f}), is a factor of {idle:.2f}"
+                + _residual_split(idle, base_busy / srv if srv == srv and srv > 0 else math.nan) + ".")
     else:
         rest = f"{runs}: the time it does not run is a factor of {idle:.2f}."
     f.text = (f" Against {name(BASE)} in the same cell (throughput is the sender's busy share over its CPU per byte): "
               f"its sender's CPU per byte is {f.cost_text()} {name(BASE)}'s, and {rest}")
     return f
+
+
+def _residual_split(residual: float, busy_ratio: float) -> str:
+    """The residual mixes two bases (CPU per byte by task-clock, the throughput by the CPU's busy share):
+    beyond the busy shares' ratio, the rest is the CPU time on the sender's CPU that task-clock does not
+    charge to the sender's task (softirq work, wake-ups done there). '' when the two agree within 5%."""
+    if not (busy_ratio == busy_ratio and busy_ratio > 0) or abs(residual / busy_ratio - 1) < 0.05:
+        return ""
+    return (f": the busy shares' {busy_ratio:.2f}, times {residual / busy_ratio:.2f} for the sender CPU's time that "
+            "task-clock does not charge to the sender's task (softirq work and wake-ups run there)")
 
 
 PER_MESSAGE = {"zerocopy_pin": "pinning", "deferred_copy": "the deferred copy", "scheduling": "scheduling"}
