@@ -431,3 +431,13 @@ def test_the_fixed_warm_ups_say_whose_runs_they_are():
     text = _warmups(rows, [0.1, 0.3, 0.4, 0.5])
     assert "elsewhere" not in text
     assert text.endswith(", a fixed 0.100 s in copylab's latency runs and 0.400 s in sockperf's latency runs")
+
+
+def test_the_author_section_says_how_to_fill_its_placeholders():
+    """'Author: not given' x3 did not say how to give them (review L9)."""
+    from copylab.report_display import author_markdown
+
+    text = author_markdown({"author": "", "roll_no": "", "repo_url": "https://example.org/r", "ai_declaration": "x"})
+    assert "not given" in text and "\\-\\-roll\\-no" in text and "before you hand it in" in text
+    done = author_markdown({"author": "A", "roll_no": "1", "repo_url": "https://example.org/r", "ai_declaration": "x"})
+    assert "placeholders" not in done

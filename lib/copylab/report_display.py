@@ -72,6 +72,9 @@ def author_markdown(fields: dict) -> str:
     decl = fields["ai_declaration"]
     if "ai_declaration" in placeholders(fields) and decl:
         lines.append("- **Declaration:** _still the template's placeholder text: edit it before handing in_")
+    missing = placeholders(fields)
+    if missing:  # how to fill them, where a grader and the student read it (make report says it too)
+        lines += ["", f"_{escape.markdown(placeholder_line(missing)[0].upper() + placeholder_line(missing)[1:])}._"]
     lines.append("")
     label = "AI-usage declaration"
     if decl.lower().startswith(label.lower()):
