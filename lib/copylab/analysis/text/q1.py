@@ -27,9 +27,15 @@ def answer(study: Study) -> dict:
     not_best = numbers["zero_copy_not_best_sizes"]
     per_size = [study.explanations[k] for k in (f"why_{ZERO_COPY}_{s}" for s in not_best) if k in study.explanations]
     cited = per_size + [study.explanations[k] for k in IN_PROFILE if k in study.explanations]
-    text = " ".join(p for p in [q1_text(numbers, best, study), *(e.text for e in per_size),
+    text = " ".join(p for p in [q1_text(numbers, best, study), *per_size_text(per_size),
                                 refer_back(study, IN_PROFILE)] if p)
     return {**numbers, "explanations": [e.public() for e in cited], "text": text}
+
+
+def per_size_text(per_size: list) -> list[str]:
+    """Each size's explanation: the first says what each number is, the later ones give their numbers in the
+    brief form (each paragraph once, issue 33)."""
+    return [e.text if i == 0 or not e.brief else e.brief for i, e in enumerate(per_size)]
 
 
 def tables(study: Study) -> list[tuple[str, pd.DataFrame]]:

@@ -11,7 +11,7 @@ import pandas as pd
 from ...fmt import fmt_num, fmt_size
 from .. import findings as fnd
 from ..decisions import Outcome
-from ..explain import thread_effect
+from ..explain import said_once, thread_effect
 from ..roles import STUDY, name
 from ..stats import aggregate, measured, study_rows, throughput_rows
 from ..study import Study
@@ -66,9 +66,10 @@ def thread_effects(study: Study) -> list[str]:
                 continue
             at = tp[(tp["impl"] == impl) & (tp["msg_size"] == size)]
             who = f"{name(impl)} at {fmt_size(size)} ({ratio_text(d, True)}, {d.decision})"
-            out.append(thread_effect(at[at["threads"] == lo], at[at["threads"] == hi], who, str(d.decision), lo, hi,
-                                     llc).text)
-    return out
+            out.append((f"{name(impl)} at {fmt_size(size)}",
+                        thread_effect(at[at["threads"] == lo], at[at["threads"] == hi], who, str(d.decision), lo, hi,
+                                      llc).text))
+    return said_once(out)  # two paths that lose for the same reason: the hypothesis once, the second refers back
 
 
 def decided_any(decided: dict) -> bool:
