@@ -389,9 +389,17 @@ def test_a_missing_counter_says_its_reason_in_a_line_not_the_whole_perf_note(eve
     df["counters_note"] = NOTE
     short = unmeasured_short(df, {"perf_note": NOTE, "perf_events": events}, "l1_misses")
     assert says in short and "cycles come from" not in short and "says why" not in short
+    # said in full once (the opening); elsewhere a host without hardware counters is a few words and a pointer (N5)
+    from copylab.analysis.stats import NO_COUNTERS, OPENING, unmeasured_pointer
+    pointer = unmeasured_pointer(df, {"perf_note": NOTE, "perf_events": events}, "l1_misses")
+    if "no hardware" in says:
+        assert pointer == NO_COUNTERS and OPENING in pointer and says not in pointer
+    else:
+        assert pointer == short
     # a reason that is not the host's note (a run's own) is said as it is
     df["counters_note"] = "perf stat failed in this run"
     assert unmeasured_short(df, {"perf_note": NOTE}, "l1_misses") == "perf stat failed in this run"
+    assert unmeasured_pointer(df, {"perf_note": NOTE}, "l1_misses") == "perf stat failed in this run"
 
 
 @pytest.mark.parametrize("a2_scheduling, unexplained", [(0.25, True), (0.0, False)])
