@@ -192,20 +192,32 @@ def _decision(ratio, low, high, outcome):
     return Decision("a3", "a1", 64, 1, ratio, low, high, 3, 3, 4.0, 0.1, outcome, None)
 
 
-def test_a_later_sizes_why_is_brief_and_q1_says_the_glosses_once():
-    """SYNTHETIC (N5): the per-size explanation carries a brief form with every number of the full one and
-    none of its glosses; Q1 prints the full form for its first size only."""
+def test_a_later_sizes_why_is_brief_and_q1_puts_its_numbers_in_a_table():
+    """SYNTHETIC (N5): the per-size explanation has a brief form (its verdict, none of the template's glosses);
+    Q1 prints the first size in full and the later ones brief, their numbers in one table row per size."""
     from copylab.analysis.decisions import Outcome
     from copylab.analysis.text import q1
     found = _why(_decision(1.16, 1.07, 1.24, Outcome.WIN), _decision(0.851, 0.78, 0.93, Outcome.LOSS))
-    assert found.brief and len(found.brief) < len(found.text) and "brief" not in found.public()
+    assert found.brief and len(found.brief) < len(found.text) / 3 and "brief" not in found.public()
     for gloss in ("throughput is the sender's busy share over its CPU per byte", "(95% intervals",
                   "the part of the loss its CPU per byte does not carry", "switching it out and in"):
         assert gloss in found.text and gloss not in found.brief, gloss
-    for number in re.findall(r"\d+\.\d+x|\d+(?:\.\d+)?%", found.text):
-        assert number in found.brief, number
+    assert found.brief == "A3 at 64 B, 1 thread: the larger factor is its CPU per byte (1.16x, at least 1.07x by " \
+                          "its interval, against 1.01x)."
     later = explain.Explanation("why_at_size", "work", "full text", brief="brief text")
-    assert q1.per_size_text([found, later]) == [found.text, "brief text"]
+    assert q1.per_size_text([found, later]) == [found.text, "The other sizes, each with its numbers in the table "
+                                                "above:", "brief text"]
+    assert q1.per_size_text([found]) == [found.text]
+    table = q1.sizes_table([found, found])
+    row = table.iloc[0].to_dict()
+    # every number the full text gives, in the row
+    assert row["message size"] == "64 B" and row["busy: sender / receiver"] == "97.0% / 50.0%"
+    assert row["idle / scheduling"] == "10.0% / 20.0%" and row["zero-copy work"] == "15.5%"
+    assert row["CPU per byte ÷ A1's (95%)"] == "1.16 (1.07–1.24)" and row["residual"] == "1.01"
+    assert row["A1's busy ÷ A3's"] == "1.02"
+    # no CPU per message measured in this cell: the column says so rather than a number
+    assert "Per message" not in found.text and row["µs per message: pinning / deferred copy / scheduling (A1's send)"] == "–"
+    assert q1.sizes_table([found]) is None
 
 
 def _why(cost, loss):
@@ -243,6 +255,11 @@ def test_the_zero_copy_senders_fixed_costs_per_message_and_what_it_waits_on_are_
     assert "Of its sender program's 40 samples in the scheduler, 30 sleep beneath sk_stream_wait_memory: " \
            "hypothesis: it waits for send-buffer space." in found.text
     assert "(99.0% ÷ 60.0% = 1.65); the residual" in found.text and f"is a factor of {1 / 0.12 / 5.0:.2f}" in found.text
+    # a later size's brief form keeps the wait; Q1's per-size table carries its µs per message (N5)
+    assert found.brief.endswith("hypothesis: it waits for send-buffer space.") and "µs" not in found.brief
+    from copylab.analysis.text import q1
+    us = q1.sizes_table([found, found]).iloc[0]["µs per message: pinning / deferred copy / scheduling (A1's send)"]
+    assert us.startswith(f"{fmt_num(pin)} / ") and us.endswith(f"({fmt_num(whole)})")
     # no function holding most of them: nothing named
     ev.write_stacks(tmp_path, run["point_id"], {wait: 10, other: 10}, {})
     mixed = explain_copies.why_at_size(df, profiles, "a3", 64, cost=cost, loss=loss, results_dir=tmp_path)

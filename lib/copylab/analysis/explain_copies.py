@@ -405,7 +405,7 @@ class Factors:
     verdict: str        # the cost's decision ("win": decided higher, ...), "" from means
     idle: float
     text: str
-    brief: str = ""     # the same numbers without the glosses (a later size's sentence)
+    base_busy: float = math.nan  # the baseline sender's busy share in the same cell (Q1's per-size table)
 
     def stands(self, which: str) -> bool:
         """Whether one factor stands out: above 1 and the other by CLEAR_GAP, the cost by its interval's
@@ -454,13 +454,11 @@ def _against_base(tp: pd.DataFrame, at: pd.DataFrame, impl: str, size: int, thre
                       if srv == srv and srv > 0 and base_busy == base_busy else "")
         rest = (f"{runs}{busy_ratio}; the residual, the part of the loss its CPU per byte does not carry (1 ÷ the "
                 f"throughput ratio {loss.ratio:.3g} ÷ {ratio:.2f}), is a factor of {idle:.2f}.")
-        short = f"busy {pct(srv)} against {pct(base_busy)}{busy_ratio}, residual {idle:.2f} (1 ÷ {loss.ratio:.3g} ÷ {ratio:.2f})."
     else:
         rest = f"{runs}: the time it does not run is a factor of {idle:.2f}."
-        short = f"busy {pct(srv)} against {pct(base_busy)}, a factor of {idle:.2f}."
     f.text = (f" Against {name(BASE)} in the same cell (throughput is the sender's busy share over its CPU per byte): "
               f"its sender's CPU per byte is {f.cost_text()} {name(BASE)}'s, and {rest}")
-    f.brief = f" Against {name(BASE)}: CPU per byte {f.cost_text()}, {short}"
+    f.base_busy = base_busy
     return f
 
 
@@ -533,23 +531,28 @@ def why_at_size(df: pd.DataFrame, profiles: pd.DataFrame, impl: str, size: int, 
              "copies": share(rows, "srv", COPIES)}
     idle, sched = share(rows, "srv", "idle"), share(rows, "srv", "scheduling")
     evidence["sender_shares"] = {k: v.to_dict() for k, v in parts.items()}
-    shares = (f"{idle.pct()} idle and {sched.pct()} scheduling; pinning, deferred copy and completions "
-              f"{parts['zero-copy work'].pct()}; copies from user memory {parts['copies'].pct()}.")
-    facts = f"{who}: {busy}; its sender's profile ({parts['waiting'].over()}) is {shares}"
-    brief = (f"{who}: sender busy {pct(srv)}, receiver {pct(cli)}; sender profile {shares}" if srv == srv and cli == cli
-             else f"{who}: {busy}; sender profile {shares}")
+    evidence.update(sender_idle=idle.to_dict(), sender_scheduling=sched.to_dict())
+    facts = (f"{who}: {busy}; its sender's profile ({parts['waiting'].over()}) is {idle.pct()} idle and "
+             f"{sched.pct()} scheduling; pinning, deferred copy and completions {parts['zero-copy work'].pct()}; "
+             f"copies from user memory {parts['copies'].pct()}.")
     work = parts["zero-copy work"] if impl == ZERO_COPY else parts["copies"]
-    more = _per_message(rows, tp, impl, size, threads, evidence) + _waits(rows, impl, results_dir, evidence)
-    facts, brief = facts + more, brief + more
+    waits_said = _waits(rows, impl, results_dir, evidence)
+    facts += _per_message(rows, tp, impl, size, threads, evidence) + waits_said
+    # the brief form: the numbers are in Q1's per-size table (sizes_table); the verdict and the waits stay
+
+    def brief(verdict: str) -> str:
+        return f"{who}: {verdict}.{waits_said}"
+
     factors = _against_base(tp, at, impl, size, threads, cost, loss)
     split = factors is not None
     if split:
         evidence.update(cost_vs_base=factors.cost, cost_interval=[factors.low, factors.high],
-                        cost_decision=factors.verdict, busy_factor_vs_base=factors.idle)
-        facts, brief = facts + factors.text, brief + factors.brief
+                        cost_decision=factors.verdict, busy_factor_vs_base=factors.idle,
+                        base_busy=factors.base_busy)
+        facts += factors.text
     if srv == srv and cli == cli and cli >= NEAR_FULL and cli - srv >= CLEAR_GAP:
         return Explanation("why_at_size", "receiver", f"{facts} The receiver bounds it: its CPU is saturated and "
-                           "the sender's is not.", evidence, brief=f"{brief} The receiver bounds it.")
+                           "the sender's is not.", evidence, brief=brief("the receiver bounds it"))
     what = "the zero-copy work" if impl == ZERO_COPY else "copying"
     waits = srv == srv and srv < NEAR_FULL - CLEAR_GAP and parts["waiting"].above(work)
     if waits and (not split or factors.stands("idle")):
@@ -557,19 +560,19 @@ def why_at_size(df: pd.DataFrame, profiles: pd.DataFrame, impl: str, size: int, 
                            "switched out and in (idle and scheduling: the cost of blocking) more than it pins or copies: "
                            "at this size what paces it is waiting to be woken (each send's completion and the "
                            "receiver's wake-ups), more than the work per byte.", evidence,
-                           brief=f"{brief} Far from busy, it waits more than it works: waiting paces it.")
+                           brief=brief("far from busy, it waits more than it works: waiting paces it"))
     if split and factors.stands("cost"):
         least = f", at least {factors.low:.2f}x by its interval," if factors.low == factors.low else ""
         return Explanation("why_at_size", "work", f"{facts} The larger factor is its CPU per byte ({factors.cost:.2f}x"
                            f"{least} against {factors.idle:.2f}x for the rest): it moves fewer bytes per CPU "
                            f"second, rather than mainly waiting; {what} is {work.pct()} of its sender's samples, and "
                            f"scheduling (switching it out and in, which its CPU time counts) {sched.pct()}.", evidence,
-                           brief=f"{brief} The larger factor is its CPU per byte ({factors.cost:.2f}x{least} against "
-                           f"{factors.idle:.2f}x).")
+                           brief=brief(f"the larger factor is its CPU per byte ({factors.cost:.2f}x{least} against "
+                                       f"{factors.idle:.2f}x)"))
     if not split and srv == srv and srv >= NEAR_FULL and work.above(parts["waiting"]):
         return Explanation("why_at_size", "work", f"{facts} The sender is saturated and {what} is the larger part "
                            "of its samples: at this size it pays for that work.", evidence,
-                           brief=f"{brief} Saturated, it pays for {what}.")
+                           brief=brief(f"saturated, it pays for {what}"))
     claim = (f"neither factor stands out: its CPU per byte is {factors.cost_text()} {name(BASE)}'s and the rest "
              f"of the loss a factor of {factors.idle:.2f}." if split else
              "neither waiting nor the copy work stands out beyond the intervals.")
