@@ -152,6 +152,25 @@ def test_a_saturated_loss_is_said_as_the_cost_per_byte_unless_switching_carries_
         assert "switches per MB do not rise" in found.text and "8 × 4 MiB = 32 MiB against the 32 MiB L3" in found.text
 
 
+def test_two_paths_losing_for_the_same_reason_get_the_hypothesis_once():
+    """SYNTHETIC (N5): A1 and A3 both lose at 16 KiB with a saturated sender whose CPU per byte rose: the
+    second says its own numbers and refers back to the first's hypothesis instead of printing it again."""
+    def effect(impl, hi_clock):
+        rows = {t: ev.frame([ev.measured_row(impl, 16384, threads=t, rep=r, gbps=8.0, busy=(0.99, 0.6),
+                                             working_set_bytes=4 << 20, context_switches=10_000,
+                                             srv_task_clock_ms=620.0 if t == 1 else hi_clock) for r in range(3)])
+                for t in (1, 8)}
+        return explain.thread_effect(rows[1], rows[8], f"{impl.upper()} at 16 KiB", "loss", 1, 8, llc=("L3", 32 << 20))
+    a1, a3 = effect("a1", 720.0), effect("a3", 700.0)
+    assert a1.verdict == a3.verdict == "per_byte_cost"
+    first, second = explain.said_once([("A1 at 16 KiB", a1.text), ("A3 at 16 KiB", a3.text)])
+    assert first == a1.text and first.count("What would decide it") == 1
+    assert "What would decide it" not in second and second.endswith("Hypothesis: as for A1 at 16 KiB above.")
+    assert "spends 13% more per byte" in second  # its own numbers stay
+    other = explain.hypothesis("thread_effect", "mixed", "something else.", "a profile", {}, facts="A2 at 64 B.")
+    assert explain.said_once([("A1 at 16 KiB", a1.text), ("A2 at 64 B", other.text)])[1] == other.text
+
+
 def test_factors_that_disagree_are_never_averaged():
     """The issue's 'context switches per MB x0.999' averaged 1.05, 0.75 and 1.20."""
     assert q3.factors({"a1": 1.05, "a2": 0.75, "a3": 1.20}) == "A1 ×1.05, A2 ×0.750, A3 ×1.20"
@@ -370,9 +389,17 @@ def test_a_missing_counter_says_its_reason_in_a_line_not_the_whole_perf_note(eve
     df["counters_note"] = NOTE
     short = unmeasured_short(df, {"perf_note": NOTE, "perf_events": events}, "l1_misses")
     assert says in short and "cycles come from" not in short and "says why" not in short
+    # said in full once (the opening); elsewhere a host without hardware counters is a few words and a pointer (N5)
+    from copylab.analysis.stats import NO_COUNTERS, OPENING, unmeasured_pointer
+    pointer = unmeasured_pointer(df, {"perf_note": NOTE, "perf_events": events}, "l1_misses")
+    if "no hardware" in says:
+        assert pointer == NO_COUNTERS and OPENING in pointer and says not in pointer
+    else:
+        assert pointer == short
     # a reason that is not the host's note (a run's own) is said as it is
     df["counters_note"] = "perf stat failed in this run"
     assert unmeasured_short(df, {"perf_note": NOTE}, "l1_misses") == "perf stat failed in this run"
+    assert unmeasured_pointer(df, {"perf_note": NOTE}, "l1_misses") == "perf stat failed in this run"
 
 
 @pytest.mark.parametrize("a2_scheduling, unexplained", [(0.25, True), (0.0, False)])
@@ -398,6 +425,31 @@ def test_the_mechanism_offered_for_a_per_message_gap_explains_the_bucket_named_l
         assert "For the copy and the system call, which grew too: the gather over 8 iovec segments" in claim
     else:
         assert "unexplained" not in claim and "The gather over 8 iovec segments" in claim
+
+
+@pytest.mark.parametrize("a2_receiver_switches, said", [(0.174, "A2's receiver sleeps more often"),
+                                                       (0.12, "neither side switches more often")])
+def test_a_scheduling_increase_is_read_from_the_measured_context_switches(a2_receiver_switches, said):
+    """SYNTHETIC (N3): where scheduling grew most and the measured runs carry both sides' context switches, the
+    text gives them per message for both paths and says which side switches more often, not "would tell"."""
+    a1 = [ev.profile_row("a1", 1024, {"user_copy": 0.01, "kernel_copy_from_user": 0.02, "syscall": 0.05,
+                                      "tcp_send": 0.3}, busy=(0.99, 0.6), rep=r) for r in range(2)]
+    a2 = [ev.profile_row("a2", 1024, {"kernel_copy_from_user": 0.06, "syscall": 0.10, "scheduling": 0.25,
+                                      "tcp_send": 0.24, "idle": 0.0}, busy=(0.99, 0.6), rep=r) for r in range(2)]
+    for row in a2:
+        row["srv_prof_other"] = 0.35
+    per_msg = {"a1": 0.119, "a2": a2_receiver_switches}
+    rows = [ev.measured_row(i, 1024, rep=r, gbps=g, busy=(0.99, 0.6)) for i, g in (("a1", 2.0), ("a2", 1.2))
+            for r in range(2)]
+    for row in rows:
+        row.update(cli_context_switches=per_msg[row["impl"]] * row["messages"],
+                   srv_context_switches=0.0003 * row["messages"])
+    passes = ev.frame(rows)
+    found = explain_copies.per_message_gap(ev.with_passes(a1 + a2, passes), "a2", "a1", 1024, passes)
+    claim = found.text.split("Hypothesis")[-1]
+    assert "would tell" not in claim and "unexplained" not in claim, found.text
+    assert f"the receiver's {fmt_num(a2_receiver_switches)} (A2) against 0.119 (A1)" in claim and said in claim, found.text
+    assert found.evidence["context_switches_per_message"]["cli"]["a2"] == pytest.approx(a2_receiver_switches)
 
 
 def test_the_profile_section_states_the_basis_of_its_costs_per_byte():

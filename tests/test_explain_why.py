@@ -5,6 +5,8 @@ SYNTHETIC rows (tests/data/analysis/evidence.py): stand-ins of other hosts flip 
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -141,6 +143,9 @@ def test_the_study_keeps_the_trade_and_q5_refers_to_it():
     from copylab.analysis.text import profile, q5
     assert "move CPU per byte between the sides" in q5.answer(s)["text"]
     assert "trade CPU per byte between the sides" in profile.markdown(s).replace("\\", "")
+    # the trade's hypothesis is said once, where it is explained; Q5 (and Q1) refer back in one clause (N5)
+    assert "work moved from the sender" not in q5.answer(s)["text"]
+    assert f'(r {fmt_num(s.trades[("a3", 65536)].r)}; see "{words.PROFILE_SECTION}")' in words.states_note(s, "a3", 65536)
     assert ("a3", 65536) not in _study(continuum_cell(trade=False)).trades
 
 
@@ -187,6 +192,34 @@ def _decision(ratio, low, high, outcome):
     return Decision("a3", "a1", 64, 1, ratio, low, high, 3, 3, 4.0, 0.1, outcome, None)
 
 
+def test_a_later_sizes_why_is_brief_and_q1_puts_its_numbers_in_a_table():
+    """SYNTHETIC (N5): the per-size explanation has a brief form (its verdict, none of the template's glosses);
+    Q1 prints the first size in full and the later ones brief, their numbers in one table row per size."""
+    from copylab.analysis.decisions import Outcome
+    from copylab.analysis.text import q1
+    found = _why(_decision(1.16, 1.07, 1.24, Outcome.WIN), _decision(0.851, 0.78, 0.93, Outcome.LOSS))
+    assert found.brief and len(found.brief) < len(found.text) / 3 and "brief" not in found.public()
+    for gloss in ("throughput is the sender's busy share over its CPU per byte", "(95% intervals",
+                  "the part of the loss its CPU per byte does not carry", "waking the other side's thread"):
+        assert gloss in found.text and gloss not in found.brief, gloss
+    assert found.brief == "A3 at 64 B, 1 thread: the larger factor is its CPU per byte (1.16x, at least 1.07x by " \
+                          "its interval, against 1.01x)."
+    later = explain.Explanation("why_at_size", "work", "full text", brief="brief text")
+    assert q1.per_size_text([found, later]) == [found.text, "The other sizes, each with its numbers in the table "
+                                                "above:", "brief text"]
+    assert q1.per_size_text([found]) == [found.text]
+    table = q1.sizes_table([found, found])
+    row = table.iloc[0].to_dict()
+    # every number the full text gives, in the row
+    assert row["message size"] == "64 B" and row["busy: sender / receiver"] == "97.0% / 50.0%"
+    assert row["idle / scheduling"] == "10.0% / 20.0%" and row["zero-copy work"] == "15.5%"
+    assert row["CPU per byte ÷ A1's (95%)"] == "1.16 (1.07–1.24)" and row["residual"] == "1.01"
+    assert row["A1's busy ÷ A3's"] == "1.02"
+    # no CPU per message measured in this cell: the column says so rather than a number
+    assert "Per message" not in found.text and row["µs per message: pinning / deferred copy / scheduling (A1's send)"] == "–"
+    assert q1.sizes_table([found]) is None
+
+
 def _why(cost, loss):
     shares = {"idle": 0.10, "scheduling": 0.20, "deferred_copy": 0.06, "zerocopy_pin": 0.095, "tcp_send": 0.3}
     rows = [ev.measured_row("a3", 64, rep=r, gbps=1.0, busy=(0.97, 0.5)) for r in range(3)]
@@ -228,6 +261,11 @@ def test_the_zero_copy_senders_fixed_costs_per_message_and_what_it_waits_on_are_
     assert explain_copies._residual_split(1.93, 1.76) == (
         ": the busy shares' 1.76, times 1.10 for the sender CPU's time that task-clock does not charge to the "
         "sender's task (softirq work and wake-ups run there)")
+    # a later size's brief form keeps the wait; Q1's per-size table carries its µs per message (N5)
+    assert found.brief.endswith("hypothesis: it waits for send-buffer space.") and "µs" not in found.brief
+    from copylab.analysis.text import q1
+    us = q1.sizes_table([found, found]).iloc[0]["µs per message: pinning / deferred copy / scheduling (A1's send)"]
+    assert us.startswith(f"{fmt_num(pin)} / ") and us.endswith(f"({fmt_num(whole)})")
     # no function holding most of them: nothing named
     ev.write_stacks(tmp_path, run["point_id"], {wait: 10, other: 10}, {})
     mixed = explain_copies.why_at_size(df, profiles, "a3", 64, cost=cost, loss=loss, results_dir=tmp_path)
@@ -284,6 +322,25 @@ def test_the_round_trip_against_threads_is_explained_from_the_busy_shares(p50, b
     assert f"the sender's {explain.pct(busy[1][0])} with 1 and {explain.pct(busy[2][0])} with 2" in found.text
     assert ("wake it" in found.text) is (verdict == "idle_wakeup")
     assert "perf sched latency" in found.decide_by
+
+
+def test_the_round_trip_against_threads_counts_each_sides_cpu_per_message():
+    """SYNTHETIC (N7): not every pass shortens (no idle-wake-up verdict from the busy shares), but each side's CPU
+    time per message falls from 1 to 2 threads by most of what the round trip shortens: said with the numbers,
+    and as the hypothesis; where the CPU per message does not fall, the busy shares' 'do not show' stays."""
+    def rows(srv_ms, cli_ms):
+        out = latency_rows({1: 60.0, 2: 40.0}, {1: (0.41, 0.32), 2: (0.84, 0.69)})
+        for r in out:  # 1000 round trips a window: task-clock ms is µs per message
+            r.update(messages=1000, latency_us=r["latency_p50_us"], srv_task_clock_ms=srv_ms[r["threads"]],
+                     cli_task_clock_ms=cli_ms[r["threads"]])
+        out[0]["latency_p50_us"] = out[0]["latency_us"] = 30.0  # one pass at 1 thread shorter than at 2
+        return out
+    found = explain.latency_threads(ev.frame(rows({1: 28.0, 2: 22.0}, {1: 23.0, 2: 19.0})))
+    assert found.verdict == "cpu_per_message" and found.hypothesis, found.text
+    assert "the sender's 28.0 → 22.0 µs, the receiver's 23.0 → 19.0 µs; together 10.0 µs less" in found.text
+    assert found.evidence["cpu_us_per_message"]["share_of_drop"] > 0.5
+    flat = explain.latency_threads(ev.frame(rows({1: 25.0, 2: 25.0}, {1: 20.0, 2: 20.0})))
+    assert flat.verdict == "mixed" and "do not show why the round trip changes" in flat.text
 
 
 def test_the_round_trip_sentence_reaches_q3_and_needs_two_thread_counts():

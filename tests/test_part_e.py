@@ -244,6 +244,21 @@ def test_a_saturated_senders_cost_is_said_as_the_throughput_result_not_a_second_
     assert "So the cheaper send shows as more throughput" not in text
 
 
+def test_q4_refers_back_to_the_data_paths_section_for_the_one_copy_senders_cost():
+    """SYNTHETIC (N5): where A2's sender bounds the largest size and no throughput win is decided, Q4 gives the
+    verdict of its sender's CPU per byte and points at the data-paths section, which says it with its numbers."""
+    from copylab.analysis import data_paths
+    from copylab.analysis.text.words import DATA_PATHS_SECTION, cost_claim
+    df = ev.throughput_grid({"a2": {65536: 1.0}}).assign(srv_cpu_busy=1.0, cli_cpu_busy=0.5)
+    s = study(df, {"cores": 2}, ev.frame([]))
+    decision = s.decision("a2", 65536).decision
+    assert decision != "win"
+    cost = s.decision("a2", 65536, metric="srv_cpu_ns_per_byte")
+    text = crossover.gain_sentence(s, "a2", decision)
+    assert f'("{DATA_PATHS_SECTION}")' in text and cost_claim(cost, "A2’s sender") not in text, text
+    assert cost_claim(cost, "A2's sender") in data_paths.markdown(s)
+
+
 def test_a_crossover_that_differs_per_thread_count_is_said():
     """The pooled crossover need not hold at each thread count: where one differs, Q4 says so."""
     faster = {("a2", 4096, 8, r): 1.3 for r in range(5)}

@@ -42,17 +42,41 @@ class Explanation:
     evidence: dict = field(default_factory=dict)
     hypothesis: bool = False
     decide_by: str = ""
+    # the same facts without the glosses the first of a run of like sentences says (Q1's sizes after the first);
+    # not in answers.json, where text is whole
+    brief: str = ""
 
     def public(self) -> dict:
-        return asdict(self)
+        out = asdict(self)
+        out.pop("brief")
+        return out
+
+
+HYPOTHESIS_HEAD = "Hypothesis (this run's data do not decide it):"
 
 
 def hypothesis(rule: str, verdict: str, claim: str, decide_by: str, evidence: dict, facts: str = "") -> Explanation:
     """An explanation the evidence does not decide: the facts measured, then the claim said as a
-    hypothesis with the measurement that would decide it."""
-    text = f"Hypothesis (this run's data do not decide it): {claim} What would decide it: {decide_by}."
+    hypothesis with the measurement that would decide it (after HYPOTHESIS_HEAD: refer_to_hypothesis
+    finds it there)."""
+    text = f"{HYPOTHESIS_HEAD} {claim} What would decide it: {decide_by}."
     return Explanation(rule, verdict, f"{facts} {text}" if facts else text, evidence, hypothesis=True,
                        decide_by=decide_by)
+
+
+def said_once(texts: list[tuple[str, str]]) -> list[str]:
+    """[(who, an explanation's text)] with each hypothesis (HYPOTHESIS_HEAD to the end) said in full only the
+    first time: a later text with the same one keeps its facts and refers back to whom it was said for."""
+    first, out = {}, []
+    for who, text in texts:
+        facts, head, rest = text.partition(HYPOTHESIS_HEAD)
+        if head and rest in first:
+            out.append(f"{facts}Hypothesis: as for {first[rest]} above.")
+            continue
+        if head:
+            first[rest] = who
+        out.append(text)
+    return out
 
 
 def pct(x) -> str:
@@ -365,6 +389,10 @@ def latency_threads(rows: pd.DataFrame) -> Explanation | None:
              f"passes); it is shorter with {hi} in {fell} of the {len(paired)} passes. Both CPUs' busy shares: the "
              f"sender's {pct(busy[('srv', lo)])} with {lo} and {pct(busy[('srv', hi)])} with {hi}, the receiver's "
              f"{pct(busy[('cli', lo)])} and {pct(busy[('cli', hi)])}.")
+    cpu, cpu_said = _cpu_per_message(rows, lo, hi)
+    if cpu:
+        evidence["cpu_us_per_message"] = cpu
+    facts += cpu_said
     idle_then = all(busy[(s, lo)] == busy[(s, lo)] and busy[(s, lo)] < NEAR_FULL - CLEAR_GAP for s in ("srv", "cli"))
     busier = all(busy[(s, hi)] - busy[(s, lo)] >= CLEAR_GAP for s in ("srv", "cli") if busy[(s, hi)] == busy[(s, hi)])
     decide_by = ("the wake-up latency at both thread counts (perf sched latency on both CPUs) and the same sweep "
@@ -378,8 +406,44 @@ def latency_threads(rows: pd.DataFrame) -> Explanation | None:
                           "sweep, and any ratio against a reference program at one thread, then compare wake-up "
                           "latencies.",
                           decide_by, evidence, facts=facts)
-    return hypothesis("latency_threads", "mixed", "the busy shares do not show why the round trip changes.",
-                      decide_by, evidence, facts=facts)
+    if cpu and cpu["share_of_drop"] >= 0.5:
+        return hypothesis("latency_threads", "cpu_per_message", f"each message costs less CPU on both sides with {hi}, "
+                          f"and that carries {share_of(cpu['fall_us'], cpu['drop_us'])} of the shorter round trip: with "
+                          f"{lo} every message finds the other side's vCPU idle, and waking it from idle costs CPU "
+                          f"(the scheduler's wake-up and the vCPU's halt exit) that a busier CPU with {hi} is spared; "
+                          "the rest of the change is not accounted for by the CPU time.", decide_by, evidence, facts=facts)
+    return hypothesis("latency_threads", "mixed", "the busy shares " + ("and the CPU time per message " if cpu else "")
+                      + "do not show why the round trip changes.", decide_by, evidence, facts=facts)
+
+
+def _cpu_per_message(rows: pd.DataFrame, lo: int, hi: int) -> tuple[dict, str]:
+    """Each side's CPU time per message (task-clock over the round trips) at lo and hi threads, means over the
+    paths and sizes measured at both, and how much of the mean round trip's fall from lo to hi the two sides'
+    fall carries (a round trip waits for one message's CPU on each side): ({}, "") without the counters."""
+    cells = _latency_cells(rows)
+    if cells is None:
+        return {}, ""
+    by = cells.pivot_table(index=["impl", "msg_size"], columns="threads", values=["srv_us", "cli_us", "latency_us"])
+    if any((col, n) not in by for col in ("srv_us", "cli_us", "latency_us") for n in (lo, hi)):
+        return {}, ""
+    both = by[[(c, n) for c in ("srv_us", "cli_us", "latency_us") for n in (lo, hi)]].dropna()
+    if both.empty:
+        return {}, ""
+    m = {key: float(v) for key, v in both.mean().items()}
+    fall = (m[("srv_us", lo)] - m[("srv_us", hi)]) + (m[("cli_us", lo)] - m[("cli_us", hi)])
+    drop = m[("latency_us", lo)] - m[("latency_us", hi)]
+    if not (drop == drop and drop > 0 and fall == fall):
+        return {}, ""
+    cpu = {"sender": [m[("srv_us", lo)], m[("srv_us", hi)]], "receiver": [m[("cli_us", lo)], m[("cli_us", hi)]],
+           "round_trip_us": [m[("latency_us", lo)], m[("latency_us", hi)]], "fall_us": fall, "drop_us": drop,
+           "share_of_drop": fall / drop}
+    said = (f" CPU time per message (task-clock over the round trips, means over the {len(both)} paths and sizes): the "
+            f"sender's {fmt_num(cpu['sender'][0])} → {fmt_num(cpu['sender'][1])} µs, the receiver's "
+            f"{fmt_num(cpu['receiver'][0])} → {fmt_num(cpu['receiver'][1])} µs; together {fmt_num(fall)} µs less, "
+            f"against a mean round trip {fmt_num(drop)} µs shorter ({fmt_num(cpu['round_trip_us'][0])} → "
+            f"{fmt_num(cpu['round_trip_us'][1])} µs): {fmt_num(100 * fall / drop, 2)}% of it, where a round trip waits "
+            "for one message's CPU on each side.")
+    return cpu, said
 
 
 # Little's law on a saturated CPU allows the round trip 1/busy times threads x CPU per message: at NEAR_FULL

@@ -237,9 +237,12 @@ def removed_copy(profiles: pd.DataFrame, size: int | None = None) -> Explanation
                       evidence, facts=head)
 
 
-def per_message_gap(profiles: pd.DataFrame, x: str, base: str, size: int) -> Explanation:
+def per_message_gap(profiles: pd.DataFrame, x: str, base: str, size: int, measured: pd.DataFrame | None = None
+                    ) -> Explanation:
     """Why x's sender spends more CPU per message than base's at size: the profile buckets whose cost
-    per message grew, and whether the copy accounts for at least half of the gap."""
+    per message grew, and whether the copy accounts for at least half of the gap. measured: the sweep's
+    rows, whose context switches per message (at the profiled thread count) say what a scheduling
+    increase is made of."""
     rx, rb = point_rows(profiles, x, size), point_rows(profiles, base, size)
     at = f"{fmt_size(size)}" + (f", {plural(int(rx['threads'].iloc[0]), 'thread')} (profiled)" if len(rx) else "")
     who = f"{name(x)} against {name(base)} at {at}"
@@ -276,7 +279,11 @@ def per_message_gap(profiles: pd.DataFrame, x: str, base: str, size: int) -> Exp
             f"({fmt_num(merged[top])} µs, {part} of the gap)")
     evidence["largest_increase_share"] = merged[top] / gap
     verdict = "copy" if top.startswith("the copy") else top
-    return hypothesis("per_message_gap", verdict, f"{said}.{_mechanism(merged, top, x, size)}", f"profiles "
+    threads = int(rx["threads"].iloc[0])
+    switches = _switches_per_message(measured, (x, base), size, threads) if measured is not None else {}
+    if switches:
+        evidence["context_switches_per_message"] = switches
+    return hypothesis("per_message_gap", verdict, f"{said}.{_mechanism(merged, top, x, base, size, switches)}", f"profiles "
                       f"sampled with PMU cycles (not timer ticks) and more profiled runs at {fmt_size(size)}", evidence,
                       facts=f"At {at} {shares}: the copy accounts for {per_msg}.{_by_bucket(merged, delta, gap, x, base)}")
 
@@ -304,16 +311,67 @@ UNEXPLAINED = {"scheduling": "more wake-ups per message or longer ones (a timer-
                              "apart): both paths' context switches per message in the measured runs would tell"}
 
 
-def _mechanism(merged: dict, top: str, x: str, size: int) -> str:
+SIDES = {"srv": "sender", "cli": "receiver"}
+
+
+def _switches_per_message(rows: pd.DataFrame, impls: tuple[str, str], size: int, threads: int) -> dict:
+    """{side: {impl: context switches per message}}, the means of the throughput runs of each impl at size and
+    threads; a side is left out where either impl lacks it (no counters)."""
+    if "messages" not in rows:
+        return {}
+    tp = throughput_rows(rows)
+    out = {}
+    for side in SIDES:
+        col = f"{side}_context_switches"
+        if col not in tp:
+            continue
+        per = {}
+        for impl in impls:
+            at = tp[(tp["impl"] == impl) & (tp["msg_size"] == size) & (tp["threads"] == threads)]
+            msgs = pd.to_numeric(at["messages"], errors="coerce")
+            per[impl] = float((pd.to_numeric(at[col], errors="coerce") / msgs.where(msgs > 0)).mean())
+        if all(v == v for v in per.values()):
+            out[side] = per
+    return out
+
+
+def _switches_said(switches: dict, x: str, base: str) -> str:
+    """' Context switches per message in the measured runs: the receiver's 0.174 (A2) against 0.119 (A1), +47%;
+    the sender's ...: A2's receiver sleeps more often, and the sender's CPU pays the extra wake-ups (the
+    delivery path wakes the receiver).' A side that switches CLEAR_GAP more often is named; else none does, and
+    longer wake-ups, which counts do not show, remain the hypothesis."""
+    listed, more = [], []
+    for side, per in switches.items():
+        a, b = per[x], per[base]
+        change = f", {100 * (a / b - 1):+.0f}%" if b > 0 else ""
+        listed.append(f"the {SIDES[side]}'s {fmt_num(a)} ({name(x)}) against {fmt_num(b)} ({name(base)}){change}")
+        if a > b * (1 + CLEAR_GAP):
+            more.append(SIDES[side])
+    said = " Context switches per message in the measured runs (same cell): " + "; ".join(listed)
+    if "receiver" in more:
+        return (said + f": {name(x)}'s receiver sleeps more often, and each wake-up is paid on the sender's CPU (the "
+                "delivery path wakes the receiver): more wake-ups per message, not shown to be longer ones (a "
+                "timer-tick profile does not tell).")
+    if more:
+        return said + f": {name(x)}'s {more[0]} is switched out more often, which its scheduling time counts."
+    return (said + ": neither side switches more often, so what grows is the cost of each switch or wake-up (a "
+            "timer-tick profile does not tell them apart).")
+
+
+def _mechanism(merged: dict, top: str, x: str, base: str, size: int, switches: dict | None = None) -> str:
     """The mechanism offered for the largest increase, only one that explains that bucket: the gather's where
-    it is the copy or the system call, else that bucket said unexplained (with what would tell), and the gather
-    then offered for the copy and the system call only (review M4)."""
+    it is the copy or the system call; for scheduling the measured context switches per message where there
+    are some; else that bucket said unexplained (with what would tell), and the gather then offered for the
+    copy and the system call only (review M4)."""
     gather = _gather_mechanism(merged, x, size)
     if top in (COPY_NET, "syscall"):
         return gather
     what = top.replace("_", " ")
-    said = f" What makes {what} grow is unexplained by this profile"
-    said += f": {UNEXPLAINED[top]}." if top in UNEXPLAINED else "."
+    if top == "scheduling" and switches:
+        said = _switches_said(switches, x, base)
+    else:
+        said = f" What makes {what} grow is unexplained by this profile"
+        said += f": {UNEXPLAINED[top]}." if top in UNEXPLAINED else "."
     return said + (f" For the copy and the system call, which grew too: t{gather.strip()[1:]}" if gather else "")
 
 
@@ -347,6 +405,7 @@ class Factors:
     verdict: str        # the cost's decision ("win": decided higher, ...), "" from means
     idle: float
     text: str
+    base_busy: float = math.nan  # the baseline sender's busy share in the same cell (Q1's per-size table)
 
     def stands(self, which: str) -> bool:
         """Whether one factor stands out: above 1 and the other by CLEAR_GAP, the cost by its interval's
@@ -400,6 +459,7 @@ def _against_base(tp: pd.DataFrame, at: pd.DataFrame, impl: str, size: int, thre
         rest = f"{runs}: the time it does not run is a factor of {idle:.2f}."
     f.text = (f" Against {name(BASE)} in the same cell (throughput is the sender's busy share over its CPU per byte): "
               f"its sender's CPU per byte is {f.cost_text()} {name(BASE)}'s, and {rest}")
+    f.base_busy = base_busy
     return f
 
 
@@ -477,13 +537,25 @@ def _scheduling(rows: pd.DataFrame, results_dir, evidence: dict) -> str:
     return f" Of its sender CPU's {total} samples in scheduling, {n} sit beneath {top}: {stacks.what_beneath(top)}."
 
 
-def _from_stacks(rows: pd.DataFrame, impl: str, results_dir, evidence: dict) -> str:
-    """What the sender's folded stacks say of its scheduling samples and of where its program sleeps."""
-    return _scheduling(rows, results_dir, evidence) + _waits(rows, impl, results_dir, evidence)
-
-
 # what the scheduling bucket holds (profile/rules.py's "scheduling"), said where a text names the bucket
 SCHEDULING_WORDS = "waking the other side's thread, and this side's own sleeps and switches"
+
+
+def _sender_profile(rows, tp, impl: str, size: int, threads: int, opening: str, results_dir, evidence: dict):
+    """(the sender profile's waiting / zero-copy work / copies shares, its scheduling share, the facts said
+    of it, and the waits its folded stacks show): the sender's shares, its costs per message on the measured
+    basis, and what its stacks say of its scheduling samples and of where its program sleeps."""
+    parts = {"waiting": share(rows, "srv", WAITING), "zero-copy work": share(rows, "srv", ZC_WORK),
+             "copies": share(rows, "srv", COPIES)}
+    idle, sched = share(rows, "srv", "idle"), share(rows, "srv", "scheduling")
+    evidence["sender_shares"] = {k: v.to_dict() for k, v in parts.items()}
+    evidence.update(sender_idle=idle.to_dict(), sender_scheduling=sched.to_dict())
+    facts = (f"{opening}; its sender's profile ({parts['waiting'].over()}) is {idle.pct()} idle and "
+             f"{sched.pct()} scheduling; pinning, deferred copy and completions {parts['zero-copy work'].pct()}; "
+             f"copies from user memory {parts['copies'].pct()}.")
+    waits_said = _waits(rows, impl, results_dir, evidence)
+    facts += _per_message(rows, tp, impl, size, threads, evidence) + _scheduling(rows, results_dir, evidence) + waits_said
+    return parts, sched, facts, waits_said
 
 
 def why_at_size(df: pd.DataFrame, profiles: pd.DataFrame, impl: str, size: int, cost=None, loss=None,
@@ -506,40 +578,50 @@ def why_at_size(df: pd.DataFrame, profiles: pd.DataFrame, impl: str, size: int, 
         return hypothesis("why_at_size", "unknown", f"{who}: {busy}; without a profile of this size what its "
                           "sender spends the time on cannot be told.", f"a profiled run of {name(impl)} at "
                           f"{fmt_size(size)} (grid key profile)", evidence)
-    parts = {"waiting": share(rows, "srv", WAITING), "zero-copy work": share(rows, "srv", ZC_WORK),
-             "copies": share(rows, "srv", COPIES)}
-    idle, sched = share(rows, "srv", "idle"), share(rows, "srv", "scheduling")
-    evidence["sender_shares"] = {k: v.to_dict() for k, v in parts.items()}
-    facts = (f"{who}: {busy}; its sender's profile ({parts['waiting'].over()}) is {idle.pct()} idle and "
-             f"{sched.pct()} scheduling; pinning, deferred copy and completions {parts['zero-copy work'].pct()}; "
-             f"copies from user memory {parts['copies'].pct()}.")
+    parts, sched, facts, waits_said = _sender_profile(rows, tp, impl, size, threads, f"{who}: {busy}", results_dir,
+                                                      evidence)
     work = parts["zero-copy work"] if impl == ZERO_COPY else parts["copies"]
-    facts += _per_message(rows, tp, impl, size, threads, evidence) + _from_stacks(rows, impl, results_dir, evidence)
+    # the brief form: the numbers are in Q1's per-size table (sizes_table); the verdict and the waits stay
+
+    def brief(verdict: str) -> str:
+        return f"{who}: {verdict}.{waits_said}"
+
     factors = _against_base(tp, at, impl, size, threads, cost, loss)
     split = factors is not None
     if split:
         evidence.update(cost_vs_base=factors.cost, cost_interval=[factors.low, factors.high],
-                        cost_decision=factors.verdict, busy_factor_vs_base=factors.idle)
+                        cost_decision=factors.verdict, busy_factor_vs_base=factors.idle,
+                        base_busy=factors.base_busy)
         facts += factors.text
     if srv == srv and cli == cli and cli >= NEAR_FULL and cli - srv >= CLEAR_GAP:
         return Explanation("why_at_size", "receiver", f"{facts} The receiver bounds it: its CPU is saturated and "
-                           "the sender's is not.", evidence)
+                           "the sender's is not.", evidence, brief=brief("the receiver bounds it"))
     what = "the zero-copy work" if impl == ZERO_COPY else "copying"
     waits = srv == srv and srv < NEAR_FULL - CLEAR_GAP and parts["waiting"].above(work)
     if waits and (not split or factors.stands("idle")):
         return Explanation("why_at_size", "waiting", f"{facts} Its CPU is far from busy, and the sender idles, sleeps or "
                            f"wakes the other side (idle and scheduling: {SCHEDULING_WORDS}) more than it pins or copies: "
                            "at this size what paces it is waiting to be woken (each send's completion and the "
-                           "receiver's wake-ups), more than the work per byte.", evidence)
+                           "receiver's wake-ups), more than the work per byte.", evidence,
+                           brief=brief("far from busy, it waits more than it works: waiting paces it"))
     if split and factors.stands("cost"):
         least = f", at least {factors.low:.2f}x by its interval," if factors.low == factors.low else ""
         return Explanation("why_at_size", "work", f"{facts} The larger factor is its CPU per byte ({factors.cost:.2f}x"
                            f"{least} against {factors.idle:.2f}x for the rest): it moves fewer bytes per CPU "
                            f"second, rather than mainly waiting; {what} is {work.pct()} of its sender's samples, and "
-                           f"scheduling ({SCHEDULING_WORDS}, which its CPU time counts) {sched.pct()}.", evidence)
+                           f"scheduling ({SCHEDULING_WORDS}, which its CPU time counts) {sched.pct()}.", evidence,
+                           brief=brief(f"the larger factor is its CPU per byte ({factors.cost:.2f}x{least} against "
+                                       f"{factors.idle:.2f}x)"))
     if not split and srv == srv and srv >= NEAR_FULL and work.above(parts["waiting"]):
         return Explanation("why_at_size", "work", f"{facts} The sender is saturated and {what} is the larger part "
-                           "of its samples: at this size it pays for that work.", evidence)
+                           "of its samples: at this size it pays for that work.", evidence,
+                           brief=brief(f"saturated, it pays for {what}"))
+    return _neither(impl, size, factors, evidence, facts)
+
+
+def _neither(impl: str, size: int, factors, evidence: dict, facts: str) -> Explanation:
+    """why_at_size's hypothesis when no factor stands out (factors None: the loss was not split)."""
+    split = factors is not None
     claim = (f"neither factor stands out: its CPU per byte is {factors.cost_text()} {name(BASE)}'s and the rest "
              f"of the loss a factor of {factors.idle:.2f}." if split else
              "neither waiting nor the copy work stands out beyond the intervals.")

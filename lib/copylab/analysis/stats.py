@@ -80,14 +80,17 @@ def unmeasured_reason(df: pd.DataFrame, meta: dict, column: str) -> str:
 SEE_PERF_NOTE = "perf could not count it on this host (the perf note in \"System configuration\" lists what it counted)"
 
 
+NO_HARDWARE = ("perf can read no hardware performance counters here (its hardware events read <not supported>, "
+               "as inside most VMs)")
+
+
 def perf_gap(meta: dict) -> str:
     """Why perf counted no hardware events here, in one line, from meta.json's perf_events ('' when it
     does not say): no hardware counters at all (a VM without a virtual PMU), or the events it lacked."""
     events = meta.get("perf_events") or {}
     hardware = [e for e in HARDWARE_EVENTS if e in events]
     if hardware and not any(events[e] for e in hardware):
-        return ("perf can read no hardware performance counters here (its hardware events read <not supported>, "
-                "as inside most VMs)")
+        return NO_HARDWARE
     missing = [e for e, ok in events.items() if not ok]
     return f"perf could not count {', '.join(missing)} on this host" if missing else ""
 
@@ -98,6 +101,18 @@ def unmeasured_short(df: pd.DataFrame, meta: dict, column: str) -> str:
     reason = unmeasured_reason(df, meta, column)
     note = str(meta.get("perf_note") or "").rstrip(".")
     return (perf_gap(meta) or SEE_PERF_NOTE) if note and reason == note else reason
+
+
+OPENING = "What data movement costs in Linux TCP I/O"  # the report's first section (the notebook's title)
+NO_COUNTERS = f"this host gives perf no hardware counters, as in most VMs (see \"{OPENING}\")"
+
+
+def unmeasured_pointer(df: pd.DataFrame, meta: dict, column: str) -> str:
+    """unmeasured_short where the report's opening has said it already (configuration.intro_markdown prints
+    the no-PMU line in full): a host without hardware counters is then said in a few words with a pointer
+    (each paragraph once); any other reason is said as unmeasured_short says it."""
+    short = unmeasured_short(df, meta, column)
+    return NO_COUNTERS if short == NO_HARDWARE else short
 
 
 def primary_receive(df: pd.DataFrame) -> str:

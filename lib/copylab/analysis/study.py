@@ -297,7 +297,7 @@ def explanations(s: Study) -> dict[str, Explanation]:
         found[f"states_trade_{impl}_{size}"] = side_trade(trade, zero_copy=impl == ZERO_COPY)
     for size, d in sorted(s.compare(ONE_COPY)["by_size"].items()):  # Q4: each decided loss from its profile
         if d.decision == Outcome.LOSS and size in profiled_sizes(profiles, [ONE_COPY, BASE]):
-            found[f"gap_{ONE_COPY}_{int(size)}"] = per_message_gap(profiles, ONE_COPY, BASE, int(size))
+            found[f"gap_{ONE_COPY}_{int(size)}"] = per_message_gap(profiles, ONE_COPY, BASE, int(size), df)
     for rule, key in ((latency_threads, "latency_threads"), (latency_queue, "latency_queue")):
         latency = rule(df[df["mode"] == "latency"])
         if latency is not None:

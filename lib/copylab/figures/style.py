@@ -16,7 +16,7 @@ from plotly.subplots import make_subplots
 
 from .. import escape, registry, tools
 from ..analysis import METRICS, aggregate, measured
-from ..analysis.stats import MIN_REPS_FOR_INTERVAL, one_receive, unmeasured_short
+from ..analysis.stats import MIN_REPS_FOR_INTERVAL, one_receive, unmeasured_pointer
 from ..fmt import IMPL_LABELS, fmt_size, md_escape, plural, system_summary
 
 # every implementation's colour, from native/registry.def
@@ -400,7 +400,7 @@ def _note_for(df, meta, title, metrics, mode) -> FigureNote:
         if counter in ("l1_misses", "llc_misses"):  # the PMU-free evidence of the cache levels
             how += (" Without a PMU, a grid that varies `working_set` across this host's cache levels "
                     "(`params/cache.yaml`) shows the caches' effect on throughput and CPU per byte instead.")
-        return FigureNote(title, missing, unmeasured_short(df, meta, counter), how)
+        return FigureNote(title, missing, unmeasured_pointer(df, meta, counter), how)
     return FigureNote(title, missing, "the sweep recorded no values for "
                       + ", ".join(metrics) + " (results.csv has only the required columns?)",
                       "run the sweep with this project's engine, which records them")

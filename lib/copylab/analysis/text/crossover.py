@@ -13,9 +13,9 @@ import pandas as pd
 from ...fmt import fmt_num, fmt_size
 from .. import findings as fnd
 from ..decisions import Decision, Outcome, decided_crossover
-from ..roles import BASE, name
+from ..roles import BASE, ONE_COPY, name
 from ..study import FALLEN, SIDE_CPU, Study
-from .words import (METHODS_SECTION, PROFILE_SECTION, and_sizes, cost_claim, cost_verdict, decision_cell, interval, more_passes,
+from .words import (DATA_PATHS_SECTION, METHODS_SECTION, PROFILE_SECTION, and_sizes, cost_claim, cost_verdict, decision_cell, interval, more_passes,
                     no_pair_reason, pooled_note, ratio_text, refer_back, reps_note, unanswerable)
 
 
@@ -189,7 +189,12 @@ def gain_sentence(study: Study, impl: str, decision: str | None) -> str:
     if bound.verdict != "sender":
         return bound.text
     cost = sender_cost_sentence(study, impl)
-    saved = cost_verdict(sender_cost(study, impl)[1]) == "less"
+    largest, d = sender_cost(study, impl)
+    saved = cost_verdict(d) == "less"
+    if impl == ONE_COPY and d is not None and decision != Outcome.WIN:
+        # the data-paths section gave this decision with its numbers (data_paths.copy_evidence_text): a pointer
+        cost = (f"Its sender's CPU per byte against {name(d.base)}'s there: {cost_verdict(d)} "
+                f"(\"{DATA_PATHS_SECTION}\").")
     if decision == Outcome.WIN and saved:
         # a saturated sender's CPU per byte is its window over the bytes: the inverse of its throughput,
         # so the two decisions are one result; the profile is the independent evidence of where it goes

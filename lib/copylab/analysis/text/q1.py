@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ...fmt import fmt_num, fmt_pct, fmt_size
+from ...fmt import fmt_num, fmt_pct, fmt_size, plural
 from .. import findings as fnd
 from ..roles import BASE, ONE_COPY, ZERO_COPY, name
 from .tables import throughput_by_size
@@ -20,20 +20,100 @@ KEY = "q1_zero_copy_not_always_best"
 IN_PROFILE = ("zero_copy_cost", "deferred_copy_site")
 
 
+def _per_size(study: Study, numbers: dict) -> list:
+    """The explanations of the sizes where the zero-copy path is not the fastest, smallest first."""
+    return [study.explanations[k] for k in (f"why_{ZERO_COPY}_{s}" for s in numbers["zero_copy_not_best_sizes"])
+            if k in study.explanations]
+
+
 def answer(study: Study) -> dict:
     numbers, best = fnd.q1_finding(study.part_e, study.crossover(ZERO_COPY))
     if best is None:
         return {**numbers, "text": unanswerable(numbers["reason"])}
-    not_best = numbers["zero_copy_not_best_sizes"]
-    per_size = [study.explanations[k] for k in (f"why_{ZERO_COPY}_{s}" for s in not_best) if k in study.explanations]
+    per_size = _per_size(study, numbers)
     cited = per_size + [study.explanations[k] for k in IN_PROFILE if k in study.explanations]
-    text = " ".join(p for p in [q1_text(numbers, best, study), *(e.text for e in per_size),
+    text = " ".join(p for p in [q1_text(numbers, best, study), *per_size_text(per_size),
                                 refer_back(study, IN_PROFILE)] if p)
     return {**numbers, "explanations": [e.public() for e in cited], "text": text}
 
 
+def per_size_text(per_size: list) -> list[str]:
+    """Each size's explanation: the first in full (what each number is), the later ones in their brief form,
+    their numbers in the per-size table (sizes_table; each paragraph once, issue 33)."""
+    said = [e.text if i == 0 or not e.brief else e.brief for i, e in enumerate(per_size)]
+    if any(e.brief for e in per_size[1:]):
+        said.insert(1, "The other sizes, each with its numbers in the table above:")
+    return said
+
+
+def sizes_table(per_size: list) -> pd.DataFrame | None:
+    """One row per explained size (the rule's evidence, explain_copies.why_at_size): the sender's and receiver's
+    busy shares, the sender profile's idle, scheduling and zero-copy shares, the zero-copy costs per message
+    against the baseline's whole send, and the loss's factors (CPU per byte against the baseline with its
+    interval, the baseline's busy share over this path's, the residual); None without two sizes to set apart."""
+    if len(per_size) < 2:
+        return None
+    ev = [e.evidence for e in per_size]
+
+    def per_message(e: dict) -> str:
+        us = e.get("us_per_message")
+        if not us:
+            return "–"
+        return (" / ".join(num(us.get(b)) for b in ("zerocopy_pin", "deferred_copy", "scheduling"))
+                + f" ({num(e.get('base_send_us_per_message'))})")
+
+    def cost(e: dict) -> str:
+        low, high = (e.get("cost_interval") or [float("nan")] * 2)
+        return "–" if "cost_vs_base" not in e else (f"{fmt_num(e['cost_vs_base'])}"
+                                                    + (f" ({fmt_num(low)}–{fmt_num(high)})" if low == low else ""))
+
+    def busy_ratio(e: dict) -> str:
+        srv, base = e.get("sender_busy", float("nan")), e.get("base_busy", float("nan"))
+        return num(base / srv) if srv == srv and srv > 0 and base == base else "–"
+
+    zc, base = name(ZERO_COPY), name(BASE)
+    one = len({e["threads"] for e in ev}) == 1  # the thread count said once, in the caption
+    return pd.DataFrame({
+        "message size": [f"{fmt_size(e['msg_size'])}" + ("" if one else f", {e['threads']} thr") for e in ev],
+        "busy: sender / receiver": [f"{percent(e.get('sender_busy'))} / {percent(e.get('receiver_busy'))}" for e in ev],
+        "idle / scheduling": [f"{percent(mean(e.get('sender_idle')))} / "
+                                     f"{percent(mean(e.get('sender_scheduling')))}" for e in ev],
+        "zero-copy work": [percent(mean((e.get("sender_shares") or {}).get("zero-copy work"))) for e in ev],
+        f"µs per message: pinning / deferred copy / scheduling ({base}'s send)": [per_message(e) for e in ev],
+        f"CPU per byte ÷ {base}'s (95%)": [cost(e) for e in ev],
+        f"{base}'s busy ÷ {zc}'s": [busy_ratio(e) for e in ev],
+        "residual": [num(e.get("busy_factor_vs_base")) for e in ev],
+    })
+
+
+def mean(share) -> float:
+    """A Share's mean from its evidence dict (NaN where the rule had none)."""
+    return share.get("mean", float("nan")) if isinstance(share, dict) else float("nan")
+
+
+def percent(x) -> str:
+    return "–" if x is None or x != x else fmt_pct(100 * x)
+
+
+def num(x) -> str:
+    return "–" if x is None or x != x else fmt_num(x)
+
+
+SIZES_CAPTION = ("{zc}'s sender against {base} at each size where {zc} is not the fastest (its profiled cell{at}): busy "
+                 "shares of the window; idle, scheduling and zero-copy work (pinning, deferred copy, completions) as "
+                 "shares of its sender's profile samples; µs of its sender's CPU per message; the loss's factors, as "
+                 "the text reads them for the first size.")
+
+
 def tables(study: Study) -> list[tuple[str, pd.DataFrame]]:
-    return [("", throughput_by_size(study.part_e))]
+    out = [("", throughput_by_size(study.part_e))]
+    numbers, best = fnd.q1_finding(study.part_e, study.crossover(ZERO_COPY))
+    found = sizes_table(_per_size(study, numbers)) if best is not None else None
+    if found is not None:
+        counts = {e.evidence["threads"] for e in _per_size(study, numbers)}
+        at = f", {plural(counts.pop(), 'thread')}" if len(counts) == 1 else ""
+        out.append((SIZES_CAPTION.format(zc=name(ZERO_COPY), base=name(BASE), at=at), found))
+    return out
 
 
 def zero_copy_share_sentence(share: float, path: str) -> str:

@@ -22,7 +22,7 @@ from ..decisions import Outcome
 from ..explain_copies import CACHE_GRID
 from ..levels import MISSES, SENDER_CPU, THROUGHPUT, CacheLevels
 from ..roles import BASE, ONE_COPY, STUDY, name
-from ..stats import measured, unmeasured_short
+from ..stats import measured, unmeasured_pointer
 from ..study import Study
 from .tables import per_impl_table
 from .words import decision_cell, ratio_text, unanswerable
@@ -40,7 +40,7 @@ def answer(study: Study) -> dict:
     if outcome == "no_reduction":
         numbers["reason"] = q2_no_reduction_reason(numbers)
     if outcome == "unmeasured":  # the perf note is printed in full in the system configuration: its line here
-        counted = unanswerable(fnd.unmeasured_levels_reason(study.part_e, study.meta, unmeasured_short),
+        counted = unanswerable(fnd.unmeasured_levels_reason(study.part_e, study.meta, unmeasured_pointer),
                                HOW_TO_COUNT_CACHES)
     else:
         counted = q2_text(numbers, outcome, study.explanations.get("removed_copy"))

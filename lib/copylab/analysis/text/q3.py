@@ -11,7 +11,7 @@ import pandas as pd
 from ...fmt import fmt_num, fmt_size
 from .. import findings as fnd
 from ..decisions import Outcome
-from ..explain import thread_effect
+from ..explain import said_once, thread_effect
 from ..roles import STUDY, name
 from ..stats import aggregate, measured, study_rows, throughput_rows
 from ..study import Family, Study
@@ -72,9 +72,10 @@ def thread_effects(study: Study) -> list[str]:
             said = (f"a {d.decision} before the correction only, †, adjusted p {fmt_num(fam.p_holm(d))}; what follows "
                     "explains a difference not decided after it" if fallen else str(d.decision))
             who = f"{name(impl)} at {fmt_size(size)} ({ratio_text(d, True)}, {said})"
-            out.append(thread_effect(at[at["threads"] == lo], at[at["threads"] == hi], who, str(d.decision), lo, hi,
-                                     llc, standing=not fallen).text)
-    return out
+            out.append((f"{name(impl)} at {fmt_size(size)}",
+                        thread_effect(at[at["threads"] == lo], at[at["threads"] == hi], who, str(d.decision), lo, hi,
+                                      llc, standing=not fallen).text))
+    return said_once(out)  # two paths that lose for the same reason: the hypothesis once, the second refers back
 
 
 def said_outcomes(decided: dict, fam: Family | None = None) -> dict:

@@ -116,6 +116,7 @@ def cost_claim(d: Decision | None, who: str, what: str = "CPU time per byte") ->
 # each paragraph once: a later section refers back in a line
 
 PROFILE_SECTION = "Where the CPU goes, measured"
+DATA_PATHS_SECTION = "Data paths: where the copies happen"  # data_paths.py: the one-copy sender's CPU per byte
 METHODS_SECTION = "How the decisions are made"  # methods.py: the test, the margin, Holm's correction
 SHORT = {"zero_copy_cost": "what {zc}'s sender pays instead of the copy ({verdict})",
          "deferred_copy_site": "where its deferred copy runs ({verdict})",
@@ -153,12 +154,9 @@ def states_note(study, impl: str, size: int) -> str:
     split = study.two_states(impl, size) if hasattr(study, "two_states") else None
     trade = getattr(study, "trades", {}).get((impl, int(size)))
     if split is None and trade is not None:
-        counts = sorted(trade.by_threads)
-        return (f" {name(impl)}'s runs at {fmt_size(size)} move CPU per byte between the sides (sender and receiver "
-                f"correlate at r {fmt_num(trade.r)}, their sum {fmt_num(min(v['sum'] for v in trade.by_threads.values()))}"
-                f"–{fmt_num(max(v['sum'] for v in trade.by_threads.values()))} ns/B at {counts[0]}–{counts[-1]} "
-                f"threads): what the receiver pays more per byte there is, as a hypothesis, work moved from the sender (see "
-                f"\"{PROFILE_SECTION}\").")
+        # the profile section says the trade in full (explain.side_trade): one clause that refers back
+        return (f" {name(impl)}'s runs at {fmt_size(size)} move CPU per byte between the sides (r {fmt_num(trade.r)}; "
+                f"see \"{PROFILE_SECTION}\").")
     if split is None:
         return ""
     hi, lo = split.receiver_busier, split.sender_busier
