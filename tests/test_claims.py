@@ -493,3 +493,16 @@ def test_the_author_section_says_how_to_fill_its_placeholders():
     assert "not given" in text and "\\-\\-roll\\-no" in text and "before you hand it in" in text
     done = author_markdown({"author": "A", "roll_no": "1", "repo_url": "https://example.org/r", "ai_declaration": "x"})
     assert "placeholders" not in done
+
+
+def test_a_reference_programs_wake_ups_do_not_name_copylabs_receive_strategy():
+    """'iperf3 at 64 B, 1 thread, message reads': the reference programs do not use copylab's receiver."""
+    import pandas as pd
+
+    from copylab import registry
+    from copylab.analysis.explain import wakeup_regime
+
+    peer = next(n for n in registry.names() if not registry.get(n).native)
+    row = {"msg_size": 64, "threads": 1, "receive": "message", "srv_cs_per_message": 0.001, "cli_cs_per_message": 0.001}
+    assert ", message reads" not in wakeup_regime(pd.Series({**row, "impl": peer})).text
+    assert ", message reads" in wakeup_regime(pd.Series({**row, "impl": "a1"})).text

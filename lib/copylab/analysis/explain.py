@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 import pandas as pd
 
 from ..fmt import fmt_num, fmt_size, plural
-from .roles import BASE as BASE_IMPL, name
+from .roles import BASE as BASE_IMPL, name, native
 
 NEAR_FULL = 0.95      # a CPU busy at least this share of the window is saturated
 CLEAR_GAP = 0.10      # ... and bounds the throughput when the other side is this much less busy
@@ -175,7 +175,8 @@ def per_call_together(found: list[Explanation]) -> str:
 def wakeup_regime(row: pd.Series, who: str | None = None) -> Explanation:
     """From one point's context switches per message (small_message_evidence's row): whether the
     data path runs at the pace of wake-ups, or each message's per-call work is the cost."""
-    reads = f", {row['receive']} reads" if isinstance(row.get("receive"), str) else ""
+    # copylab's receiver reads as told (its receive strategy); a reference program reads its own way
+    reads = f", {row['receive']} reads" if isinstance(row.get("receive"), str) and row["impl"] in native([row["impl"]]) else ""
     who = who or f"{name(row['impl'])} at {fmt_size(row['msg_size'])}, {plural(int(row['threads']), 'thread')}{reads}"
     srv, cli = float(row.get("srv_cs_per_message", math.nan)), float(row.get("cli_cs_per_message", math.nan))
     evidence = {"impl": row["impl"], "msg_size": int(row["msg_size"]), "sender_cs_per_message": srv,

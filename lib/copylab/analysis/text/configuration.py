@@ -137,7 +137,7 @@ def counted(df: pd.DataFrame, meta: dict) -> list[str]:
     tp = df[df["mode"] == "throughput"]
     if measured(df, "cycles"):
         out.append("CPU cycles" if meta.get("cycles_source") != "tsc" else
-                   "CPU time as TSC reference cycles (no hardware counters: cycles_source = tsc)")
+                   "CPU time as TSC reference cycles (the time-stamp counter's ticks while a side ran: there are no hardware counters to count core cycles)")
     if measured(df, "srv_task_clock_ms"):
         out.append("each side's CPU time (task-clock)")
     if measured(df, "context_switches"):

@@ -45,8 +45,9 @@ def describe(t: Test) -> str:
 
 def _correction(cells: list[Test], regions: list[Test]) -> str:
     m = sum(1 for t in cells + regions if t.p == t.p)
-    return (f"Holm's correction over the {m} tests made ({len(cells)} cells of the {len(EXPECTATIONS)} "
-            f"expectation checks and {len(regions)} patterns across cells), family-wise error {ALPHA:.0%}")
+    return (f"Holm's correction over the {m} tests made ({len(EXPECTATIONS)} expectations, each checked in every "
+            f"(size, threads) cell where it applies: {len(cells)} tests, and {len(regions)} tests of a pattern across "
+            f"cells), family-wise error {ALPHA:.0%}")
 
 
 def answer(study: Study) -> dict:

@@ -37,8 +37,9 @@ def _time(facts: dict) -> str:
         if wall > budget * 60:
             text += f" (over it by {_pct(wall / (budget * 60) - 1)})"
     if facts["pace"] is not None:
-        text += (f"; its first points took {facts['pace']:.2f}x the time their windows and warm-ups add up to "
-                 "(the grid's arithmetic)")
+        text += (f"; its first points took {facts['pace']:.2f}x the time the estimate gave them (each run's warm-up, "
+                 "window and a fixed allowance for starting and stopping it): above 1, this host is slower at that "
+                 "than the estimate assumes")
     return text + "."
 
 
