@@ -446,6 +446,10 @@ def test_the_scheduling_bucket_says_what_it_holds_and_names_its_main_function(tm
     assert "switching it out and in" not in found.text
     assert found.verdict == "work" and "scheduling (waking the other side's thread, and this side's own sleeps and " \
            "switches, which its CPU time counts)" in found.text
+    # the functions named keep the share: Q1's per-size table shows the scheduling share (review-fresh3 F1)
+    from copylab.analysis.text import q1
+    assert q1.sizes_table([found, found]).iloc[0]["idle / scheduling"] == "5.0% / 25.0%"
+    assert found.evidence["sender_scheduling_functions"]["sock_def_readable"] == 60
     # no function holding most of them: none named
     ev.write_stacks(tmp_path, run["point_id"], {wake: 40, sleep: 35, idle: 25}, {})
     mixed = explain_copies.why_at_size(df, profiles, "a3", 64, cost=cost, loss=loss, results_dir=tmp_path)

@@ -533,7 +533,8 @@ def _scheduling(rows: pd.DataFrame, results_dir, evidence: dict) -> str:
     top, n = parts.most_common(1)[0]
     if n <= MOST * total:
         return ""
-    evidence.update(sender_scheduling=dict(parts), sender_scheduling_samples=total)
+    # the functions under its own key: sender_scheduling is the bucket's share (Q1's table reads it)
+    evidence.update(sender_scheduling_functions=dict(parts), sender_scheduling_samples=total)
     return f" Of its sender CPU's {total} samples in scheduling, {n} sit beneath {top}: {stacks.what_beneath(top)}."
 
 
