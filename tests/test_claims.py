@@ -506,3 +506,28 @@ def test_a_reference_programs_wake_ups_do_not_name_copylabs_receive_strategy():
     row = {"msg_size": 64, "threads": 1, "receive": "message", "srv_cs_per_message": 0.001, "cli_cs_per_message": 0.001}
     assert ", message reads" not in wakeup_regime(pd.Series({**row, "impl": peer})).text
     assert ", message reads" in wakeup_regime(pd.Series({**row, "impl": "a1"})).text
+
+
+@pytest.mark.parametrize("hi_clocks, reading", [
+    # review-fresh3 F2, A3 at 16 KiB: 1.14x, its interval reaching below 1: undecided
+    ((600.0, 800.0, 640.0, 780.0), "undecided"),
+    # the same mean rise with little spread: its interval clear of 1, still no more than "before any correction"
+    ((700.0, 708.0, 704.0, 712.0), "higher before any correction"),
+])
+def test_a_saturated_falls_cost_per_byte_is_said_with_its_interval_never_as_fact(hi_clocks, reading):
+    """SYNTHETIC (review-fresh3 F2): the sender's CPU per byte with 8 threads against 1 is a comparison of no
+    corrected family: the text gives its ratio and interval, and 'a higher cost per byte, not switching' only
+    as what the means point to, inside the hypothesis, whatever the interval says."""
+    def rows(threads, clocks):
+        return ev.frame([ev.measured_row("a3", 16384, threads=threads, rep=r, gbps=8.0, busy=(0.99, 0.6),
+                                         working_set_bytes=4 << 20, srv_task_clock_ms=c, context_switches=10_000)
+                         for r, c in enumerate(clocks)])
+    found = explain.thread_effect(rows(1, (600.0, 640.0, 610.0, 630.0)), rows(8, hi_clocks), "A3 at 16 KiB",
+                                  "loss", 1, 8, standing=False)
+    assert found.verdict == "per_byte_cost" and found.hypothesis, found.text
+    ratio, low, high = found.evidence["cpu_per_byte_ratio"]
+    assert (low > 1) is (reading != "undecided") and low < ratio < high
+    assert f"; {fmt_num(ratio)}×, 95% interval {fmt_num(low)}–{fmt_num(high)}, {reading})" in found.text
+    facts, _, claim = found.text.partition(explain.HYPOTHESIS_HEAD)
+    assert "cost per byte" not in facts and "not switching" not in found.text
+    assert claim.startswith(" the means point to a higher cost per byte rather than switching behind the fall")

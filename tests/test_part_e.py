@@ -369,7 +369,7 @@ def test_q3_says_a_thread_effect_that_does_not_stand_as_before_the_correction_on
         return next(l for l in text.splitlines() if l.startswith(f"**{size}"))
     standing = q3.answer(s)
     assert "A3 decided (win)" in line(standing["text"], "64 B") and "†" not in standing["text"]
-    assert "A1 at 64 KiB (" in standing["text"] and "the loss is a higher cost per byte" in standing["text"]
+    assert "A1 at 64 KiB (" in standing["text"] and "a higher cost per byte rather than switching behind the loss" in standing["text"]
     _short_of_standing(s, "q3", [win, loss])
     answer = q3.answer(s)
     text = answer["text"]
@@ -382,4 +382,4 @@ def test_q3_says_a_thread_effect_that_does_not_stand_as_before_the_correction_on
     assert answer["per_size"]["64"]["verdict_before_correction"] == "mixed"
     assert "a win before the correction only, †, adjusted p 0.0901; what follows explains a difference not " \
            "decided after it" in text
-    assert "the loss is" not in text and "the fall is a higher cost per byte" in text
+    assert "behind the loss" not in text and "a higher cost per byte rather than switching behind the fall" in text

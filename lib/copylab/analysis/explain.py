@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 import pandas as pd
 
 from ..fmt import fmt_num, fmt_size, plural
+from . import decisions
 from .roles import BASE as BASE_IMPL, name, native
 
 NEAR_FULL = 0.95      # a CPU busy at least this share of the window is saturated
@@ -255,9 +256,10 @@ def _saturated_loss(lo_rows: pd.DataFrame, hi_rows: pd.DataFrame, lo: int, hi: i
                           "CPU per byte does not show the loss" + (f" ({fmt_num(cpu[lo])} and {fmt_num(cpu[hi])} ns)"
                                                                      if cpu[lo] == cpu[lo] else "") + ".",
                           "the per-side task-clock at both thread counts", evidence, facts=facts)
+    interval = per_byte_interval(lo_rows, hi_rows, f"{side}_cpu_ns_per_byte", lo, hi, evidence)
     rise = (f"The {words}'s CPU, saturated with {lo}, spends {fmt_num(100 * (cpu[hi] / cpu[lo] - 1), 2)}% more per "
-            f"byte with {hi} ({fmt_num(cpu[lo])} → {fmt_num(cpu[hi])} ns/B, means of the runs), {fmt_num(more_cpu_us)} "
-            "µs per MB")
+            f"byte with {hi} ({fmt_num(cpu[lo])} → {fmt_num(cpu[hi])} ns/B, means of the runs{interval}), "
+            f"{fmt_num(more_cpu_us)} µs per MB")
     if more_cs == more_cs and more_cs * SWITCH_COST_US >= more_cpu_us:
         return Explanation("thread_effect", "switching", f"{facts} {rise}; the {fmt_num(more_cs)} context switches per "
                            f"MB added, at up to {SWITCH_COST_US:g} µs each, are enough to carry it: the extra "
@@ -269,13 +271,37 @@ def _saturated_loss(lo_rows: pd.DataFrame, hi_rows: pd.DataFrame, lo: int, hi: i
     together = (f" ({hi} × {fmt_size(ws)} = {fmt_size(hi * ws)}"
                 + (f" against the {fmt_size(llc[1])} {llc[0]})" if llc else ")") if ws == ws and ws > 0 else "")
     evidence["working_sets_bytes"] = hi * ws if ws == ws else None
-    return hypothesis("thread_effect", "per_byte_cost", f"the extra cost per byte comes from the {hi} connections' "
-                      f"working sets{together} sharing the last-level cache, or from per-connection TCP work "
-                      "(more sockets' ACKs, timers and buffers).",
+    # the same claim whatever the interval (said_once refers a second path back to it); each path's own
+    # decision of its rise is in its facts: the cause is never said as fact on a comparison of no family
+    return hypothesis("thread_effect", "per_byte_cost", f"the means point to a higher cost per byte rather than "
+                      f"switching behind the {effect}, the extra cost per byte from the {hi} connections' working "
+                      f"sets{together} sharing the last-level cache, or from per-connection TCP work (more sockets' "
+                      "ACKs, timers and buffers).",
                       "L1 and LLC misses per byte at both thread counts (a host with a PMU), or the cache-level grid "
                       "(params/cache.yaml), which keeps the aggregate working set inside the LLC at some sizes",
-                      evidence, facts=f"{facts} {rise}, while {switches}: the {effect} is a higher cost per byte, "
-                      "not switching.")
+                      evidence, facts=f"{facts} {rise}, while {switches}.")
+
+
+def per_byte_interval(lo_rows: pd.DataFrame, hi_rows: pd.DataFrame, column: str, lo: int, hi: int,
+                      evidence: dict) -> str:
+    """'; 1.18×, 95% interval 1.02–1.37, higher before any correction' (or ': undecided'): hi's CPU per byte
+    against lo's, Welch on the runs' log values (unpaired: the thread counts' runs are not one block); a
+    comparison in none of the report's corrected families, so said with its interval and never more.
+    '' with fewer than two runs on a side."""
+    rows = pd.concat([lo_rows, hi_rows])
+    if rows.empty or rows["impl"].nunique() != 1 or rows["msg_size"].nunique() != 1:
+        return ""
+    impl, size = rows["impl"].iloc[0], int(rows["msg_size"].iloc[0])
+    diff = decisions.point_diff(decisions.point_stats(rows, column, block=False), (impl, size, hi), (impl, size, lo))
+    if diff is None:
+        return ""
+    d = decisions.decide_diff(impl, impl, size, hi, diff, decisions.DEFAULT_MARGIN)
+    if not (d.low == d.low and d.high == d.high):
+        return ""
+    evidence["cpu_per_byte_ratio"] = [d.ratio, d.low, d.high]
+    reading = ("higher before any correction" if d.low > 1 else "lower before any correction" if d.high < 1
+               else "undecided")
+    return f"; {fmt_num(d.ratio)}×, 95% interval {fmt_num(d.low)}–{fmt_num(d.high)}, {reading}"
 
 
 # ------------------------------------------------------------------------------------------------
