@@ -12,7 +12,7 @@ import pandas as pd
 
 from ..contract import PROFILE_BUCKETS
 from ..fmt import fmt_num, fmt_size, plural
-from . import stacks
+from . import decisions, stacks
 from .explain import CLEAR_GAP, NEAR_FULL, Explanation, flag, hypothesis, mean_of, pct, share_of
 from .. import cachelevels, registry
 from ..errors import CopylabError
@@ -331,8 +331,20 @@ def _switches_per_message(rows: pd.DataFrame, impls: tuple[str, str], size: int,
             msgs = pd.to_numeric(at["messages"], errors="coerce")
             per[impl] = float((pd.to_numeric(at[col], errors="coerce") / msgs.where(msgs > 0)).mean())
         if all(v == v for v in per.values()):
-            out[side] = per
+            out[side] = per | _switches_ratio(tp, col, impls, size, threads)
     return out
+
+
+def _switches_ratio(tp: pd.DataFrame, col: str, impls: tuple[str, str], size: int, threads: int) -> dict:
+    """{'ratio_interval': [ratio, low, high, passes]}: impls[0]'s context switches per message against impls[1]'s,
+    paired within passes (decisions.cell_diffs); {} with fewer than two passes of both."""
+    msgs = pd.to_numeric(tp["messages"], errors="coerce")
+    per_message = tp.assign(cs_per_message=pd.to_numeric(tp[col], errors="coerce") / msgs.where(msgs > 0))
+    diff = decisions.cell_diffs(decisions.log_values(per_message, "cs_per_message"), *impls).get((size, threads))
+    if diff is None:
+        return {}
+    d = decisions.decide_diff(impls[0], impls[1], size, threads, diff, decisions.DEFAULT_MARGIN)
+    return {"ratio_interval": [d.ratio, d.low, d.high, d.n_x]} if d.low == d.low and d.high == d.high else {}
 
 
 def _switches_said(switches: dict, x: str, base: str) -> str:
@@ -340,19 +352,33 @@ def _switches_said(switches: dict, x: str, base: str) -> str:
     the sender's ...: A2's receiver sleeps more often, and the sender's CPU pays the extra wake-ups (the
     delivery path wakes the receiver).' A side that switches CLEAR_GAP more often is named; else none does, and
     longer wake-ups, which counts do not show, remain the hypothesis."""
-    listed, more = [], []
+    listed, more, decided = [], [], set()
     for side, per in switches.items():
         a, b = per[x], per[base]
         change = f", {100 * (a / b - 1):+.0f}%" if b > 0 else ""
+        ratio = per.get("ratio_interval")
+        if ratio:  # paired over the passes: the means' difference said with whether the passes decide it
+            r, low, high, n = ratio
+            change = (f", {fmt_num(r)}× (95% interval {fmt_num(low)}–{fmt_num(high)} over {n} passes: "
+                      + ("higher" if low > 1 else "lower" if high < 1 else "undecided") + ")")
+            if low > 1:
+                decided.add(SIDES[side])
         listed.append(f"the {SIDES[side]}'s {fmt_num(a)} ({name(x)}) against {fmt_num(b)} ({name(base)}){change}")
         if a > b * (1 + CLEAR_GAP):
             more.append(SIDES[side])
     said = " Context switches per message in the measured runs (same cell): " + "; ".join(listed)
     if "receiver" in more:
-        return (said + f": {name(x)}'s receiver sleeps more often, and each wake-up is paid on the sender's CPU (the "
-                "delivery path wakes the receiver): more wake-ups per message, not shown to be longer ones (a "
-                "timer-tick profile does not tell).")
+        # a difference of means the passes do not decide is said as measured, its cause only as a condition
+        sleeps = (f": {name(x)}'s receiver sleeps more often, and each wake-up is paid" if "receiver" in decided else
+                  f": {name(x)}'s receiver switched {fmt_num(switches['cli'][x])} times per message against "
+                  f"{fmt_num(switches['cli'][base])} in these runs, a difference the passes do not decide; if it "
+                  "does sleep more often, each wake-up is paid")
+        return (said + sleeps + " on the sender's CPU (the delivery path wakes the receiver): more wake-ups per "
+                "message, not shown to be longer ones (a timer-tick profile does not tell).")
     if more:
+        if more[0] not in decided:
+            return (said + f": {name(x)}'s {more[0]} switched more often in these runs, a difference the passes do "
+                    "not decide; its scheduling time counts its switches.")
         return said + f": {name(x)}'s {more[0]} is switched out more often, which its scheduling time counts."
     return (said + ": neither side switches more often, so what grows is the cost of each switch or wake-up (a "
             "timer-tick profile does not tell them apart).")
