@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 import pandas as pd
 
 from ..fmt import fmt_num, fmt_size, plural
-from . import decisions
+from .patterns import per_byte_change
 from .roles import BASE as BASE_IMPL, name, native
 
 NEAR_FULL = 0.95      # a CPU busy at least this share of the window is saturated
@@ -285,18 +285,10 @@ def _saturated_loss(lo_rows: pd.DataFrame, hi_rows: pd.DataFrame, lo: int, hi: i
 def per_byte_interval(lo_rows: pd.DataFrame, hi_rows: pd.DataFrame, column: str, lo: int, hi: int,
                       evidence: dict) -> str:
     """'; 1.18×, 95% interval 1.02–1.37, higher before any correction' (or ': undecided'): hi's CPU per byte
-    against lo's, Welch on the runs' log values (unpaired: the thread counts' runs are not one block); a
-    comparison in none of the report's corrected families, so said with its interval and never more.
-    '' with fewer than two runs on a side."""
-    rows = pd.concat([lo_rows, hi_rows])
-    if rows.empty or rows["impl"].nunique() != 1 or rows["msg_size"].nunique() != 1:
-        return ""
-    impl, size = rows["impl"].iloc[0], int(rows["msg_size"].iloc[0])
-    diff = decisions.point_diff(decisions.point_stats(rows, column, block=False), (impl, size, hi), (impl, size, lo))
-    if diff is None:
-        return ""
-    d = decisions.decide_diff(impl, impl, size, hi, diff, decisions.DEFAULT_MARGIN)
-    if not (d.low == d.low and d.high == d.high):
+    against lo's (patterns.per_byte_change); a comparison in none of the report's corrected families, so said
+    with its interval and never more. '' with fewer than two runs on a side."""
+    d = per_byte_change(lo_rows, hi_rows, column, lo, hi)
+    if d is None:
         return ""
     evidence["cpu_per_byte_ratio"] = [d.ratio, d.low, d.high]
     reading = ("higher before any correction" if d.low > 1 else "lower before any correction" if d.high < 1

@@ -12,7 +12,8 @@ import pandas as pd
 
 from ..contract import PROFILE_BUCKETS
 from ..fmt import fmt_num, fmt_size, plural
-from . import decisions, stacks
+from . import stacks
+from .patterns import switches_change
 from .explain import CLEAR_GAP, NEAR_FULL, Explanation, flag, hypothesis, mean_of, pct, share_of
 from .. import cachelevels, registry
 from ..errors import CopylabError
@@ -336,15 +337,9 @@ def _switches_per_message(rows: pd.DataFrame, impls: tuple[str, str], size: int,
 
 
 def _switches_ratio(tp: pd.DataFrame, col: str, impls: tuple[str, str], size: int, threads: int) -> dict:
-    """{'ratio_interval': [ratio, low, high, passes]}: impls[0]'s context switches per message against impls[1]'s,
-    paired within passes (decisions.cell_diffs); {} with fewer than two passes of both."""
-    msgs = pd.to_numeric(tp["messages"], errors="coerce")
-    per_message = tp.assign(cs_per_message=pd.to_numeric(tp[col], errors="coerce") / msgs.where(msgs > 0))
-    diff = decisions.cell_diffs(decisions.log_values(per_message, "cs_per_message"), *impls).get((size, threads))
-    if diff is None:
-        return {}
-    d = decisions.decide_diff(impls[0], impls[1], size, threads, diff, decisions.DEFAULT_MARGIN)
-    return {"ratio_interval": [d.ratio, d.low, d.high, d.n_x]} if d.low == d.low and d.high == d.high else {}
+    """{'ratio_interval': [ratio, low, high, passes]} of patterns.switches_change; {} without one."""
+    d = switches_change(tp, col, impls, size, threads)
+    return {"ratio_interval": [d.ratio, d.low, d.high, d.n_x]} if d is not None else {}
 
 
 def _switches_said(switches: dict, x: str, base: str) -> str:

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from .decisions import ALPHA, DEFAULT_MARGIN, Decision, Diff, decide_diff, point_diff, pool
+from .decisions import (ALPHA, DEFAULT_MARGIN, Decision, Diff, cell_diffs, decide_diff, log_values, point_diff,
+                        point_stats, pool)
 from .roles import BASE, ONE_COPY, STUDY
 
 KINDS = ("one_copy_slower", "falls_with_size", "fewer_with_threads")
@@ -148,3 +149,33 @@ def robust_surprise(cells: list[Test], regions: list[Test]) -> tuple[Test | None
     if single:
         return min(single, key=lambda c: (c.p_holm, c.decision.ratio)), "cell"
     return None, "none"
+
+
+# ------------------------------------------------------------------------------------------------
+# comparisons an explanation words (explain.py, explain_copies.py): made here, with the others
+
+
+def per_byte_change(lo_rows: pd.DataFrame, hi_rows: pd.DataFrame, column: str, lo: int, hi: int) -> Decision | None:
+    """One path's CPU per byte (column) at hi threads against lo, Welch on the runs' log values (unpaired: the
+    thread counts' runs are not one block); None with fewer than two runs on a side or an open interval."""
+    rows = pd.concat([lo_rows, hi_rows])
+    if rows.empty or rows["impl"].nunique() != 1 or rows["msg_size"].nunique() != 1:
+        return None
+    impl, size = rows["impl"].iloc[0], int(rows["msg_size"].iloc[0])
+    diff = point_diff(point_stats(rows, column, block=False), (impl, size, hi), (impl, size, lo))
+    if diff is None:
+        return None
+    d = decide_diff(impl, impl, size, hi, diff, DEFAULT_MARGIN)
+    return d if d.low == d.low and d.high == d.high else None
+
+
+def switches_change(tp: pd.DataFrame, col: str, impls: tuple[str, str], size: int, threads: int) -> Decision | None:
+    """impls[0]'s context switches per message (col over messages) against impls[1]'s in one cell, paired
+    within passes; None with fewer than two passes of both or an open interval."""
+    msgs = pd.to_numeric(tp["messages"], errors="coerce")
+    per_message = tp.assign(cs_per_message=pd.to_numeric(tp[col], errors="coerce") / msgs.where(msgs > 0))
+    diff = cell_diffs(log_values(per_message, "cs_per_message"), *impls).get((size, threads))
+    if diff is None:
+        return None
+    d = decide_diff(impls[0], impls[1], size, threads, diff, DEFAULT_MARGIN)
+    return d if d.low == d.low and d.high == d.high else None
