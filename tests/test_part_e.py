@@ -329,6 +329,21 @@ def test_the_ratio_figure_marks_a_decision_that_does_not_stand():
     assert a2.marker.symbol[at] == "triangle-up-open" and "not standing after correction" in a2.customdata[at][1]
     assert all(not sym.endswith("-open") for i, sym in enumerate(a2.marker.symbol) if i != at)
     assert FALLEN_KEY in [t.name for t in fig.data]
+    # whose correction the markers follow (review-fresh3 F7: the summary's family can mark † what stands here)
+    assert "Q4's or Q5's correction" in FALLEN_KEY
+
+
+def test_the_ratio_figure_caption_says_whose_correction_its_markers_follow():
+    """review-fresh3 F7: A2 at 64 B drawn a standing loss (Q4's family) beside the summary's "worse†" (its own):
+    the notebook's caption under the figure says the decisions stand as in Q4 and Q5's correction."""
+    import json
+    from pathlib import Path
+
+    cells = json.loads((Path(__file__).parents[1] / "notebooks" / "analysis.ipynb").read_text())["cells"]
+    sources = ["".join(c["source"]) for c in cells]
+    at = next(i for i, s in enumerate(sources) if "figures.ratio_to_baseline(study)" in s)
+    assert cells[at + 1]["cell_type"] == "markdown"
+    assert "standing as in Q4 and Q5's correction" in " ".join(sources[at + 1].split())
 
 
 def test_q4_says_once_that_standing_depends_on_the_family():
