@@ -32,7 +32,7 @@ def _spread(r: pd.Series) -> str:
 
 
 def _not_decided(rows: pd.DataFrame, peer: str, margin: float) -> str:
-    """' Not decided where iperf3's lowest and highest pass differ by more than the 10% equivalence margin, as
+    """' Not decided where <reference>'s lowest and highest pass differ by more than the 10% equivalence margin, as
     at 16 KiB and 64 KiB: one pass moves those ratios by more than it.' or ''."""
     apart = sorted({int(r["msg_size"]) for _, r in rows.iterrows() if _passes_apart(r, margin)})
     if not apart:
