@@ -396,15 +396,20 @@ def test_the_queue_sentence_reaches_q3():
 # Q4: each decided loss of the one-copy path from its own profile
 
 
-def test_a_decided_loss_of_the_one_copy_path_is_explained_from_its_profile_buckets():
+def a2_losing_study():
+    """A2 loses at 64 B and 1 KiB, its sender's copy and system call grown per message in both profiles."""
     grid = ev.throughput_grid({"a2": {64: 0.78, 1024: 0.88}}, passes=3, sizes=(64, 1024, 65536), threads=(1, 2))
     grid["srv_cpu_busy"], grid["cli_cpu_busy"] = 0.99, 0.6
     a1 = {"user_copy": 0.02, "kernel_copy_from_user": 0.01, "tcp_send": 0.2, "syscall": 0.04}
     a2 = {"kernel_copy_from_user": 0.05, "tcp_send": 0.2, "syscall": 0.06}
     profiles = ev.frame([ev.profile_row(i, s, a1 if i == "a1" else a2, busy=(0.99 if i == "a2" else 0.8, 0.6), rep=r)
                          for i in ("a1", "a2") for s in (64, 1024) for r in range(2)])
+    return build_study(grid, {"cores": 2}, profiles)
+
+
+def test_a_decided_loss_of_the_one_copy_path_is_explained_from_its_profile_buckets():
     from copylab.analysis.text import q4
-    s = build_study(grid, {"cores": 2}, profiles)
+    s = a2_losing_study()
     assert "gap_a2_1024" in s.explanations
     text = q4.answer(s)["text"]
     q6 = (s.q6_explanation.evidence or {}).get("msg_size") if s.q6_explanation else None
@@ -416,6 +421,21 @@ def test_a_decided_loss_of_the_one_copy_path_is_explained_from_its_profile_bucke
     assert "Hypothesis" in text and "copy_from_iter walks the iovec" in text
     # a size A2 does not lose at is not explained as a loss
     assert "at 64 KiB its loss" not in text
+
+
+def test_the_gather_mechanism_is_said_in_full_once_and_referred_back_in_q6():
+    """SYNTHETIC (review-fresh3 F6): A2 loses at 64 B (Q6's surprise) and at 1 KiB (Q4), each profile offering the
+    iovec gather: Q4, first in the report, says it with what would decide it; Q6 refers back to Q4."""
+    from copylab.analysis.text import q4, q6
+    s = a2_losing_study()
+    assert s.q6_explanation is not None and s.q6_explanation.evidence["msg_size"] == 64
+    q4_text, q6_answer = q4.answer(s)["text"], q6.answer(s)
+    mechanism = "copy_from_iter walks the iovec"
+    assert q4_text.count(mechanism) == 1 and "What would decide it: profiles sampled with PMU cycles" in q4_text
+    assert mechanism not in q6_answer["text"] and "PMU cycles" not in q6_answer["text"]
+    assert ("iovec segments of about 8 B each grows per message, not per byte: the same hypothesis as in Q4, with "
+            "what would decide it there.") in q6_answer["text"]
+    assert mechanism in q6_answer["explanation"]["text"]  # answers.json's explanation stays whole
 
 
 def test_the_scheduling_bucket_says_what_it_holds_and_names_its_main_function(tmp_path):

@@ -160,6 +160,26 @@ def test_the_summary_keeps_the_baseline_where_a_win_does_not_survive_the_correct
     assert "A2 better† " in summary.table(s).iloc[-1, 1]
 
 
+def test_the_harness_says_how_far_one_reference_pass_moves_a_ratio():
+    """SYNTHETIC (review-fresh3 F4): iperf3 ran 2 passes, 30.6 and 15.0 Gbit/s at 64 KiB (their median is their mean)
+    and 1.70 and 1.71 at 1 KiB: the like-for-like paragraph and the table give the ratio against each pass and say
+    the 64 KiB ratio is not decided (the passes differ by more than the equivalence margin), the 1 KiB one is kept."""
+    rows = ([ev.measured_row("a2", size, rep=r, gbps=g) for size, g in ((1024, 1.57), (65536, 28.5)) for r in range(3)]
+            + [ev.measured_row("iperf3", size, rep=r, gbps=g, window_source="timer", warmup_end="timer")
+               for size, passes in ((1024, (1.70, 1.71)), (65536, (30.6, 15.0))) for r, g in enumerate(passes)])
+    df = ev.frame(rows)
+    text = harness.like_for_like_text(df, 0.10)
+    assert "A2/iperf3 throughput (in brackets: against iperf3's highest and its lowest pass):" in text, text
+    assert "64 KiB: 1.25 (0.931–1.90)" in text and "1 KiB: 0.921 (0.918–0.924)" in text, text
+    assert ("Not decided where iperf3's lowest and highest pass differ by more than the 10% equivalence margin, as at "
+            "64 KiB: one pass moves those ratios by more than it.") in text
+    (caption, table), = harness.metric_tables(df, 0.10)
+    assert list(table["iperf3 passes, lowest–highest"]) == ["1.70–1.71", "15.0–30.6"]
+    assert "as at 64 KiB: one pass moves those ratios" in caption
+    # a wider margin takes the passes' spread in: nothing is said undecided for it
+    assert "Not decided" not in harness.like_for_like_text(df, 1.5)
+
+
 def test_harness_warns_when_the_like_for_like_pair_is_bounded_by_different_sides():
     rows = [ev.measured_row("a2", 64, busy=(1.0, 0.5), gbps=0.2), ev.measured_row("a1", 64, busy=(1.0, 0.5), gbps=0.2),
             ev.measured_row("iperf3", 64, busy=(0.48, 1.0), gbps=0.12, window_source="timer", warmup_end="timer")]
@@ -329,6 +349,21 @@ def test_the_ratio_figure_marks_a_decision_that_does_not_stand():
     assert a2.marker.symbol[at] == "triangle-up-open" and "not standing after correction" in a2.customdata[at][1]
     assert all(not sym.endswith("-open") for i, sym in enumerate(a2.marker.symbol) if i != at)
     assert FALLEN_KEY in [t.name for t in fig.data]
+    # whose correction the markers follow (review-fresh3 F7: the summary's family can mark † what stands here)
+    assert "Q4's or Q5's correction" in FALLEN_KEY
+
+
+def test_the_ratio_figure_caption_says_whose_correction_its_markers_follow():
+    """review-fresh3 F7: A2 at 64 B drawn a standing loss (Q4's family) beside the summary's "worse†" (its own):
+    the notebook's caption under the figure says the decisions stand as in Q4 and Q5's correction."""
+    import json
+    from pathlib import Path
+
+    cells = json.loads((Path(__file__).parents[1] / "notebooks" / "analysis.ipynb").read_text())["cells"]
+    sources = ["".join(c["source"]) for c in cells]
+    at = next(i for i, s in enumerate(sources) if "figures.ratio_to_baseline(study)" in s)
+    assert cells[at + 1]["cell_type"] == "markdown"
+    assert "standing as in Q4 and Q5's correction" in " ".join(sources[at + 1].split())
 
 
 def test_q4_says_once_that_standing_depends_on_the_family():

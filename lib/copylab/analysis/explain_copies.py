@@ -401,9 +401,31 @@ def _gather_mechanism(merged: dict, x: str, size: int) -> str:
     the increases (a hypothesis: a timer-tick profile does not separate the steps of one sendmsg)."""
     if x != ONE_COPY or not all(merged.get(b, 0) > 0 for b in ("the copy, net of the memcpy removed", "syscall")):
         return ""
-    return (f" The gather over 8 iovec segments of about {fmt_size(max(size // 8, 1))} each is one copy step per "
+    return f" T{_gather_sentence(size)}"
+
+
+def _gather_sentence(size: int) -> str:
+    """The gather mechanism from its second letter on ('he gather over ...'): the first is T or t by where it stands."""
+    return (f"he gather over 8 iovec segments of about {fmt_size(max(size // 8, 1))} each is one copy step per "
             "segment (copy_from_iter walks the iovec), and sendmsg imports and checks that iovec on every call where "
             "send takes one buffer: both grow per message, not per byte.")
+
+
+def says_gather(e: Explanation) -> bool:
+    """Whether a per_message_gap explanation offers the gather mechanism (with what would decide it)."""
+    size = (e.evidence or {}).get("msg_size")
+    return size is not None and f"{_gather_sentence(size)} What would decide it: {e.decide_by}." in e.text
+
+
+def gather_referred(text: str, e: Explanation, where: str) -> str:
+    """text (e's, or one that holds it) with the gather mechanism and what would decide it said by reference to
+    where they were said in full ('in Q4', 'at 64 B above'; review-fresh3 F6: about 60 words said once): the size's segments kept."""
+    if not says_gather(e):
+        return text
+    size = e.evidence["msg_size"]
+    return text.replace(f"{_gather_sentence(size)} What would decide it: {e.decide_by}.",
+                        f"he gather over 8 iovec segments of about {fmt_size(max(size // 8, 1))} each grows per "
+                        f"message, not per byte: the same hypothesis as {where}, with what would decide it there.")
 
 
 # ------------------------------------------------------------------------------------------------

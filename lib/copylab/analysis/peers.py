@@ -12,17 +12,19 @@ from .roles import STUDY, peer_for
 from .stats import throughput_rows
 
 
-def _medians(df: pd.DataFrame, metric: str) -> pd.Series:
-    """Median over the passes per (impl, threads, msg_size) of the rows with message-sized reads: a
-    reference program has few passes, and one pass taken under heavy steal would decide a mean."""
+def _medians(df: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """Median over the passes per (impl, threads, msg_size) of the rows with message-sized reads (a
+    reference program has few passes, and one pass taken under heavy steal would decide a mean), with the
+    lowest and highest pass: over 2 passes the median is their mean, and how far apart they are is what
+    one pass can move a ratio by (review-fresh3 F4)."""
     rows = df[(df["receive"].fillna("message") == "message") & df[metric].notna()]
-    return rows.groupby(["impl", "threads", "msg_size"])[metric].median()
+    return rows.groupby(["impl", "threads", "msg_size"])[metric].agg(["median", "min", "max"])
 
 
 def harness_ratios(df: pd.DataFrame) -> pd.DataFrame:
     """Per size (and thread count): each implementation's throughput over the bulk reference's, and
-    its p50 round trip over the ping-pong reference's, each the median of its passes. Empty when the
-    sweep measured no peer."""
+    its p50 round trip over the ping-pong reference's, each the median of its passes, with the reference's
+    lowest and highest pass (peer_low, peer_high). Empty when the sweep measured no peer."""
     rows = []
     tp = _medians(throughput_rows(df), "throughput_gbps")
     lat = _medians(df[df["mode"] == "latency"], "latency_p50_us")
@@ -33,15 +35,17 @@ def harness_ratios(df: pd.DataFrame) -> pd.DataFrame:
         for impl in STUDY:
             if impl not in means.index.get_level_values("impl"):
                 continue
-            pair = pd.concat([means.loc[impl].rename("impl_value"), reference.rename("peer_value")],
+            pair = pd.concat([means.loc[impl]["median"].rename("impl_value"),
+                              reference.rename(columns={"median": "peer_value", "min": "peer_low", "max": "peer_high"})],
                              axis=1, join="inner").dropna()
             for (threads, size), r in pair.iterrows():
                 rows.append({"peer": peer, "metric": metric, "impl": impl, "threads": int(threads),
                              "msg_size": int(size), "impl_value": float(r["impl_value"]),
-                             "peer_value": float(r["peer_value"]),
+                             "peer_value": float(r["peer_value"]), "peer_low": float(r["peer_low"]),
+                             "peer_high": float(r["peer_high"]),
                              "ratio": float(r["impl_value"] / r["peer_value"]) if r["peer_value"] else math.nan})
     return pd.DataFrame(rows, columns=["peer", "metric", "impl", "threads", "msg_size", "impl_value",
-                                       "peer_value", "ratio"])
+                                       "peer_value", "peer_low", "peer_high", "ratio"])
 
 
 def receive_comparison(df: pd.DataFrame) -> pd.DataFrame:

@@ -175,7 +175,9 @@ DECISION_KEY = "▲ win ▼ loss ■ equivalent ● undecided"
 # a Decision's win is its ratio decided above 1: for a cost (CPU per byte, lower is better) say so plainly
 COST_WORDS = {"win": "decided higher", "loss": "decided lower"}
 COST_KEY = "▲ decided higher ▼ decided lower ■ equivalent ● undecided"
-FALLEN_KEY = f"open marker †: {FALLEN} (Holm)"
+# the decisions are Q4's and Q5's (their families), not the summary's, whose own correction can leave a ratio †
+# that stands here (review-fresh3 F7): the key says whose correction
+FALLEN_KEY = "open marker †: not standing after Q4's or Q5's correction (Holm)"
 ANSWER_FAMILY = {ONE_COPY: "q4", ZERO_COPY: "q5"}
 
 

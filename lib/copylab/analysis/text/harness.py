@@ -8,6 +8,7 @@ import pandas as pd
 
 from ...fmt import fmt_num, fmt_size, markdown_table, plural
 from ..explain import CLEAR_GAP, NEAR_FULL, and_list, bound_side, per_call_together, wakeup_regime
+from ..decisions import DEFAULT_MARGIN
 from ..peers import harness_ratios, small_message_evidence
 from ..roles import ONE_COPY, name, native, peer_for, peers
 from ..stats import one_receive
@@ -18,9 +19,33 @@ METRIC_WORDS = {
 }
 
 
-def metric_tables(df: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+def _passes_apart(r: pd.Series, margin: float) -> bool:
+    """Whether the reference's lowest and highest pass differ by more than the equivalence margin: then one
+    pass moves its ratios by more than the margin, and they are not decided."""
+    return r["peer_low"] > 0 and r["peer_high"] / r["peer_low"] > 1 + margin
+
+
+def _spread(r: pd.Series) -> str:
+    """'0.93–1.89': the ratio against the reference's highest pass to that against its lowest."""
+    low, high = sorted((r["impl_value"] / r["peer_high"], r["impl_value"] / r["peer_low"]))
+    return f"{fmt_num(low)}–{fmt_num(high)}"
+
+
+def _not_decided(rows: pd.DataFrame, peer: str, margin: float) -> str:
+    """' Not decided where <reference>'s lowest and highest pass differ by more than the 10% equivalence margin, as
+    at 16 KiB and 64 KiB: one pass moves those ratios by more than it.' or ''."""
+    apart = sorted({int(r["msg_size"]) for _, r in rows.iterrows() if _passes_apart(r, margin)})
+    if not apart:
+        return ""
+    return (f" Not decided where {name(peer)}'s lowest and highest pass differ by more than the {margin:.0%} "
+            f"equivalence margin, as at {and_list([fmt_size(s) for s in apart])}: one pass moves those ratios by "
+            "more than it.")
+
+
+def metric_tables(df: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> list[tuple[str, pd.DataFrame]]:
     """One (caption, table) per metric a reference program measured: per size at the fewest threads,
-    each program's value in the metric's unit, then each path's ratio to the reference."""
+    each program's value in the metric's unit (the reference's lowest and highest pass beside its median),
+    then each path's ratio to the reference."""
     ratios = harness_ratios(df)
     out = []
     for (peer, metric), g in ratios.groupby(["peer", "metric"]):
@@ -28,7 +53,9 @@ def metric_tables(df: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
         g = g[g["threads"] == g["threads"].min()]
         rows = []
         for size, at in g.groupby("msg_size"):
-            row = {"message size": fmt_size(size), f"{name(peer)} ({unit})": at["peer_value"].iloc[0]}
+            first = at.iloc[0]
+            row = {"message size": fmt_size(size), f"{name(peer)} ({unit})": first["peer_value"],
+                   f"{name(peer)} passes, lowest–highest": f"{fmt_num(first['peer_low'])}–{fmt_num(first['peer_high'])}"}
             row.update({f"{name(r['impl'])} ({unit})": r["impl_value"] for _, r in at.iterrows()})
             row.update({f"{name(r['impl'])} / {name(peer)}": r["ratio"] for _, r in at.iterrows()})
             rows.append(row)
@@ -39,7 +66,7 @@ def metric_tables(df: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
                   "its values are their mean and one pass can move a row: its ratios are indications, without an "
                   "interval, not decisions.")
         caption = (f"**{what} ({unit}, {direction})** at {plural(int(g['threads'].min()), 'thread')}, against {name(peer)}; "
-                   f"ratio {reading}. {robust}")
+                   f"ratio {reading}. {robust}{_not_decided(g, peer, margin)}")
         out.append((caption, pd.DataFrame(rows)))
     return out
 
@@ -152,18 +179,24 @@ def bound_caveats(df: pd.DataFrame) -> list[str]:
     return out
 
 
-def like_for_like_text(df: pd.DataFrame) -> str:
-    """The one-copy path against the bulk reference (both send a prepared buffer, neither serialises), per size, and
-    where a path and the reference are bounded by different sides (then the ratio compares those sides)."""
+def like_for_like_text(df: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> str:
+    """The one-copy path against the bulk reference (both send a prepared buffer, neither serialises), per size with
+    how far the reference's lowest and highest pass move the ratio (not decided where they differ by more than the
+    equivalence margin), and where a path and the reference are bounded by different sides (then the ratio
+    compares those sides)."""
     peer = peer_for("throughput")
     ratios = harness_ratios(df)
     pair = ratios[(ratios["impl"] == ONE_COPY) & (ratios["peer"] == peer)] if len(ratios) else ratios
     if pair.empty:
         return ""
     pair = pair[pair["threads"] == pair["threads"].min()]
-    parts = [f"{fmt_size(r['msg_size'])}: {fmt_num(r['ratio'])}" for _, r in pair.sort_values("msg_size").iterrows()]
+    apart = (pair["peer_high"] > pair["peer_low"]).any()
+    parts = [f"{fmt_size(r['msg_size'])}: {fmt_num(r['ratio'])}" + (f" ({_spread(r)})" if apart else "")
+             for _, r in pair.sort_values("msg_size").iterrows()]
+    spread = (f" (in brackets: against {name(peer)}'s highest and its lowest pass)" if apart else "")
     text = (f"**Like for like: {name(ONE_COPY)} and {name(peer)}** both send a prepared buffer with one call per "
-            f"message, neither serialises; {name(ONE_COPY)}/{name(peer)} throughput: {'; '.join(parts)}.")
+            f"message, neither serialises; {name(ONE_COPY)}/{name(peer)} throughput{spread}: {'; '.join(parts)}."
+            + _not_decided(pair, peer, margin))
     caveats = bound_caveats(df)
     return text + (" Careful: " + "; ".join(caveats) + "." if caveats else "")
 

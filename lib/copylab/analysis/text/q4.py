@@ -9,6 +9,8 @@ from __future__ import annotations
 import pandas as pd
 
 from ...fmt import fmt_size
+from ..explain import Explanation
+from ..explain_copies import gather_referred, says_gather
 from ..roles import ONE_COPY, name
 from ..study import Study
 from . import crossover
@@ -21,19 +23,26 @@ def answer(study: Study) -> dict:
     return crossover.answer(study, ONE_COPY, FAMILY, ["removed_copy"], losses_text(study))
 
 
+def explained_losses(study: Study) -> list[Explanation]:
+    """The Study's gap_a2_<size> explanations Q4 says, smallest size first: the size Q6 explains is left to Q6."""
+    q6 = (study.q6_explanation.evidence or {}).get("msg_size") if study.q6_explanation is not None else None
+    return sorted((e for k, e in study.explanations.items()
+                   if k.startswith(f"gap_{ONE_COPY}_") and e.evidence.get("msg_size") != q6),
+                  key=lambda e: e.evidence["msg_size"])
+
+
 def losses_text(study: Study) -> str:
     """Why A2 loses where it is decided to lose, from that size's profile (explain_copies.per_message_gap,
-    the Study's gap_a2_<size>); the size Q6 explains is left to Q6, said once."""
+    the Study's gap_a2_<size>); the size Q6 explains is left to Q6, said once, and the gather mechanism in full
+    at the first size that offers it (a later one refers back)."""
     q6 = (study.q6_explanation.evidence or {}).get("msg_size") if study.q6_explanation is not None else None
-    found = sorted((e for k, e in study.explanations.items()
-                    if k.startswith(f"gap_{ONE_COPY}_") and e.evidence.get("msg_size") != q6),
-                   key=lambda e: e.evidence["msg_size"])
+    found = explained_losses(study)
     if not found:
         return ""
     fallen = any(study.family(FAMILY).fallen(study.decision(ONE_COPY, e.evidence["msg_size"])) for e in found)
     head = (f"Where {name(ONE_COPY)} " + ("loses before Holm's correction" if fallen else "is decided to lose")
             + (f" (at {fmt_size(q6)}: Q6)" if q6 else "") + ":")
-    said = []
+    said, gather_at = [], None
     for e in found:
         size = e.evidence["msg_size"]
         d = study.decision(ONE_COPY, size)
@@ -42,7 +51,10 @@ def losses_text(study: Study) -> str:
         # a loss Holm's correction does not leave standing is no decided loss (crossover.FALLEN)
         before = " (before the correction only, †)" if study.family(FAMILY).fallen(d) else ""
         said.append(f"at {fmt_size(size)} its loss{before} over all thread counts is {ratio_text(d)}"
-                    + (f", its profile of {only[2:]}" if only else "") + f". {e.text}")
+                    + (f", its profile of {only[2:]}" if only else "") + ". "
+                    + (gather_referred(e.text, e, f"at {fmt_size(gather_at)} above") if gather_at else e.text))
+        if gather_at is None and says_gather(e):
+            gather_at = size
     return " ".join([head] + said)
 
 

@@ -10,9 +10,11 @@ import pandas as pd
 
 from ...fmt import fmt_num, fmt_size, plural
 from ..decisions import ALPHA
+from ..explain_copies import gather_referred, says_gather
 from ..patterns import Test
 from ..roles import BASE, ONE_COPY, name
 from ..study import Study
+from . import q4
 from .words import ratio_text
 
 KEY, FAMILY = "q6_unexpected_result", "q6"
@@ -70,8 +72,12 @@ def answer(study: Study) -> dict:
                 f"({ratio_text(top.decision, True)}, adjusted p = {fmt_num(top.p_holm)}), is what noise gives.")
         return {**common, "kind": None, "standing": "none", "text": text}
     why = study.q6_explanation
+    # the gather mechanism Q4 has said in full is referred back to here (answers.json's explanation stays whole)
+    said = why.text
+    if any(says_gather(e) for e in q4.explained_losses(study)):
+        said = gather_referred(said, why, "in Q4")
     return {**common, "kind": best.kind, "standing": standing, "details": best.public(),
-            "explanation": why.public(), "text": surprise_text(best, standing, cells, regions) + " " + why.text}
+            "explanation": why.public(), "text": surprise_text(best, standing, cells, regions) + " " + said}
 
 
 def tables(study: Study) -> list[tuple[str, pd.DataFrame]]:
