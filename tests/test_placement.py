@@ -55,7 +55,9 @@ def test_cpuprobe_answers_each_request_with_one_round_trip(native_build):
                           capture_output=True, text=True, timeout=30)
     assert proc.returncode == 0, proc.stderr
     values = [float(line) for line in proc.stdout.splitlines()]
-    assert len(values) == 3 and all(0 < v < 1e6 for v in values), values
+    # a sanity bound, not a speed: with its threads descheduled on a loaded host (another test's workers) a
+    # round trip took 1.7 ms; garbage or a unit slip is far outside a second either way
+    assert len(values) == 3 and all(0 < v < 1e9 for v in values), values
 
 
 @pytest.mark.parametrize("argv, needle, code", [
@@ -73,7 +75,7 @@ def test_cpuprobe_bad_invocation_is_one_line(native_build, argv, needle, code):
 def test_cpu_distance_probes_and_learns_from_every_round_trip(native_build):
     with CpuDistance() as distance:
         first, second = distance.probe((0, 1)), distance.probe((0, 1))
-    assert distance.history == [first, second] and 0 < first < 1e6
+    assert distance.history == [first, second] and 0 < first < 1e9  # sane, whatever the load (above)
     assert distance.modes.line_ns is None and not distance.apart(1e9), "two probes cannot tell modes apart"
 
 
