@@ -548,34 +548,39 @@ def _sender_stacks(rows: pd.DataFrame, results_dir) -> dict[str, int]:
     return stacks.folded_counts(folder, rows["point_id"].dropna(), "srv")
 
 
-def _waits(rows: pd.DataFrame, impl: str, results_dir, evidence: dict) -> str:
+def _dominant(counter, total: int):
+    """(the entry, its count) holding more than MOST of total samples, or None."""
+    if not counter or total <= 0:
+        return None
+    top, n = counter.most_common(1)[0]
+    return (top, n) if n > MOST * total else None
+
+
+def _waits(counts: dict[str, int], impl: str, evidence: dict) -> str:
     """' Of its sender program's 45 samples in the scheduler, 41 sleep beneath sk_stream_wait_memory: hypothesis:
-    it waits for send-buffer space.' where one wait function holds most of them (the folded stacks)."""
-    counts = _sender_stacks(rows, results_dir)
+    it waits for send-buffer space.' where one wait function holds most of them (the folded stacks' counts)."""
     try:
         comms = {registry.get(impl).process[:COMM_LEN]}
     except (KeyError, CopylabError):
         return ""
     waits, total = stacks.program_waits(counts, comms)
-    if not waits or total <= 0:
+    found = _dominant(waits, total)
+    if found is None:
         return ""
-    top, n = waits.most_common(1)[0]
-    if n <= MOST * total:
-        return ""
+    top, n = found
     evidence.update(sender_waits=dict(waits), sender_scheduler_samples=total)
     return (f" Of its sender program's {total} samples in the scheduler, {n} sleep beneath {top}: hypothesis: it "
             f"waits for {stacks.WAITS[top]}.")
 
 
-def _scheduling(rows: pd.DataFrame, results_dir, evidence: dict) -> str:
+def _scheduling(counts: dict[str, int], evidence: dict) -> str:
     """' Of its sender CPU's 245 samples in scheduling, 154 sit beneath sock_def_readable: waking the receiving
-    thread as data reach its socket.' where one function holds most of them (the folded stacks)."""
-    parts, total = stacks.scheduling_parts(_sender_stacks(rows, results_dir))
-    if not parts or total <= 0:
+    thread as data reach its socket.' where one function holds most of them (the folded stacks' counts)."""
+    parts, total = stacks.scheduling_parts(counts)
+    found = _dominant(parts, total)
+    if found is None:
         return ""
-    top, n = parts.most_common(1)[0]
-    if n <= MOST * total:
-        return ""
+    top, n = found
     # the functions under its own key: sender_scheduling is the bucket's share (Q1's table reads it)
     evidence.update(sender_scheduling_functions=dict(parts), sender_scheduling_samples=total)
     return f" Of its sender CPU's {total} samples in scheduling, {n} sit beneath {top}: {stacks.what_beneath(top)}."
@@ -597,8 +602,9 @@ def _sender_profile(rows, tp, impl: str, size: int, threads: int, opening: str, 
     facts = (f"{opening}; its sender's profile ({parts['waiting'].over()}) is {idle.pct()} idle and "
              f"{sched.pct()} scheduling; pinning, deferred copy and completions {parts['zero-copy work'].pct()}; "
              f"copies from user memory {parts['copies'].pct()}.")
-    waits_said = _waits(rows, impl, results_dir, evidence)
-    facts += _per_message(rows, tp, impl, size, threads, evidence) + _scheduling(rows, results_dir, evidence) + waits_said
+    counts = _sender_stacks(rows, results_dir)  # read once for both sentences
+    waits_said = _waits(counts, impl, evidence)
+    facts += _per_message(rows, tp, impl, size, threads, evidence) + _scheduling(counts, evidence) + waits_said
     return parts, sched, facts, waits_said
 
 
