@@ -224,6 +224,7 @@ def test_a_stopped_side_is_named_not_blamed_on_its_exit_status(native_build, pla
 @pytest.mark.root
 @pytest.mark.network
 @pytest.mark.slow
+@pytest.mark.alone  # it stops the client by its command line: another worker's client would match too
 def test_a_window_stretched_on_the_wall_clock_fails_the_point(native_build, plan, monkeypatch):
     """With the stop detector blinded, the wall-clock check still catches a client stopped for 3 s
     inside a 1 s window."""

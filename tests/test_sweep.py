@@ -207,6 +207,7 @@ def test_out_into_a_users_folder_that_is_not_a_sweep_is_refused(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.network  # its sweeps remove the dead runs' namespaces they find, another worker's too
 def test_a_resume_refuses_points_of_another_build_unless_asked(tmp_path, native_build):
     from copylab import buildinfo
 
