@@ -187,16 +187,27 @@ def test_cli_run_interrupted_leaves_nothing(native_build):
 # prints impossible counts
 
 def _signal_later(pattern: str, *steps: tuple[float, int]) -> threading.Thread:
-    """At each (delay from now, signal), send it to the processes matching pattern (gone: ignored)."""
+    """At each (delay from the first process matching pattern, signal), send it to the processes
+    matching pattern (gone: ignored). The clock starts when the process appears, not when this is
+    called: on a cold machine the namespaces and the server take over 0.6 s, and a signal sent before
+    the client existed was lost (the point then ran "ok"). The thread's `delivered` lists the signals
+    that reached a process, so a test can tell a lost signal from a missed detection."""
+    delivered: list[int] = []
+
     def run():
+        deadline = time.monotonic() + 30
+        while not _pids_matching(pattern) and time.monotonic() < deadline:
+            time.sleep(0.01)
         started = time.monotonic()
         for delay, signum in steps:
             time.sleep(max(0.0, started + delay - time.monotonic()))
             for pid in _pids_matching(pattern):
                 with __import__("contextlib").suppress(ProcessLookupError):
                     os.kill(pid, signum)
+                    delivered.append(signum)
 
     thread = threading.Thread(target=run, daemon=True)
+    thread.delivered = delivered
     thread.start()
     return thread
 
@@ -232,9 +243,11 @@ def test_a_window_stretched_on_the_wall_clock_fails_the_point(native_build, plan
 
     monkeypatch.setattr(measurement.Supervisor, "stopped_side", lambda self: "")
     spec = PointSpec(impl="a1", mode="throughput", msg_size=4096, threads=1, duration_s=1.0, warmup_s=0.2)
-    _signal_later(f"{ROOT}/native/build/client --connect", (0.6, signal.SIGSTOP), (3.6, signal.SIGCONT))
+    signals = _signal_later(f"{ROOT}/native/build/client --connect", (0.6, signal.SIGSTOP), (3.6, signal.SIGCONT))
     with netns_pair() as topo:
         row, _ = run_point(spec, plan, topo)
+    signals.join()
+    assert signal.SIGSTOP in signals.delivered, "the client was gone before its SIGSTOP"
     assert row["status"] == "failed" and row["error_kind"] == "window_stretched", row["error"]
     assert "for a 1 s window" in row["error"] and "of wall clock" in row["error"]
     assert _our_ns() == [] and benchmark_processes() == []
