@@ -229,3 +229,11 @@ def test_the_budget_decides_and_adds_passes_on_part_e_s_working_set_only():
     planned = budget.plan_pass(rows, replace(grid, equivalence_margin=0.001), "netns", 4, 1e9, seed=1)
     assert planned is not None and planned.specs
     assert {s.working_set for s in planned.specs} == {cache_like.LEVELS["LLC/2"]}
+
+
+@pytest.mark.parametrize("nbytes, words", [(16 << 10, "within L1d"), (32 << 10, "filling L1d"),
+                                           (1 << 20, "filling L2"), (4 << 20, "within L3"),
+                                           (64 << 20, "beyond the caches"), (float("nan"), None)])
+def test_a_working_set_is_said_within_a_level_only_up_to_half_of_it(nbytes, words):
+    sizes = {"L1d": 32 << 10, "L2": 1 << 20, "L3": 32 << 20}
+    assert cachelevels.residency_words(nbytes, sizes) == words

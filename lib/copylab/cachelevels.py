@@ -94,6 +94,19 @@ def residency(nbytes: float, sizes: dict[str, int]) -> str | None:
     return BEYOND
 
 
+def residency_words(nbytes: float, sizes: dict[str, int]) -> str | None:
+    """residency() for a reader: "within L2" up to half the level (the cache grid's own placement: the
+    rest of the cache holds the socket's buffers, stacks and page tables), "filling L2" above that (a
+    1 MiB working set in a 1 MiB L2 competes with everything else for it), "beyond the caches" past the
+    last level; None as residency()."""
+    level = residency(nbytes, sizes)
+    if level is None:
+        return None
+    if level == BEYOND:
+        return "beyond the caches"
+    return f"within {level}" if nbytes <= sizes[level] / 2 else f"filling {level}"
+
+
 def level_order(level: str) -> int:
     """Smallest first: L1d, L2, L3, L4, then DRAM."""
     return LEVELS.index(level) if level in LEVELS else len(LEVELS)

@@ -262,11 +262,13 @@ def _saturated_loss(lo_rows: pd.DataFrame, hi_rows: pd.DataFrame, lo: int, hi: i
             f"{fmt_num(more_cpu_us)} µs per MB")
     if more_cs == more_cs and more_cs * SWITCH_COST_US >= more_cpu_us:
         return Explanation("thread_effect", "switching", f"{facts} {rise}; the {fmt_num(more_cs)} context switches per "
-                           f"MB added, at up to {SWITCH_COST_US:g} µs each, are enough to carry it: the extra "
+                           f"MB added, at up to {SWITCH_COST_US:g} µs each (an assumed, generous cost, not measured "
+                           "here), are enough to carry it: the extra "
                            "connections add switching between them, not CPU time.", evidence)
     switches = ("switches per MB do not rise" if not more_cs == more_cs or more_cs <= 0 else
                 f"the {fmt_num(more_cs)} switches per MB added cost at most {fmt_num(more_cs * SWITCH_COST_US)} µs at "
-                f"{SWITCH_COST_US:g} µs each")
+                f"{SWITCH_COST_US:g} µs each (an assumed, generous cost of a switch with its cache refill; "
+                "lmbench's lat_ctx gives 1-5 µs on current x86; not measured here)")
     ws = mean_of(hi_rows, "working_set_bytes")
     together = (f" ({hi} × {fmt_size(ws)} = {fmt_size(hi * ws)}"
                 + (f" against the {fmt_size(llc[1])} {llc[0]})" if llc else ")") if ws == ws and ws > 0 else "")

@@ -706,7 +706,7 @@ def copy_by_working_set(profiles: pd.DataFrame, meta: dict) -> Explanation | Non
     if len(points) < 2:
         return None
     levels = cachelevels.cache_sizes(meta.get("cpu_caches"))
-    where = {ws: cachelevels.residency(ws, levels) for _, ws, _, _ in points}
+    where = {ws: cachelevels.residency_words(ws, levels) for _, ws, _, _ in points}
     listed = "; ".join(f"{fmt_size(size)} {fmt_num(cost)} ns/B (working set {fmt_size(ws)}"
                        + (f", {where[ws]}" if where[ws] else "") + f"; share {sh.pct()})"
                        for size, ws, cost, sh in points)

@@ -3,8 +3,10 @@ Study's rule-chosen explanations), the sampling's caveat, and the receive strate
 
 from __future__ import annotations
 
-from ...fmt import fmt_num, fmt_size, md_escape, plural
-from ..profiles import POINT_HIGH, POINT_LOW, POINT_PASSES, outside_point, profile_finding
+import pandas as pd
+
+from ...fmt import fmt_num, fmt_size, markdown_table, md_escape, plural
+from ..profiles import POINT_HIGH, POINT_LOW, POINT_MEAN, POINT_PASSES, outside_point, profile_finding
 from ..explain import bound_sentences
 from ..roles import BASE, ONE_COPY, ZERO_COPY, name
 
@@ -23,7 +25,7 @@ def markdown(study) -> str:
     if "reason" in p:
         return "\n\n".join(x for x in (f"_No profile to show: {md_escape(p['reason'])}._", states, apart) if x)
     skid = ", ".join(f"{name(i)} sender {100 * e['skid']['sender']:.0f}%" for i, e in p["impls"].items())
-    return "\n\n".join(x for x in (md_escape(profile_text(study)), md_escape(points_text(study)), states,
+    return "\n\n".join(x for x in (md_escape(profile_text(study)), points_text(study), states,
                                     md_escape(PROFILE_CAVEAT.format(event=p["event"], skid=skid)), apart) if x)
 
 
@@ -95,31 +97,36 @@ def used_in(study, impl: str, size: int) -> list[str]:
 
 
 def points_text(study) -> str:
-    """Each profiled run's throughput against its point's measured passes (profiles.with_points): a run
-    outside their range was taken in another state (profiling overhead, or one the passes did not
-    meet), flagged as runs taken apart are, with where its shares are still used."""
+    """Each profiled run's throughput against its point's measured passes (profiles.with_points), as a
+    table: a run outside their range was taken in another state (profiling overhead, or one the passes
+    did not meet), flagged as runs taken apart are, with where its shares are still used. Markdown."""
     rows = study.profiles
     if POINT_PASSES not in rows or rows.empty:
         return ""
     rows = rows.sort_values(["impl", "msg_size", "threads"])
-    listed = "; ".join(f"{name(r['impl'])} {fmt_size(int(r['msg_size']))} x {int(r['threads'])}: "
-                       f"{fmt_num(r['throughput_gbps'])}" + (f" ({fmt_num(r[POINT_LOW])}–{fmt_num(r[POINT_HIGH])})"
-                                                            if r[POINT_PASSES] == r[POINT_PASSES] else " (no passes)")
-                       for _, r in rows.iterrows())
-    text = f"Each profiled run's throughput in Gbit/s, against its point's measured passes: {listed}."
     out = outside_point(rows)
+    outside = set(out.index)
+    table = pd.DataFrame([{
+        "path": name(r["impl"]), "size": fmt_size(int(r["msg_size"])), "threads": str(int(r["threads"])),
+        "profiled run (Gbit/s)": float(r["throughput_gbps"]),
+        "passes (Gbit/s)": (f"{fmt_num(r[POINT_LOW])}–{fmt_num(r[POINT_HIGH])}" if r[POINT_PASSES] == r[POINT_PASSES]
+                            else "no passes"),
+        "× passes' mean": float(r["throughput_gbps"]) / float(r[POINT_MEAN]) if r[POINT_PASSES] == r[POINT_PASSES]
+        else float("nan"),
+        "state": "outside" if i in outside else "within",
+        "shares used in": ", ".join(used_in(study, r["impl"], int(r["msg_size"]))) or "not cited"}
+        for i, r in rows.iterrows()])
+    head = "Each profiled run's throughput against its point's measured passes (the lowest and highest pass)."
     if out.empty:
-        return text + " Every profiled run lies within its point's range."
-    flagged = []
-    for _, r in out.iterrows():
-        where = used_in(study, r["impl"], int(r["msg_size"]))
-        flagged.append(f"{name(r['impl'])} {fmt_size(int(r['msg_size']))} ({fmt_num(r['ratio'])}× the passes' mean"
-                       + (f"; its shares are used in {', '.join(where)}" if where else "; its shares are not cited")
-                       + ")")
-    return (f"{text} Outside its point's range, so profiled in another state than the measured passes (the "
-            f"profiler's overhead, or a state they did not meet): {plural(len(out), 'run')}, {'; '.join(flagged)}. "
-            "Their shares are used as the best evidence there is, assuming they carry over to the measured state; "
-            "their costs per byte and per message are on the measured points' CPU time, never the profiled run's own.")
+        return md_escape(head + " Every profiled run lies within its point's range.") + "\n\n" + markdown_table(table)
+    slower = int((out["ratio"] < 1).sum())
+    cited = sum(1 for _, r in out.iterrows() if used_in(study, r["impl"], int(r["msg_size"])))
+    tail = (f"{plural(len(out), 'run')} of {len(rows)} lie outside their point's range ({slower} slower), so they "
+            f"were profiled in another state than the measured passes (the profiler's overhead, or a state the "
+            f"passes did not meet); the shares of {cited} of them are cited, as the best evidence there is, "
+            "assuming they carry over to the measured state. Their costs per byte and per message are on the "
+            "measured points' CPU time, never the profiled run's own.")
+    return md_escape(f"{head} {tail}") + "\n\n" + markdown_table(table)
 
 
 PROFILE_CAVEAT = ("Profiles sample {event} per CPU. Without a PMU the sampling timer is an hrtimer: a tick "
