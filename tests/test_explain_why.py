@@ -474,3 +474,40 @@ def test_the_scheduling_bucket_says_what_it_holds_and_names_its_main_function(tm
     ev.write_stacks(tmp_path, run["point_id"], {wake: 40, sleep: 35, idle: 25}, {})
     mixed = explain_copies.why_at_size(df, profiles, "a3", 64, cost=cost, loss=loss, results_dir=tmp_path)
     assert "samples in scheduling" not in mixed.text
+
+
+def test_the_zero_copy_senders_loss_is_balanced_per_message_against_the_copies_it_is_spared(tmp_path):
+    """SYNTHETIC (review-fresh3 F5): at 64 KiB A3's sender is spared A1's two copies from user memory and adds its
+    zero-copy work; the report says both per message on the measured basis, beside the measured gap between
+    the senders' CPU per message, and what the deferred copy's samples do (copy, allocate, its own work)."""
+    from copylab.analysis import explain_copies
+    from copylab.analysis.decisions import Outcome
+    size = 65536
+    zc = {"idle": 0.03, "scheduling": 0.1, "deferred_copy": 0.4, "zerocopy_pin": 0.08, "zerocopy_completion": 0.02}
+    base = {"idle": 0.02, "user_copy": 0.2, "kernel_copy_from_user": 0.25}
+    runs = [ev.profile_row("a3", size, zc, busy=(0.98, 0.6)), ev.profile_row("a1", size, base, busy=(0.99, 0.6))]
+    df = ev.frame([ev.measured_row("a3", size, rep=r, gbps=20.0, busy=(0.98, 0.6)) for r in range(3)]
+                  + [ev.measured_row("a1", size, rep=r, gbps=23.0, busy=(0.99, 0.6)) for r in range(3)])
+    profiles = ev.with_passes(runs, df)
+    deferred = ("a3_server;__libc_sendmsg;tcp_sendmsg_locked_[k];__dev_queue_xmit_[k];veth_xmit_[k];"
+                "netif_rx_[k];tcp_v4_rcv_[k];skb_copy_ubufs_[k]")
+    ev.write_stacks(tmp_path, runs[0]["point_id"], {deferred + ";__pi_memcpy_[k]": 60,
+                                                    deferred + ";alloc_pages_noprof_[k];get_page_from_freelist_[k]": 30,
+                                                    deferred: 10}, {})
+    cost, loss = _decision(1.16, 1.07, 1.24, Outcome.WIN), _decision(0.86, 0.8, 0.92, Outcome.LOSS)
+    found = explain_copies.why_at_size(df, profiles, "a3", size, cost=cost, loss=loss, results_dir=tmp_path)
+    point = profiles.set_index("impl")["point_srv_cpu_us_per_message"]
+    spared = (0.2 + 0.25) / 0.98 * point["a1"]
+    added = (0.4 + 0.08 + 0.02) / 0.97 * point["a3"]
+    balance = found.evidence["balance_us_per_message"]
+    assert balance["base_copies_spared"] == pytest.approx(spared) and balance["zero_copy_work_added"] == pytest.approx(added)
+    assert balance["measured_gap"] == pytest.approx(point["a3"] - point["a1"])
+    assert f"spared A1's two copies from user memory, {fmt_num(spared)} µs, and adds its zero-copy work, " \
+           f"{fmt_num(added)} µs: {added - spared:+.2f} µs" in found.text
+    assert "Of the deferred copy's 100 samples: 60% copying, 30% allocating the pages it copies into, 10% its own work." \
+        in found.text
+    assert f"spared {fmt_num(spared)} µs of A1's copies per message" in found.brief
+    # without the baseline's profile at the size there is nothing to balance against
+    alone = explain_copies.why_at_size(df, ev.with_passes(runs[:1], df), "a3", size, cost=cost, loss=loss,
+                                       results_dir=tmp_path)
+    assert "Balance per message" not in alone.text and "balance_us_per_message" not in alone.evidence

@@ -18,7 +18,7 @@ from .explain import CLEAR_GAP, NEAR_FULL, Explanation, flag, hypothesis, mean_o
 from .. import cachelevels, registry
 from ..errors import CopylabError
 from ..profile.rules import COMM_LEN
-from .profiles import bucket_cost, point_cpu, point_rows, profiled, share, wilson
+from .profiles import bucket_cost, point_cpu, point_cpu_column, point_rows, profiled, share, wilson
 from .roles import BASE, ONE_COPY, ZERO_COPY, name
 from .stats import throughput_rows
 
@@ -605,7 +605,39 @@ def _sender_profile(rows, tp, impl: str, size: int, threads: int, opening: str, 
     counts = _sender_stacks(rows, results_dir)  # read once for both sentences
     waits_said = _waits(counts, impl, evidence)
     facts += _per_message(rows, tp, impl, size, threads, evidence) + _scheduling(counts, evidence) + waits_said
-    return parts, sched, facts, waits_said
+    return parts, sched, facts, waits_said, counts
+
+
+def _balance(rows: pd.DataFrame, base_rows: pd.DataFrame, counts: dict[str, int], evidence: dict) -> tuple[str, str]:
+    """(the sentence, its brief clause): per message, the baseline's two copies from user memory the
+    zero-copy sender is spared, against the zero-copy work it adds (bucket_cost's measured basis), beside the
+    measured gap between the two senders' CPU per message; and what the deferred copy's samples do (copy,
+    allocate the pages it copies into, its own work: stacks.deferred_copy_parts). ('', '') without the
+    baseline's profile at the size or a measured point."""
+    removed = bucket_cost(base_rows, "srv", COPIES, "message")
+    added = bucket_cost(rows, "srv", ZC_WORK, "message")
+    column = point_cpu_column("srv", "message")
+    gap = (float(pd.to_numeric(rows[column], errors="coerce").mean())
+           - float(pd.to_numeric(base_rows[column], errors="coerce").mean())) if column in rows and len(base_rows) \
+        else math.nan
+    if any(v != v for v in (removed, added, gap)):
+        return "", ""
+    parts = stacks.deferred_copy_parts(counts)
+    total = sum(parts.values())
+    evidence["balance_us_per_message"] = {"base_copies_spared": removed, "zero_copy_work_added": added,
+                                          "net": added - removed, "measured_gap": gap}
+    evidence["deferred_copy_parts"] = dict(parts)
+    net = f"{added - removed:+.2f}"
+    text = (f" Balance per message against {name(BASE)} (the senders' CPU on the measured basis): {name(ZERO_COPY)} is "
+            f"spared {name(BASE)}'s two copies from user memory, {fmt_num(removed)} µs, and adds its zero-copy work, "
+            f"{fmt_num(added)} µs: {net} µs, against {gap:+.2f} µs measured between the two senders' CPU per "
+            "message (the other buckets hold the rest).")
+    if total:
+        said = ", ".join(f"{100 * parts[p] / total:.0f}% {p}" for p in stacks.DEFERRED_PARTS if parts[p])
+        text += (f" Of the deferred copy's {total} samples: {said}. The copy it defers is made again into pages "
+                 f"allocated for it, work {name(BASE)}'s copy into the socket's reused page fragments does not do.")
+    return text, f"spared {fmt_num(removed)} µs of {name(BASE)}'s copies per message, it adds {fmt_num(added)} µs of " \
+                 f"zero-copy work ({net} µs; {gap:+.2f} µs measured)"
 
 
 def why_at_size(df: pd.DataFrame, profiles: pd.DataFrame, impl: str, size: int, cost=None, loss=None,
@@ -628,9 +660,11 @@ def why_at_size(df: pd.DataFrame, profiles: pd.DataFrame, impl: str, size: int, 
         return hypothesis("why_at_size", "unknown", f"{who}: {busy}; without a profile of this size what its "
                           "sender spends the time on cannot be told.", f"a profiled run of {name(impl)} at "
                           f"{fmt_size(size)} (grid key profile)", evidence)
-    parts, sched, facts, waits_said = _sender_profile(rows, tp, impl, size, threads, f"{who}: {busy}", results_dir,
-                                                      evidence)
+    parts, sched, facts, waits_said, counts = _sender_profile(rows, tp, impl, size, threads, f"{who}: {busy}",
+                                                              results_dir, evidence)
     work = parts["zero-copy work"] if impl == ZERO_COPY else parts["copies"]
+    balance, balance_brief = (_balance(rows, point_rows(profiles, BASE, size), counts, evidence)
+                              if impl == ZERO_COPY else ("", ""))
     # the brief form: the numbers are in Q1's per-size table (sizes_table); the verdict and the waits stay
 
     def brief(verdict: str) -> str:
@@ -659,14 +693,18 @@ def why_at_size(df: pd.DataFrame, profiles: pd.DataFrame, impl: str, size: int, 
         return Explanation("why_at_size", "work", f"{facts} The larger factor is its CPU per byte ({factors.cost:.2f}x"
                            f"{least} against {factors.idle:.2f}x for the rest): it moves fewer bytes per CPU "
                            f"second, rather than mainly waiting; {what} is {work.pct()} of its sender's samples, and "
-                           f"scheduling ({SCHEDULING_WORDS}, which its CPU time counts) {sched.pct()}.", evidence,
-                           brief=brief(f"the larger factor is its CPU per byte ({factors.cost:.2f}x{least} against "
-                                       f"{factors.idle:.2f}x)"))
+                           f"scheduling ({SCHEDULING_WORDS}, which its CPU time counts) {sched.pct()}.{balance}",
+                           evidence, brief=brief(f"the larger factor is its CPU per byte ({factors.cost:.2f}x{least} "
+                                                 f"against {factors.idle:.2f}x)" + _clause(balance_brief)))
     if not split and srv == srv and srv >= NEAR_FULL and work.above(parts["waiting"]):
         return Explanation("why_at_size", "work", f"{facts} The sender is saturated and {what} is the larger part "
-                           "of its samples: at this size it pays for that work.", evidence,
-                           brief=brief(f"saturated, it pays for {what}"))
-    return _neither(impl, size, factors, evidence, facts)
+                           f"of its samples: at this size it pays for that work.{balance}", evidence,
+                           brief=brief(f"saturated, it pays for {what}" + _clause(balance_brief)))
+    return _neither(impl, size, factors, evidence, facts + balance)
+
+
+def _clause(text: str) -> str:
+    return f": {text}" if text else ""
 
 
 def _neither(impl: str, size: int, factors, evidence: dict, facts: str) -> Explanation:

@@ -182,6 +182,29 @@ def scheduling_parts(counts: dict[str, int]) -> tuple[Counter, int]:
     return found, total
 
 
+# what the deferred copy's samples do, by the frames beneath its deepest skb_copy_ubufs
+DEFERRED_PARTS = ("copying", "allocating the pages it copies into", "its own work")
+
+
+def deferred_copy_parts(counts: dict[str, int]) -> Counter:
+    """Of the samples beneath skb_copy_ubufs, how many copy (a memcpy beneath it), allocate the new pages
+    or head it copies into (alloc_pages, pskb_expand_head, any *alloc* frame beneath it) or are its own
+    (the leaf is skb_copy_ubufs itself, or anything else): DEFERRED_PARTS."""
+    found: Counter = Counter()
+    for stack, n in counts.items():
+        names = [plain(f) for f in stack.split(";")[1:]]
+        if DEFERRED_COPY not in names:
+            continue
+        below = names[len(names) - names[::-1].index(DEFERRED_COPY):]
+        if any("alloc" in f or f == "pskb_expand_head" for f in below):
+            found[DEFERRED_PARTS[1]] += n
+        elif any("memcpy" in f or f.startswith("copy_") for f in below):
+            found[DEFERRED_PARTS[0]] += n
+        else:
+            found[DEFERRED_PARTS[2]] += n
+    return found
+
+
 def what_beneath(function: str) -> str:
     """What a function of WAKES, WAITS or SWITCHES says a scheduling sample was doing."""
     if function in WAITS:
