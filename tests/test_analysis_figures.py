@@ -473,8 +473,9 @@ def test_zero_copy_saving_is_a_ratio_on_a_log_axis_framing_every_point(full):
     over A1 on a log ratio axis whose labelled ticks reach above the highest point and below the lowest."""
     df, meta = full
     fig = figures.zerocopy_completions(df, meta)
-    axis = fig.layout.yaxis3
-    ys = [y for t in fig.data if t.xaxis == "x3" for y in t.y]
+    last = len([k for k in fig.layout if k.startswith("xaxis")])  # the ratio is the last panel
+    axis = fig.layout[f"yaxis{last if last > 1 else ''}"]
+    ys = [y for t in fig.data if t.xaxis == f"x{last if last > 1 else ''}" for y in t.y]
     assert axis.type == "log" and "÷" in axis.title.text and "%" not in axis.title.text
     assert min(axis.tickvals) <= min(ys) * 1.05 and max(axis.tickvals) >= max(ys) / 1.05
 
@@ -492,3 +493,25 @@ def test_a_figure_merged_into_another_is_said_once_with_no_caption_under_it():
     at = next(i for i, s in enumerate(sources) if "cpu_time_per_byte_vs_size(" in s)
     assert "isinstance(cpu_figure, figures.Merged)" in sources[at] and "task-clock" in sources[at]
     assert cells[at + 1]["cell_type"] != "markdown" or "CPU time per byte" not in sources[at + 1]
+
+
+@pytest.mark.parametrize("varies", [False, True])
+def test_a_zero_copy_count_equal_at_every_point_is_said_in_the_title_not_drawn_flat(full, varies):
+    """Review L5: 1.00 send calls per message and 100% copied at every point were two flat panels beside the
+    one that varies; such a count is said in the title, and drawn where it varies."""
+    df, meta = full
+    df = df.copy()
+    zc = (df["impl"] == "a3") & (df["mode"] == "throughput")
+    df.loc[zc, "zc_completions_per_message"] = 1.0
+    df.loc[zc, "zc_copied_share"] = 100.0
+    df.loc[zc, "zc_not_copied_share"] = 0.0
+    if varies:
+        df.loc[zc & (df["msg_size"] == df.loc[zc, "msg_size"].max()), "zc_copied_share"] = 60.0
+        df.loc[zc & (df["msg_size"] == df.loc[zc, "msg_size"].max()), "zc_not_copied_share"] = 40.0
+    fig = figures.zerocopy_completions(df, meta)
+    panels = len([k for k in fig.layout if k.startswith("xaxis")])
+    assert "1.00 send calls per message" in fig.layout.title.text
+    assert ("100% of completions copied" in fig.layout.title.text) is not varies
+    assert panels == (2 if varies else 1)
+    assert fig.layout.yaxis.title.text == ("% copied (solid), not (dotted)" if varies else
+                                           "sender CPU per byte, A3 ÷ A1 (log scale)")

@@ -14,7 +14,7 @@ from ..analysis import METRICS, aggregate, measured
 from ..analysis.roles import BASE, COMPARED, ONE_COPY, ZERO_COPY
 from ..analysis.stats import one_receive
 from ..analysis.study import FALLEN, SIDE_CPU
-from ..fmt import IMPL_LABELS, fmt_size, impl_name
+from ..fmt import IMPL_LABELS, fmt_num, fmt_size, impl_name
 from .style import (FONT, IMPL_COLORS, FigureNote, _impl_trace, _is_spread, _log_ticks, _note_for,
                     _shared_title, _size_ticks, _style, _with_note, hover_data, hover_template, interval_bars)
 
@@ -116,43 +116,70 @@ def zerocopy_completions(df: pd.DataFrame, meta: dict):
     metrics = ["zc_completions_per_message", "zc_copied_share", "zc_not_copied_share"]
     agg = aggregate(zc, metrics, by=("impl", "threads", "msg_size"))
     saving = _sender_saving(rows)
+    # a panel whose value is the same at every point (1.00 send calls per message, 100% copied between
+    # namespaces) is said in the title instead of drawn flat (review L5: two of three panels were lines)
+    panels, constants = [], []
+    for metric, title, said in (("zc_completions_per_message", "send calls per message", "{} send calls per message"),
+                                ("zc_copied_share", "completions copied (%)", "{}% of completions copied")):
+        value = _constant(agg[metric])
+        if value is None or (saving is None and not panels and metric == "zc_copied_share"):
+            panels.append((metric, title))
+        else:
+            constants.append(said.format(fmt_num(value)))
     # short titles: three side by side ran together; what is solid or dotted, the y title says
-    titles = ["send calls per message", "completions copied (%)"]
-    if saving is not None:
-        titles.append(f"sender CPU/B ÷ {impl_name(BASE)}'s")
-    fig = make_subplots(rows=1, cols=len(titles), horizontal_spacing=0.1, subplot_titles=titles)
+    titles = [t for _, t in panels] + ([f"sender CPU/B ÷ {impl_name(BASE)}'s"] if saving is not None else [])
+    # one panel: its y title says what it is (a subplot title would sit on the configuration line)
+    fig = make_subplots(rows=1, cols=len(titles), horizontal_spacing=0.1,
+                        subplot_titles=titles if len(titles) > 1 else None)
     palette = plotly.colors.qualitative.Plotly
     for k, (threads, g) in enumerate(agg.groupby("threads")):
         g = g.sort_values("msg_size")
         label = f"{zname}, {threads} thread{'s' if threads != 1 else ''}"
         color = palette[k % len(palette)]  # one colour per thread count across the panels
-        for col, metric, dash in ((1, "zc_completions_per_message", None), (2, "zc_copied_share", None),
-                                  (2, "zc_not_copied_share", "dot")):
-            fig.add_trace(go.Scatter(x=g["msg_size"], y=g[metric], mode="lines+markers",
-                                     line=dict(dash=dash, color=color), name=label, legendgroup=str(threads),
-                                     showlegend=col == 1, customdata=hover_data(g, ZERO_COPY, metric),
-                                     hovertemplate=hover_template(metric), error_y=interval_bars(g, metric)),
-                          row=1, col=col)
+        for col, (metric, _) in enumerate(panels, start=1):
+            lines = [(metric, None)] + ([("zc_not_copied_share", "dot")] if metric == "zc_copied_share" else [])
+            for shown, dash in lines:
+                fig.add_trace(go.Scatter(x=g["msg_size"], y=g[shown], mode="lines+markers",
+                                         line=dict(dash=dash, color=color), name=label, legendgroup=str(threads),
+                                         showlegend=col == 1 and dash is None, customdata=hover_data(g, ZERO_COPY, shown),
+                                         hovertemplate=hover_template(shown), error_y=interval_bars(g, shown)),
+                              row=1, col=col)
         if saving is not None:
             s = saving[saving["threads"] == threads].sort_values("msg_size")
             fig.add_trace(go.Scatter(x=s["msg_size"], y=s["ratio"], mode="lines+markers", name=label,
-                                     line=dict(color=color), legendgroup=str(threads), showlegend=False,
+                                     line=dict(color=color), legendgroup=str(threads), showlegend=not panels,
                                      customdata=[fmt_size(v) for v in s["msg_size"]],
                                      hovertemplate=(f"<b>{label}</b>, %{{customdata}}<br>sender CPU per byte "
                                                     "÷ A1's: %{y:.3f}×<extra></extra>")),
-                          row=1, col=3)
+                          row=1, col=len(titles))
     fig.update_xaxes(**_size_ticks(agg["msg_size"], compact=True))
     _shared_title(fig, "x", "message size (bytes, log scale)")
-    # from zero: a count that is 1.0 at every point must not be stretched into 0.99999 / 1 / 1.00001
-    fig.update_yaxes(title_text="send calls covered ÷ messages", rangemode="tozero", row=1, col=1)
-    fig.update_yaxes(title_text="% copied (solid), not (dotted)", range=[0, 105], row=1, col=2)
+    for col, (metric, _) in enumerate(panels, start=1):
+        if metric == "zc_completions_per_message":
+            # from zero: a count near 1.0 everywhere must not be stretched into 0.99999 / 1 / 1.00001
+            fig.update_yaxes(title_text="send calls covered ÷ messages", rangemode="tozero", row=1, col=col)
+        else:
+            fig.update_yaxes(title_text="% copied (solid), not (dotted)", range=[0, 105], row=1, col=col)
     if saving is not None:
-        fig.add_hline(y=1.0, line_dash="dot", line_color="#555", row=1, col=3)
-        fig.update_yaxes(title_text=f"{zname} ÷ {impl_name(BASE)} (log scale)",
-                         type="log", **ratio_ticks(list(saving["ratio"]) + [1.0]), row=1, col=3)
-    fig = _style(fig, meta, f"{zname} MSG_ZEROCOPY: its server's own counts, and the sender's CPU per byte")
+        fig.add_hline(y=1.0, line_dash="dot", line_color="#555", row=1, col=len(titles))
+        fig.update_yaxes(title_text=(f"{zname} ÷ {impl_name(BASE)} (log scale)" if panels else
+                                     f"sender CPU per byte, {zname} ÷ {impl_name(BASE)} (log scale)"),
+                         type="log", **ratio_ticks(list(saving["ratio"]) + [1.0]), row=1, col=len(titles))
+    title = f"{zname} MSG_ZEROCOPY: its server's own counts, and the sender's CPU per byte"
+    if constants:
+        title += f"<br>at every point: {' and '.join(constants)}"
+    fig = _style(fig, meta, title)
     fig.update_layout(legend_title_text="thread count")
     return fig
+
+
+def _constant(values: pd.Series, tolerance: float = 1e-3):
+    """The value a metric takes at every point (within a relative tolerance), else None."""
+    values = pd.to_numeric(values, errors="coerce").dropna()
+    if values.empty:
+        return None
+    low, high = float(values.min()), float(values.max())
+    return (low + high) / 2 if high - low <= tolerance * max(abs(high), 1e-12) else None
 
 
 def _sender_saving(rows: pd.DataFrame) -> pd.DataFrame | None:
