@@ -24,7 +24,7 @@ META = {"params": {"repetitions": 3, "budget_min": 7.5},
         "sessions": [{"wall_s": 480.0, "pace": 1.08,
                       "time": {"by_kind": {"study": {"placement_s": 30.0}, "profile": {"placement_s": 2.0}}},
                       "host_load": {"other_cpu_share": 0.004, "quiet_below": 0.05}}],
-        "budget": {"budget_min": 7.5, "passes": [{"pass": 3, "points": 8}], "stopped": "every comparison is narrow enough to decide"},
+        "budget": {"budget_min": 7.5, "passes": [{"pass": 3, "points": 8}], "stopped": "stopped: every comparison is narrow enough to decide"},
         "placement": {"why": "two modes: near 62-125 ns (300 probes), apart 430-570 ns (100)", "line_ns": 232.0,
                       "apart_effect": {"pairs": 14, "ratio": 0.99, "low": 0.95, "high": 1.03, "differs": False}}}
 
@@ -37,6 +37,7 @@ def test_the_section_states_time_passes_placement_steal_and_precision():
     assert "0.99x as fast as the runs kept in their place (0.95-1.03, 14 pairs): equivalent within the margin" in text
     assert "near 62\\-125 ns" in text, "meta.json's words are escaped for Markdown"
     assert "in 0 of 6 runs" in text and "Precision" in text
+    assert "(stopped\\: every comparison is narrow enough to decide)" in text  # Markdown-escaped
 
 
 def test_each_statement_follows_its_numbers():

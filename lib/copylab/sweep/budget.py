@@ -28,6 +28,7 @@ from .. import registry
 from ..analysis.decisions import compare_values, log_values, target_half_width
 from ..analysis.levels import ASKED as ASKED_WORKING_SET, nearest_working_set
 from ..contract import WORKING_SET_DEFAULT
+from ..fmt import plural
 from ..params import Grid, shuffled_blocks
 from ..pointspec import PointSpec
 from . import estimate as est
@@ -149,8 +150,9 @@ def spend(sweep) -> None:
         planned = plan_pass(sweep.rows, sweep.grid, sweep.topology, rep, left / pace, sweep.grid.seed)
         if planned is None:
             wide = wide_comparisons(sweep.rows, sweep.grid)
-            record["stopped"] = (f"budget spent: {len(wide)} comparison(s) still wider than the target, "
-                                 f"{max(left, 0):.0f} s left" if wide else "every comparison is narrow enough to decide")
+            record["stopped"] = (f"stopped with {plural(len(wide), 'comparison')} still wider than the target and "
+                                 f"{max(left, 0):.0f} s of the budget left, too little for another pass" if wide else
+                                 "stopped: every comparison is narrow enough to decide")
             break
         for spec in planned.specs:
             sweep.specs[spec.point_id()] = spec

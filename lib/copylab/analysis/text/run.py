@@ -53,7 +53,7 @@ def _passes(facts: dict) -> str:
     elif facts["budget_min"] is not None:
         text += "; no extra pass ran"
     if facts["budget_stopped"]:
-        text += f" (the budget stopped: {md_escape(facts['budget_stopped'])})"
+        text += f" ({md_escape(facts['budget_stopped'])})"
     return text + "."
 
 
