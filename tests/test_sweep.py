@@ -575,6 +575,37 @@ def test_the_sweeps_kernel_talks_over_unix_sockets_in_a_private_folder(tmp_path)
     assert "TCP without encryption" not in (tmp_path / "kernel.log").read_text()
 
 
+def test_an_ending_signal_during_the_kernels_shutdown_waits_until_it_is_done(tmp_path):
+    """Three SIGTERMs mid-sweep once printed jupyter_client's half-done shutdown task ("Task exception was
+    never retrieved") at exit: the second came inside the shutdown's event loop. The stop now holds ending
+    signals until the kernel is gone, then delivers them."""
+    import os
+    import signal as sig
+
+    from copylab import signals
+    from copylab.sweep.kernel import WarmKernel
+
+    steps = []
+
+    class StandInManager:
+        def shutdown_kernel(self, now=False):
+            os.kill(os.getpid(), sig.SIGTERM)  # arrives mid-shutdown
+            time.sleep(0.05)
+            steps.append("shut down")
+
+    kernel = WarmKernel(cwd=tmp_path, log_path=tmp_path / "kernel.log")
+    kernel.km = StandInManager()
+    old = sig.getsignal(sig.SIGTERM)
+    signals.unwind_on_ending()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            kernel.stop()
+            steps.append("after stop")
+    finally:
+        sig.signal(sig.SIGTERM, old)
+    assert steps == ["shut down"] and kernel.km is None  # finished, then the signal took effect
+
+
 # ------------------------------------------------------------------------------------------------
 # a sweep or a report that cannot start leaves nothing half made
 

@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import signals
 from ..errors import ErrorKind
 
 POLL_S = 0.2
@@ -99,7 +100,14 @@ class WarmKernel:
         return getattr(getattr(provisioner, "process", None), "pid", None)
 
     def stop(self) -> None:
-        """Kill the kernel now (no graceful shutdown request: it may not answer)."""
+        """Kill the kernel now (no graceful shutdown request: it may not answer). Ending signals wait
+        until it is done: a second SIGTERM inside jupyter_client's event loop left its shutdown task
+        half done, and asyncio printed the task's traceback at exit ("Task exception was never
+        retrieved", seen with three SIGTERMs under a loaded make test)."""
+        with signals.held():
+            self._stop()
+
+    def _stop(self) -> None:
         if self.kc is not None:
             with contextlib.suppress(Exception):
                 self.kc.stop_channels()
