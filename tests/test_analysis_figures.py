@@ -307,8 +307,9 @@ def _plot_area(fig) -> tuple[float, float]:
 
 
 def _text_px(text: str, size: float) -> float:
-    """A one-line label's width: 0.48 em per character, as kaleido draws this font (tags left out)."""
-    return 0.48 * size * len(re.sub(r"<[^>]+>", "", text))
+    """A label's width: 0.48 em per character of its longest line, as kaleido draws this font (tags
+    left out, <br> a line break)."""
+    return 0.48 * size * max(len(re.sub(r"<[^>]+>", "", line)) for line in re.split(r"<br\s*/?>", text))
 
 
 @pytest.mark.parametrize("name, make", EVERY, ids=[n for n, _ in EVERY])

@@ -463,6 +463,12 @@ class Factors:
         far = self.high if self.high == self.high else self.cost
         return self.idle > 1 + CLEAR_GAP and self.idle > far * (1 + CLEAR_GAP)
 
+    def record(self, evidence: dict) -> str:
+        """Into a rule's evidence (Q1's per-size table reads it); its text."""
+        evidence.update(cost_vs_base=self.cost, cost_interval=[self.low, self.high], cost_decision=self.verdict,
+                        busy_factor_vs_base=self.idle, base_busy=self.base_busy)
+        return self.text
+
     def cost_text(self) -> str:
         if self.low != self.low:
             return f"{self.cost:.2f}x"
@@ -673,10 +679,7 @@ def why_at_size(df: pd.DataFrame, profiles: pd.DataFrame, impl: str, size: int, 
     factors = _against_base(tp, at, impl, size, threads, cost, loss)
     split = factors is not None
     if split:
-        evidence.update(cost_vs_base=factors.cost, cost_interval=[factors.low, factors.high],
-                        cost_decision=factors.verdict, busy_factor_vs_base=factors.idle,
-                        base_busy=factors.base_busy)
-        facts += factors.text
+        facts += factors.record(evidence)
     if srv == srv and cli == cli and cli >= NEAR_FULL and cli - srv >= CLEAR_GAP:
         return Explanation("why_at_size", "receiver", f"{facts} The receiver bounds it: its CPU is saturated and "
                            "the sender's is not.", evidence, brief=brief("the receiver bounds it"))

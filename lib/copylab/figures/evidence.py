@@ -116,16 +116,7 @@ def zerocopy_completions(df: pd.DataFrame, meta: dict):
     metrics = ["zc_completions_per_message", "zc_copied_share", "zc_not_copied_share"]
     agg = aggregate(zc, metrics, by=("impl", "threads", "msg_size"))
     saving = _sender_saving(rows)
-    # a panel whose value is the same at every point (1.00 send calls per message, 100% copied between
-    # namespaces) is said in the title instead of drawn flat (review L5: two of three panels were lines)
-    panels, constants = [], []
-    for metric, title, said in (("zc_completions_per_message", "send calls per message", "{} send calls per message"),
-                                ("zc_copied_share", "completions copied (%)", "{}% of completions copied")):
-        value = _constant(agg[metric])
-        if value is None or (saving is None and not panels and metric == "zc_copied_share"):
-            panels.append((metric, title))
-        else:
-            constants.append(said.format(fmt_num(value)))
+    panels, constants = _count_panels(agg, saving is not None)
     # short titles: three side by side ran together; what is solid or dotted, the y title says
     titles = [t for _, t in panels] + ([f"sender CPU/B ÷ {impl_name(BASE)}'s"] if saving is not None else [])
     # one panel: its y title says what it is (a subplot title would sit on the configuration line)
@@ -154,6 +145,32 @@ def zerocopy_completions(df: pd.DataFrame, meta: dict):
                           row=1, col=len(titles))
     fig.update_xaxes(**_size_ticks(agg["msg_size"], compact=True))
     _shared_title(fig, "x", "message size (bytes, log scale)")
+    _count_axes(fig, panels, saving, zname)
+    title = f"{zname} MSG_ZEROCOPY: its server's own counts, and the sender's CPU per byte"
+    if constants:
+        title += f"<br>at every point: {' and '.join(constants)}"
+    fig = _style(fig, meta, title)
+    fig.update_layout(legend_title_text="thread count")
+    return fig
+
+
+def _count_panels(agg: pd.DataFrame, with_saving: bool) -> tuple[list, list]:
+    """([(metric, panel title)] to draw, [words of the counts equal at every point]): such a count (1.00
+    send calls per message, 100% copied between namespaces) is said in the title instead of drawn flat
+    (review L5: two of three panels were lines); one panel stays when nothing else would be drawn."""
+    panels, constants = [], []
+    for metric, title, said in (("zc_completions_per_message", "send calls per message", "{} send calls per message"),
+                                ("zc_copied_share", "completions copied (%)", "{}% of completions copied")):
+        value = _constant(agg[metric])
+        if value is None or (not with_saving and not panels and metric == "zc_copied_share"):
+            panels.append((metric, title))
+        else:
+            constants.append(said.format(fmt_num(value)))
+    return panels, constants
+
+
+def _count_axes(fig: go.Figure, panels: list, saving, zname: str) -> None:
+    """The y axes of zerocopy_completions' panels; the saving, when drawn, is the last."""
     for col, (metric, _) in enumerate(panels, start=1):
         if metric == "zc_completions_per_message":
             # from zero: a count near 1.0 everywhere must not be stretched into 0.99999 / 1 / 1.00001
@@ -161,16 +178,11 @@ def zerocopy_completions(df: pd.DataFrame, meta: dict):
         else:
             fig.update_yaxes(title_text="% copied (solid), not (dotted)", range=[0, 105], row=1, col=col)
     if saving is not None:
-        fig.add_hline(y=1.0, line_dash="dot", line_color="#555", row=1, col=len(titles))
+        last = len(panels) + 1
+        fig.add_hline(y=1.0, line_dash="dot", line_color="#555", row=1, col=last)
         fig.update_yaxes(title_text=(f"{zname} ÷ {impl_name(BASE)} (log scale)" if panels else
                                      f"sender CPU per byte, {zname} ÷ {impl_name(BASE)} (log scale)"),
-                         type="log", **ratio_ticks(list(saving["ratio"]) + [1.0]), row=1, col=len(titles))
-    title = f"{zname} MSG_ZEROCOPY: its server's own counts, and the sender's CPU per byte"
-    if constants:
-        title += f"<br>at every point: {' and '.join(constants)}"
-    fig = _style(fig, meta, title)
-    fig.update_layout(legend_title_text="thread count")
-    return fig
+                         type="log", **ratio_ticks(list(saving["ratio"]) + [1.0]), row=1, col=last)
 
 
 def _constant(values: pd.Series, tolerance: float = 1e-3):
