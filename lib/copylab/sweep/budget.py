@@ -165,5 +165,5 @@ def spend(sweep) -> None:
         sweep.meta.update(budget=record)
         sweep.measure([s.point_id() for s in planned.specs])
         rep += 1
-    sweep.log(f"budget: stopped: {record['stopped']}")
+    sweep.log(f"budget: {record['stopped']}")
     sweep.meta.update(budget=record)
