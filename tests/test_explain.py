@@ -209,6 +209,8 @@ def test_q2s_pmu_free_evidence_is_the_copy_cost_following_the_working_set(at_64k
     assert "1 KiB 0.0350 ns/B (working set 256 KiB, within L2" in found.text
     assert "4 KiB 0.0700 ns/B (working set 1 MiB, filling L2" in found.text
     assert found.hypothesis and found.evidence["follows"] is follows
+    # either way the text cites these runs' shares: the profile section's table says "Q2" beside them
+    assert found.verdict == ("follows" if follows else "does_not_follow")
     assert ("from 1 KiB on (below it the cost per byte falls with size" in found.text) is follows, found.text
     assert ("Confounds: message size and working set grow together" in found.text) is follows
     assert ("do not follow the working set" in found.text) is not follows

@@ -761,7 +761,7 @@ def copy_by_working_set(profiles: pd.DataFrame, meta: dict) -> Explanation | Non
     facts = (f"Without a PMU, the profile gives {name(BASE)}'s two copies (its memcpy and the kernel's copy from "
              f"user memory) in ns of its sender's CPU per byte, by message size: {listed}.")
     if not follows:
-        return hypothesis("copy_by_working_set", "unknown", "these costs do not follow the working set: no cache "
+        return hypothesis("copy_by_working_set", "does_not_follow", "these costs do not follow the working set: no cache "
                           "level's residency shows in them.", f"`copylab sweep {CACHE_GRID} --report`", evidence,
                           facts=facts)
     first, last = tail[0], tail[-1]
