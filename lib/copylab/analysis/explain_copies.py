@@ -555,11 +555,12 @@ def _sender_stacks(rows: pd.DataFrame, results_dir) -> dict[str, int]:
 
 
 def _dominant(counter, total: int):
-    """(the entry, its count) holding more than MOST of total samples, or None."""
+    """(the entry, its count) holding more than MOST of total samples beyond the sampling error (the
+    Wilson interval's low end, as for the deferred copy's site), or None: 1 sample of 1 names nothing."""
     if not counter or total <= 0:
         return None
     top, n = counter.most_common(1)[0]
-    return (top, n) if n > MOST * total else None
+    return (top, n) if wilson(n / total, total)[0] > MOST else None
 
 
 def _waits(counts: dict[str, int], impl: str, evidence: dict) -> str:
@@ -575,8 +576,9 @@ def _waits(counts: dict[str, int], impl: str, evidence: dict) -> str:
         return ""
     top, n = found
     evidence.update(sender_waits=dict(waits), sender_scheduler_samples=total)
-    return (f" Of its sender program's {total} samples in the scheduler, {n} sleep beneath {top}: hypothesis: it "
-            f"waits for {stacks.WAITS[top]}.")
+    # what the function is for is a fact of the kernel's source, not a hypothesis (review-fresh3 L2)
+    return f" Of its sender program's {total} samples in the scheduler, {n} sleep beneath {top}, waiting for " \
+           f"{stacks.WAITS[top]}."
 
 
 def _scheduling(counts: dict[str, int], evidence: dict) -> str:
