@@ -516,3 +516,20 @@ def test_a_zero_copy_count_equal_at_every_point_is_said_in_the_title_not_drawn_f
     assert panels == (2 if varies else 1)
     assert fig.layout.yaxis.title.text == ("% copied (solid), not (dotted)" if varies else
                                            "sender CPU per byte, A3 ÷ A1 (log scale)")
+
+
+def test_a_linear_panel_ends_at_a_labelled_tick_above_its_highest_value(full):
+    """The fresh report's 16 KiB scaling panel: plotly's range ended at 13.5 under a top label of 10, the
+    11-13 Gbit/s lines above the last label. Every linear panel now runs from 0 to a labelled tick at or
+    above its highest point (its runs' dots included)."""
+    from copylab.figures.style import _linear_ticks
+    df, meta = full
+    fig = figures.throughput_vs_threads(df, meta)
+    linear = [k for k in fig.layout if k.startswith("yaxis") and fig.layout[k].type != "log" and fig.layout[k].dtick]
+    assert linear, "no linear panel in the synthetic sweep: the test would check nothing"
+    for key in linear:
+        axis, ref = fig.layout[key], "y" + key[5:]
+        ys = [y for t in fig.data if (t.yaxis or "y") == ref for y in t.y if y == y]
+        top = axis.range[1] / 1.02
+        assert top >= max(ys) and abs(top / axis.dtick - round(top / axis.dtick)) < 1e-6, (key, top, max(ys))
+    assert _linear_ticks([13.2])["range"][1] / 1.02 == pytest.approx(15.0)  # the review's panel: label 15

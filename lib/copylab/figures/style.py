@@ -164,6 +164,21 @@ def _log_ticks(values) -> dict:
                 range=[math.log10(ticks[0]) - pad, math.log10(ticks[-1]) + pad])
 
 
+def _linear_ticks(values, most: int = 6) -> dict:
+    """A linear axis from zero to the first labelled tick at or above the highest value (plotly's own range
+    ended at 13.5 under a top label of 10, leaving the 11-13 Gbit/s lines unread), in 1-2-5 steps giving
+    at most `most` labels."""
+    v = pd.Series(values).dropna()
+    v = v[v > 0]
+    if v.empty:
+        return dict(rangemode="tozero")
+    high = float(v.max())
+    step = next(m * 10.0 ** k for k in range(math.floor(math.log10(high / most)), math.ceil(math.log10(high)) + 2)
+                for m in (1, 2, 5) if m * 10.0 ** k * most >= high)
+    top = math.ceil(high / step - 1e-9) * step
+    return dict(tick0=0, dtick=step, range=[0, top * 1.02])
+
+
 def _tick_label(t: float) -> str:
     t = float(f"{t:.3g}")
     return f"{int(t):,}" if t >= 1 else f"{t:g}"
@@ -182,11 +197,17 @@ def _shared_title(fig: go.Figure, axis: str, text: str, y: float = 0.5) -> None:
                            showarrow=False, font=dict(size=FONT["base"]))
 
 
+# a reference program's points: a larger hollow diamond, so one measured where the study's paths sit
+# (sockperf's single 1-thread point among A1-A3's at 70-90 µs) still shows around their markers
+PEER_MARKER = dict(symbol="diamond-open", size=11, line=dict(width=2))
+
+
 def _impl_trace(g: pd.DataFrame, impl: str, x: str, metric: str, show_legend: bool) -> go.Scatter:
     return go.Scatter(
         x=g[x], y=g[metric], mode="lines+markers", name=IMPL_LABELS.get(impl, impl),
         legendgroup=impl, showlegend=show_legend,
         line=dict(color=IMPL_COLORS.get(impl), dash=PEER_DASH.get(impl, "solid")),
+        marker=PEER_MARKER if impl in PEER_DASH else None,
         error_y=interval_bars(g, metric),
         customdata=hover_data(g, impl, metric), hovertemplate=hover_template(metric),
     )
@@ -336,7 +357,7 @@ def _grid(df: pd.DataFrame, meta: dict, mode: str, metrics: list[str], x: str, f
                 if (metric, fv) in log_panels:  # ticks around the runs' dots too, not only the means
                     fig.update_yaxes(type="log", **_log_ticks(pd.concat([panel[metric], runs[metric]])), row=r, col=c)
                 else:
-                    fig.update_yaxes(nticks=6, rangemode="tozero", row=r, col=c)
+                    fig.update_yaxes(**_linear_ticks(pd.concat([panel[metric], runs[metric]])), row=r, col=c)
         if m_i + 1 in log_rows:
             fig.update_yaxes(type="log", **_log_ticks(pd.concat([agg[metric], data[metric]])),
                              row=m_i + 1)
