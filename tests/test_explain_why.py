@@ -514,3 +514,17 @@ def test_the_zero_copy_senders_loss_is_balanced_per_message_against_the_copies_i
     alone = explain_copies.why_at_size(df, ev.with_passes(runs[:1], df), "a3", size, cost=cost, loss=loss,
                                        results_dir=tmp_path)
     assert "Balance per message" not in alone.text and "balance_us_per_message" not in alone.evidence
+
+
+def test_q1_refers_only_the_profiled_size_to_the_profile_section():
+    """Review-fresh3 L3: Q1 sent every size's 'what the zero-copy sender pays' to the profile section,
+    which gives 64 KiB only; the other sizes' numbers are in Q1's table, and the line says so."""
+    from types import SimpleNamespace
+    from copylab.analysis.text import q1
+    at = {s: explain.Explanation("why_at_size", "work", "t", {"msg_size": s, "us_per_message": {"zerocopy_pin": 1.0}})
+          for s in (64, 65536)}
+    study = SimpleNamespace(explanations={"zero_copy_cost": explain.Explanation(
+        "zero_copy_cost", "deferred_copy", "t", {"msg_size": 65536})})
+    assert q1._elsewhere(study, [at[64], at[65536]]) == (
+        "64 KiB in full there; the other sizes' pinning and deferred copy per message in the table above")
+    assert q1._elsewhere(study, [at[65536]]) == ""  # one size, the section's own: nothing to add

@@ -33,8 +33,19 @@ def answer(study: Study) -> dict:
     per_size = _per_size(study, numbers)
     cited = per_size + [study.explanations[k] for k in IN_PROFILE if k in study.explanations]
     text = " ".join(p for p in [q1_text(numbers, best, study), *per_size_text(per_size),
-                                refer_back(study, IN_PROFILE)] if p)
+                                refer_back(study, IN_PROFILE, elsewhere=_elsewhere(study, per_size))] if p)
     return {**numbers, "explanations": [e.public() for e in cited], "text": text}
+
+
+def _elsewhere(study: Study, per_size: list) -> str:
+    """The profile section gives one size in full (review-fresh3 L3: the refer-back sent every size
+    there): the others' pinning and deferred copy per message are in Q1's table."""
+    shown = (study.explanations.get("zero_copy_cost") or None)
+    at = (shown.evidence or {}).get("msg_size") if shown is not None else None
+    others = [e for e in per_size if e.evidence.get("msg_size") != at and e.evidence.get("us_per_message")]
+    if at is None or len(per_size) < 2 or not others:
+        return ""
+    return f"{fmt_size(at)} in full there; the other sizes' pinning and deferred copy per message in the table above"
 
 
 def per_size_text(per_size: list) -> list[str]:

@@ -189,8 +189,9 @@ def and_sizes(sizes) -> str:
     return said[0] if len(said) == 1 else ", ".join(said[:-1]) + " and " + said[-1]
 
 
-def refer_back(study, rules, section: str = PROFILE_SECTION) -> str:
-    """One line pointing at the section that gave these explanations in full, with each one's verdict."""
+def refer_back(study, rules, section: str = PROFILE_SECTION, elsewhere: str = "") -> str:
+    """One line pointing at the section that gave these explanations in full, with each one's verdict;
+    elsewhere: where the verdicts at other sizes than that section's rest (the section gives one size)."""
     found = [study.explanations[r] for r in rules if r in study.explanations]
     found = [e for e in found if e.verdict != "unknown"]
     if not found:
@@ -198,4 +199,5 @@ def refer_back(study, rules, section: str = PROFILE_SECTION) -> str:
     said = [SHORT[e.rule].format(zc=name(ZERO_COPY), one=name(ONE_COPY),
                                  verdict=_verdict_words(study, e) + only_at(study, (e.evidence or {}).get("threads")))
             for e in found]
-    return f"{said[0][0].upper() + said[0][1:]}" + "".join(f"; {x}" for x in said[1:]) + f": see \"{section}\"."
+    return (f"{said[0][0].upper() + said[0][1:]}" + "".join(f"; {x}" for x in said[1:]) + f": see \"{section}\""
+            + (f" ({elsewhere})" if elsewhere else "") + ".")
