@@ -21,7 +21,7 @@ import pandas as pd
 
 from ..fmt import fmt_num, fmt_size, plural
 from .patterns import per_byte_change
-from .profiles import cpu_seconds
+from .profiles import SIDES, cpu_seconds
 from .roles import BASE as BASE_IMPL, name, native
 
 NEAR_FULL = 0.95      # a CPU busy at least this share of the window is saturated
@@ -208,14 +208,17 @@ def wakeup_regime(row: pd.Series, who: str | None = None) -> Explanation:
 
 
 def thread_effect(lo_rows: pd.DataFrame, hi_rows: pd.DataFrame, who: str, outcome: str, lo: int, hi: int,
-                  llc: tuple[str, int] | None = None, standing: bool = True) -> Explanation:
+                  llc: tuple[str, int] | None = None, standing: bool = True,
+                  states: tuple[Explanation, str] | None = None) -> Explanation:
     """Why a decided thread effect (outcome win or loss, hi threads against lo) happened, from the pinned
-    CPUs' busy shares and the context switches per MB at both thread counts: a sender that waited at lo
-    and is busy at hi was filled by the extra connections; a side already saturated at lo cannot give
-    more, so the loss is what each byte costs it more (_saturated_loss says whether switching carries
-    that). Anything else is a hypothesis with the numbers. llc: (name, bytes) of the host's last-level cache.
-    standing False: the decision does not survive Holm's correction, so the effect is worded as a difference
-    (a rise, a fall), never as a decided win or loss."""
+    CPUs' busy shares and the context switches per MB at both thread counts: where no CPU was saturated at
+    lo (the bounding side had room), a side that waited at lo and is busy at hi was filled by the extra
+    connections; a side already saturated at lo cannot give more time, so a win is what each byte costs it
+    less (_saturated_win) and a loss what each byte costs it more (_saturated_loss says whether switching
+    carries that). Anything else is a hypothesis with the numbers. llc: (name, bytes) of the host's
+    last-level cache. standing False: the decision does not survive Holm's correction, so the effect is
+    worded as a difference (a rise, a fall), never as a decided win or loss. states: the explanation of the
+    cell's runs moving work between the sides (the Study's states_...) and where it is said in full."""
     busy = {(side, n): mean_of(rows, f"{side}_cpu_busy") for side in ("srv", "cli")
             for n, rows in ((lo, lo_rows), (hi, hi_rows))}
     cs = {n: mean_of(rows, "context_switches_per_mb") for n, rows in ((lo, lo_rows), (hi, hi_rows))}
@@ -227,17 +230,65 @@ def thread_effect(lo_rows: pd.DataFrame, hi_rows: pd.DataFrame, who: str, outcom
              f"{pct(busy[('srv', hi)])} with {hi}, the receiver's {pct(busy[('cli', lo)])} and {pct(busy[('cli', hi)])}"
              + (f"; context switches per MB {fmt_num(cs[lo])} and {fmt_num(cs[hi])}" if cs[lo] == cs[lo] and cs[hi] == cs[hi]
                 else "") + ".")
+    saturated = max(busy[("srv", lo)], busy[("cli", lo)]) >= NEAR_FULL
     for side, words in (("srv", "sender"), ("cli", "receiver")):
         rise = busy[(side, hi)] - busy[(side, lo)]
-        if outcome == "win" and busy[(side, lo)] < NEAR_FULL and rise >= CLEAR_GAP:
+        if outcome == "win" and not saturated and rise >= CLEAR_GAP:
             return Explanation("thread_effect", f"filled_{words}", f"{facts} More connections fill the time the "
                                f"{words} spent waiting at {lo}: its CPU had room, and the extra connections use it.",
                                evidence)
-    if outcome == "loss" and max(busy[("srv", lo)], busy[("cli", lo)]) >= NEAR_FULL:
+    if outcome == "win" and saturated:
+        return _saturated_win(lo_rows, hi_rows, lo, hi, busy, evidence, facts, states)
+    if outcome == "loss" and saturated:
         return _saturated_loss(lo_rows, hi_rows, lo, hi, busy, cs, evidence, facts, llc,
                                "loss" if standing else "fall")
     return hypothesis("thread_effect", "mixed", "the busy shares do not show where the change comes from.",
                       "the wake-up latency (perf sched latency) at both thread counts", evidence, facts=facts)
+
+
+def _saturated_win(lo_rows: pd.DataFrame, hi_rows: pd.DataFrame, lo: int, hi: int, busy: dict, evidence: dict,
+                   facts: str, states: tuple[Explanation, str] | None) -> Explanation:
+    """A win with a CPU saturated at lo: room on the other side cannot move more by itself, so the saturated
+    side's CPU per byte must have fallen. Where the other side's rose by about as much (changes_sides), the
+    same work changed sides: said with both sides' numbers, and as the hypothesis the cell's states
+    explanation (states: it, and where it is said in full) refers to, not repeated; else the fall on its own."""
+    side, words = max((("srv", "sender"), ("cli", "receiver")), key=lambda s: busy[(s[0], lo)])
+    other, other_words = ("cli", "receiver") if side == "srv" else ("srv", "sender")
+    cpu = {s: {n: mean_of(rows, f"{s}_cpu_ns_per_byte") for n, rows in ((lo, lo_rows), (hi, hi_rows))}
+           for s in (side, other)}
+    evidence.update(saturated=words, cpu_ns_per_byte={SIDES[s]: v for s, v in cpu.items()})
+    saved, shifted = cpu[side][lo] - cpu[side][hi], cpu[other][hi] - cpu[other][lo]
+    if not saved > 0:
+        return hypothesis("thread_effect", "saturated", f"a CPU was already saturated with {lo}, yet the {words}'s CPU "
+                          "per byte does not show the rise" + (f" ({fmt_num(cpu[side][lo])} and {fmt_num(cpu[side][hi])} "
+                                                               "ns)" if cpu[side][lo] == cpu[side][lo] else "") + ".",
+                          "the per-side task-clock at both thread counts", evidence, facts=facts)
+    said = {s: f"{fmt_num(cpu[s][lo])} → {fmt_num(cpu[s][hi])} ns/B" + (", means of the runs" if s == side else "")
+            + per_byte_interval(lo_rows, hi_rows, f"{s}_cpu_ns_per_byte", lo, hi, evidence,
+                                key=f"{SIDES[s]}_cpu_per_byte_ratio") for s in (side, other)}
+    fall = (f"{facts} The {words}'s CPU was saturated with {lo}, so room on the {other_words}'s CPU could not by "
+            f"itself move more: the {words} spends less per byte with {hi} ({said[side]})")
+    totals = (cpu[side][lo] + cpu[other][lo], cpu[side][hi] + cpu[other][hi])
+    if not changes_sides(saved, shifted, totals):
+        return hypothesis("thread_effect", "cheaper_per_byte", f"what the {words} is spared per byte with more "
+                          "connections cannot be told from the counters.", f"profiles at {lo} and {hi} threads: their "
+                          f"folded stacks say where the {words}'s time per byte goes", evidence, facts=f"{fall}.")
+    facts = (f"{fall}, while the {other_words} spends more ({said[other]}); together {fmt_num(totals[0])} and "
+             f"{fmt_num(totals[1])} ns/B.")
+    if states is not None:
+        found, where = states
+        return hypothesis("thread_effect", "work_changes_sides", f"the same work changes sides with more connections, "
+                          f"from the {words}'s CPU to the {other_words}'s, as said in full for this cell's runs in "
+                          f"{where}.", found.decide_by, evidence, facts=facts)
+    return hypothesis("thread_effect", "work_changes_sides", f"the same work changes sides with more connections, from "
+                      f"the {words}'s CPU to the {other_words}'s.", f"profiles at {lo} and {hi} threads: their folded "
+                      "stacks say on which side the work runs", evidence, facts=facts)
+
+
+def changes_sides(saved: float, shifted: float, totals: tuple[float, float]) -> bool:
+    """One side's CPU per byte falls by saved where the other's rises by shifted, the two within CLEAR_GAP of the
+    larger total of both sides: the same work, done on the other side."""
+    return saved > 0 and shifted > 0 and abs(shifted - saved) <= CLEAR_GAP * max(totals)
 
 
 def _saturated_loss(lo_rows: pd.DataFrame, hi_rows: pd.DataFrame, lo: int, hi: int, busy: dict, cs: dict,
@@ -286,14 +337,14 @@ def _saturated_loss(lo_rows: pd.DataFrame, hi_rows: pd.DataFrame, lo: int, hi: i
 
 
 def per_byte_interval(lo_rows: pd.DataFrame, hi_rows: pd.DataFrame, column: str, lo: int, hi: int,
-                      evidence: dict) -> str:
+                      evidence: dict, key: str = "cpu_per_byte_ratio") -> str:
     """'; 1.18×, 95% interval 1.02–1.37, higher before any correction' (or ': undecided'): hi's CPU per byte
     against lo's (patterns.per_byte_change); a comparison in none of the report's corrected families, so said
     with its interval and never more. '' with fewer than two runs on a side."""
     d = per_byte_change(lo_rows, hi_rows, column, lo, hi)
     if d is None:
         return ""
-    evidence["cpu_per_byte_ratio"] = [d.ratio, d.low, d.high]
+    evidence[key] = [d.ratio, d.low, d.high]
     reading = ("higher before any correction" if d.low > 1 else "lower before any correction" if d.high < 1
                else "undecided")
     return f"; {fmt_num(d.ratio)}×, 95% interval {fmt_num(d.low)}–{fmt_num(d.high)}, {reading}"
@@ -340,7 +391,7 @@ def two_states(t, zero_copy: bool = False) -> Explanation:
     where = (f"profiles of {name(t.impl)} at {fmt_size(t.size)} at {_threads(t.both_at)} (one per state): their "
              "folded stacks say on which side " + ("the deferred copy (skb_copy_ubufs)" if zero_copy else
                                                    "the receive processing (softirq)") + " runs")
-    if shifted > 0 and saved > 0 and abs(shifted - saved) <= CLEAR_GAP * max(totals):
+    if changes_sides(saved, shifted, totals):
         work = ("the deferred copy runs in the receiver's context (the socket's backlog, processed in its recv) "
                 "instead of the sender's sendmsg" if zero_copy else
                 "the receive processing runs on the receiver's CPU instead of the sender's")
