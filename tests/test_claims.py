@@ -120,7 +120,9 @@ def test_a_size_without_a_profile_is_a_hypothesis():
 @pytest.mark.parametrize("outcome, lo_busy, hi_busy, verdict", [
     # the issue's Q3: A3 2.39x from 1 to 8 threads at 64 B, its sender's busy share 59% -> 97%
     ("win", (0.59, 0.80), (0.97, 0.90), "filled_sender"),
-    ("win", (0.96, 0.97), (0.97, 0.98), "mixed"),
+    # both saturated with 1 and the CPU per byte the same with 8: nothing shows where more came from
+    ("win", (0.96, 0.97), (0.97, 0.98), "saturated"),
+    ("win", (0.70, 0.75), (0.72, 0.74), "mixed"),
 ])
 def test_each_decided_thread_effect_is_explained(outcome, lo_busy, hi_busy, verdict):
     lo = ev.frame([ev.measured_row("a3", 64, threads=1, rep=r, busy=lo_busy) for r in range(3)])
@@ -128,7 +130,65 @@ def test_each_decided_thread_effect_is_explained(outcome, lo_busy, hi_busy, verd
     found = explain.thread_effect(lo, hi, "A3 at 64 B", outcome, 1, 8)
     assert found.verdict == verdict, found.text
     assert f"busy {explain.pct(lo_busy[0])} of the window with 1 and {explain.pct(hi_busy[0])} with 8" in found.text
-    assert found.hypothesis is (verdict == "mixed")
+    assert found.hypothesis is (verdict != "filled_sender")
+
+
+def saturated_win_rows(threads: int, gbps: float, busy: tuple, ns_per_byte: tuple):
+    """Three throughput runs of A3 at 64 KiB whose sides spend ns_per_byte = (sender, receiver) of CPU (task-clock)
+    per byte, a few percent apart."""
+    rows = []
+    for r, wobble in enumerate((0.97, 1.0, 1.03)):
+        moved = gbps * wobble * 1e9 / 8
+        rows.append(ev.measured_row("a3", 65536, threads=threads, rep=r, gbps=gbps * wobble, busy=busy,
+                                    srv_task_clock_ms=ns_per_byte[0] * moved / 1e6,
+                                    cli_task_clock_ms=ns_per_byte[1] * (2 - wobble) * moved / 1e6))
+    return ev.frame(rows)
+
+
+@pytest.mark.parametrize("hi_receiver, verdict", [
+    # review-fresh4 G4, the fresh report's A3 at 64 KiB: 1.31x from 1 to 8 threads, the sender 97% busy with 1 and
+    # 0.423 -> 0.257 ns/B, the receiver 51% -> 100% busy and 0.171 -> 0.318 ns/B: the work changes sides
+    (0.318, "work_changes_sides"),
+    # the same saturated sender spending less per byte, the receiver not taking it over
+    (0.171, "cheaper_per_byte"),
+])
+def test_a_win_with_a_saturated_side_is_never_said_to_fill_the_other(hi_receiver, verdict):
+    """SYNTHETIC (review-fresh4 G4): with the sender saturated at 1 thread, room on the receiver cannot move more
+    by itself, however much busier the receiver gets: the rise is the sender's CPU per byte falling, said with
+    both sides' numbers, and where the receiver's rises as much, the work changing sides as the hypothesis, said
+    by reference to the profile section's account of the cell's runs (its decide_by), not repeated."""
+    lo = saturated_win_rows(1, 17.6, (0.97, 0.51), (0.423, 0.171))
+    hi = saturated_win_rows(8, 23.0, (0.80, 1.00), (0.257, hi_receiver))
+    states = explain.hypothesis("two_states", "work_moves", "the deferred copy changes sides.",
+                                "profiles of A3 at 64 KiB at 2 and 4 threads (one per state)", {})
+    found = explain.thread_effect(lo, hi, "A3 at 64 KiB", "win", 1, 8, standing=False,
+                                  states=(states, '"Where the CPU goes, measured"'))
+    assert found.verdict == verdict and found.hypothesis, found.text
+    assert "fill the time" not in found.text and "had room" not in found.text
+    facts, _, claim = found.text.partition(explain.HYPOTHESIS_HEAD)
+    assert "The sender's CPU was saturated with 1, so room on the receiver's CPU could not by itself move more" in facts
+    assert "the sender spends less per byte with 8 (0.423 → 0.257 ns/B, means of the runs; 0.60" in facts
+    assert "lower before any correction" in facts
+    if verdict == "work_changes_sides":
+        assert "while the receiver spends more (0.171 → 0.318 ns/B; 1.8" in facts
+        assert "together 0.594 and 0.575 ns/B" in facts
+        assert claim.startswith(" the same work changes sides with more connections, from the sender's CPU to the "
+                                "receiver's, as said in full for this cell's runs in \"Where the CPU goes, measured\"")
+        assert found.decide_by == states.decide_by and "deferred copy" not in found.text
+        alone = explain.thread_effect(lo, hi, "A3 at 64 KiB", "win", 1, 8)  # no account of the runs to refer to
+        assert alone.verdict == verdict and "folded stacks say on which side the work runs" in alone.decide_by
+    else:
+        assert "spends more" not in facts and "cannot be told from the counters" in claim
+
+
+def test_q3_refers_a_thread_effect_to_the_profile_sections_account_of_its_runs():
+    """q3 hands thread_effect the Study's explanation of the cell's runs (two states, or a trade of CPU per byte)
+    with the section that says it in full; none for a cell without one."""
+    from types import SimpleNamespace
+    trade = explain.hypothesis("side_trade", "work_moves", "work moves.", "a profile at 8 threads", {})
+    study = SimpleNamespace(explanations={"states_trade_a3_65536": trade})
+    assert q3._states(study, "a3", 65536) == (trade, f'"{words.PROFILE_SECTION}"')
+    assert q3._states(study, "a3", 64) is None
 
 
 @pytest.mark.parametrize("hi_switches, verdict", [

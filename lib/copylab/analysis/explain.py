@@ -21,6 +21,7 @@ import pandas as pd
 
 from ..fmt import fmt_num, fmt_size, plural
 from .patterns import per_byte_change
+from .profiles import SIDES, cpu_seconds
 from .roles import BASE as BASE_IMPL, name, native
 
 NEAR_FULL = 0.95      # a CPU busy at least this share of the window is saturated
@@ -207,14 +208,17 @@ def wakeup_regime(row: pd.Series, who: str | None = None) -> Explanation:
 
 
 def thread_effect(lo_rows: pd.DataFrame, hi_rows: pd.DataFrame, who: str, outcome: str, lo: int, hi: int,
-                  llc: tuple[str, int] | None = None, standing: bool = True) -> Explanation:
+                  llc: tuple[str, int] | None = None, standing: bool = True,
+                  states: tuple[Explanation, str] | None = None) -> Explanation:
     """Why a decided thread effect (outcome win or loss, hi threads against lo) happened, from the pinned
-    CPUs' busy shares and the context switches per MB at both thread counts: a sender that waited at lo
-    and is busy at hi was filled by the extra connections; a side already saturated at lo cannot give
-    more, so the loss is what each byte costs it more (_saturated_loss says whether switching carries
-    that). Anything else is a hypothesis with the numbers. llc: (name, bytes) of the host's last-level cache.
-    standing False: the decision does not survive Holm's correction, so the effect is worded as a difference
-    (a rise, a fall), never as a decided win or loss."""
+    CPUs' busy shares and the context switches per MB at both thread counts: where no CPU was saturated at
+    lo (the bounding side had room), a side that waited at lo and is busy at hi was filled by the extra
+    connections; a side already saturated at lo cannot give more time, so a win is what each byte costs it
+    less (_saturated_win) and a loss what each byte costs it more (_saturated_loss says whether switching
+    carries that). Anything else is a hypothesis with the numbers. llc: (name, bytes) of the host's
+    last-level cache. standing False: the decision does not survive Holm's correction, so the effect is
+    worded as a difference (a rise, a fall), never as a decided win or loss. states: the explanation of the
+    cell's runs moving work between the sides (the Study's states_...) and where it is said in full."""
     busy = {(side, n): mean_of(rows, f"{side}_cpu_busy") for side in ("srv", "cli")
             for n, rows in ((lo, lo_rows), (hi, hi_rows))}
     cs = {n: mean_of(rows, "context_switches_per_mb") for n, rows in ((lo, lo_rows), (hi, hi_rows))}
@@ -226,17 +230,65 @@ def thread_effect(lo_rows: pd.DataFrame, hi_rows: pd.DataFrame, who: str, outcom
              f"{pct(busy[('srv', hi)])} with {hi}, the receiver's {pct(busy[('cli', lo)])} and {pct(busy[('cli', hi)])}"
              + (f"; context switches per MB {fmt_num(cs[lo])} and {fmt_num(cs[hi])}" if cs[lo] == cs[lo] and cs[hi] == cs[hi]
                 else "") + ".")
+    saturated = max(busy[("srv", lo)], busy[("cli", lo)]) >= NEAR_FULL
     for side, words in (("srv", "sender"), ("cli", "receiver")):
         rise = busy[(side, hi)] - busy[(side, lo)]
-        if outcome == "win" and busy[(side, lo)] < NEAR_FULL and rise >= CLEAR_GAP:
+        if outcome == "win" and not saturated and rise >= CLEAR_GAP:
             return Explanation("thread_effect", f"filled_{words}", f"{facts} More connections fill the time the "
                                f"{words} spent waiting at {lo}: its CPU had room, and the extra connections use it.",
                                evidence)
-    if outcome == "loss" and max(busy[("srv", lo)], busy[("cli", lo)]) >= NEAR_FULL:
+    if outcome == "win" and saturated:
+        return _saturated_win(lo_rows, hi_rows, lo, hi, busy, evidence, facts, states)
+    if outcome == "loss" and saturated:
         return _saturated_loss(lo_rows, hi_rows, lo, hi, busy, cs, evidence, facts, llc,
                                "loss" if standing else "fall")
     return hypothesis("thread_effect", "mixed", "the busy shares do not show where the change comes from.",
                       "the wake-up latency (perf sched latency) at both thread counts", evidence, facts=facts)
+
+
+def _saturated_win(lo_rows: pd.DataFrame, hi_rows: pd.DataFrame, lo: int, hi: int, busy: dict, evidence: dict,
+                   facts: str, states: tuple[Explanation, str] | None) -> Explanation:
+    """A win with a CPU saturated at lo: room on the other side cannot move more by itself, so the saturated
+    side's CPU per byte must have fallen. Where the other side's rose by about as much (changes_sides), the
+    same work changed sides: said with both sides' numbers, and as the hypothesis the cell's states
+    explanation (states: it, and where it is said in full) refers to, not repeated; else the fall on its own."""
+    side, words = max((("srv", "sender"), ("cli", "receiver")), key=lambda s: busy[(s[0], lo)])
+    other, other_words = ("cli", "receiver") if side == "srv" else ("srv", "sender")
+    cpu = {s: {n: mean_of(rows, f"{s}_cpu_ns_per_byte") for n, rows in ((lo, lo_rows), (hi, hi_rows))}
+           for s in (side, other)}
+    evidence.update(saturated=words, cpu_ns_per_byte={SIDES[s]: v for s, v in cpu.items()})
+    saved, shifted = cpu[side][lo] - cpu[side][hi], cpu[other][hi] - cpu[other][lo]
+    if not saved > 0:
+        return hypothesis("thread_effect", "saturated", f"a CPU was already saturated with {lo}, yet the {words}'s CPU "
+                          "per byte does not show the rise" + (f" ({fmt_num(cpu[side][lo])} and {fmt_num(cpu[side][hi])} "
+                                                               "ns)" if cpu[side][lo] == cpu[side][lo] else "") + ".",
+                          "the per-side task-clock at both thread counts", evidence, facts=facts)
+    said = {s: f"{fmt_num(cpu[s][lo])} → {fmt_num(cpu[s][hi])} ns/B" + (", means of the runs" if s == side else "")
+            + per_byte_interval(lo_rows, hi_rows, f"{s}_cpu_ns_per_byte", lo, hi, evidence,
+                                key=f"{SIDES[s]}_cpu_per_byte_ratio") for s in (side, other)}
+    fall = (f"{facts} The {words}'s CPU was saturated with {lo}, so room on the {other_words}'s CPU could not by "
+            f"itself move more: the {words} spends less per byte with {hi} ({said[side]})")
+    totals = (cpu[side][lo] + cpu[other][lo], cpu[side][hi] + cpu[other][hi])
+    if not changes_sides(saved, shifted, totals):
+        return hypothesis("thread_effect", "cheaper_per_byte", f"what the {words} is spared per byte with more "
+                          "connections cannot be told from the counters.", f"profiles at {lo} and {hi} threads: their "
+                          f"folded stacks say where the {words}'s time per byte goes", evidence, facts=f"{fall}.")
+    facts = (f"{fall}, while the {other_words} spends more ({said[other]}); together {fmt_num(totals[0])} and "
+             f"{fmt_num(totals[1])} ns/B.")
+    if states is not None:
+        found, where = states
+        return hypothesis("thread_effect", "work_changes_sides", f"the same work changes sides with more connections, "
+                          f"from the {words}'s CPU to the {other_words}'s, as said in full for this cell's runs in "
+                          f"{where}.", found.decide_by, evidence, facts=facts)
+    return hypothesis("thread_effect", "work_changes_sides", f"the same work changes sides with more connections, from "
+                      f"the {words}'s CPU to the {other_words}'s.", f"profiles at {lo} and {hi} threads: their folded "
+                      "stacks say on which side the work runs", evidence, facts=facts)
+
+
+def changes_sides(saved: float, shifted: float, totals: tuple[float, float]) -> bool:
+    """One side's CPU per byte falls by saved where the other's rises by shifted, the two within CLEAR_GAP of the
+    larger total of both sides: the same work, done on the other side."""
+    return saved > 0 and shifted > 0 and abs(shifted - saved) <= CLEAR_GAP * max(totals)
 
 
 def _saturated_loss(lo_rows: pd.DataFrame, hi_rows: pd.DataFrame, lo: int, hi: int, busy: dict, cs: dict,
@@ -285,14 +337,14 @@ def _saturated_loss(lo_rows: pd.DataFrame, hi_rows: pd.DataFrame, lo: int, hi: i
 
 
 def per_byte_interval(lo_rows: pd.DataFrame, hi_rows: pd.DataFrame, column: str, lo: int, hi: int,
-                      evidence: dict) -> str:
+                      evidence: dict, key: str = "cpu_per_byte_ratio") -> str:
     """'; 1.18×, 95% interval 1.02–1.37, higher before any correction' (or ': undecided'): hi's CPU per byte
     against lo's (patterns.per_byte_change); a comparison in none of the report's corrected families, so said
     with its interval and never more. '' with fewer than two runs on a side."""
     d = per_byte_change(lo_rows, hi_rows, column, lo, hi)
     if d is None:
         return ""
-    evidence["cpu_per_byte_ratio"] = [d.ratio, d.low, d.high]
+    evidence[key] = [d.ratio, d.low, d.high]
     reading = ("higher before any correction" if d.low > 1 else "lower before any correction" if d.high < 1
                else "undecided")
     return f"; {fmt_num(d.ratio)}×, 95% interval {fmt_num(d.low)}–{fmt_num(d.high)}, {reading}"
@@ -339,7 +391,7 @@ def two_states(t, zero_copy: bool = False) -> Explanation:
     where = (f"profiles of {name(t.impl)} at {fmt_size(t.size)} at {_threads(t.both_at)} (one per state): their "
              "folded stacks say on which side " + ("the deferred copy (skb_copy_ubufs)" if zero_copy else
                                                    "the receive processing (softirq)") + " runs")
-    if shifted > 0 and saved > 0 and abs(shifted - saved) <= CLEAR_GAP * max(totals):
+    if changes_sides(saved, shifted, totals):
         work = ("the deferred copy runs in the receiver's context (the socket's backlog, processed in its recv) "
                 "instead of the sender's sendmsg" if zero_copy else
                 "the receive processing runs on the receiver's CPU instead of the sender's")
@@ -383,29 +435,30 @@ def side_trade(t, zero_copy: bool = False) -> Explanation:
 
 
 def latency_threads(rows: pd.DataFrame) -> Explanation | None:
-    """Why the median round trip changes from the fewest to the next thread count (latency-mode rows):
-    the ratio of p50 means per path and size, in how many passes it fell, and both CPUs' busy shares at
-    the two counts. A round trip that shortens in every pass while CPUs that were mostly idle become busy
-    is said with the idle-CPU wake-up as a hypothesis; None when there is no such pair of thread counts."""
-    if rows.empty or "latency_p50_us" not in rows:
+    """Why the mean round trip changes from the fewest to the next thread count (latency-mode rows): its
+    ratio per path and size, in how many passes it fell, and both CPUs' busy shares at the two counts (the
+    mean throughout: the CPU time per message set against it, and latency_queue's Little's law, hold for the
+    mean, not the median). A round trip that shortens in every pass while CPUs that were mostly idle become
+    busy is said with the idle-CPU wake-up as a hypothesis; None when there is no such pair of thread counts."""
+    if rows.empty or "latency_us" not in rows:
         return None
     counts = sorted(int(t) for t in set(rows["threads"]))
     if len(counts) < 2:
         return None
     lo, hi = counts[:2]
-    p50 = rows.groupby(["impl", "msg_size", "rep", "threads"])["latency_p50_us"].mean().unstack("threads")
-    if lo not in p50 or hi not in p50:
+    mean_rt = rows.groupby(["impl", "msg_size", "rep", "threads"])["latency_us"].mean().unstack("threads")
+    if lo not in mean_rt or hi not in mean_rt:
         return None
-    paired = p50[[lo, hi]].dropna()
+    paired = mean_rt[[lo, hi]].dropna()
     if paired.empty:
         return None
     cells = paired.groupby(level=["impl", "msg_size"]).mean()
     ratios = cells[hi] / cells[lo]
     fell = int((paired[hi] < paired[lo]).sum())
     busy = {(side, n): mean_of(rows[rows["threads"] == n], f"{side}_cpu_busy") for side in ("srv", "cli") for n in (lo, hi)}
-    evidence = {"threads": [lo, hi], "p50_ratio_range": [float(ratios.min()), float(ratios.max())],
+    evidence = {"threads": [lo, hi], "mean_ratio_range": [float(ratios.min()), float(ratios.max())],
                 "passes_lower": fell, "passes": int(len(paired)), "busy": {f"{s}_{n}": v for (s, n), v in busy.items()}}
-    facts = (f"From {lo} to {hi} threads the median round trip (latency mode) changes by a factor of "
+    facts = (f"From {lo} to {hi} threads the mean round trip (latency mode) changes by a factor of "
              f"{fmt_num(ratios.min())}–{fmt_num(ratios.max())} over the {len(cells)} paths and sizes (means of the "
              f"passes); it is shorter with {hi} in {fell} of the {len(paired)} passes. Both CPUs' busy shares: the "
              f"sender's {pct(busy[('srv', lo)])} with {lo} and {pct(busy[('srv', hi)])} with {hi}, the receiver's "
@@ -438,7 +491,7 @@ def latency_threads(rows: pd.DataFrame) -> Explanation | None:
 
 
 def _cpu_per_message(rows: pd.DataFrame, lo: int, hi: int) -> tuple[dict, str]:
-    """Each side's CPU time per message (task-clock over the round trips) at lo and hi threads, means over the
+    """Each side's CPU time per message (_latency_cells' busy basis) at lo and hi threads, means over the
     paths and sizes measured at both, and how much of the mean round trip's fall from lo to hi the two sides'
     fall carries (a round trip waits for one message's CPU on each side): ({}, "") without the counters."""
     cells = _latency_cells(rows)
@@ -458,7 +511,7 @@ def _cpu_per_message(rows: pd.DataFrame, lo: int, hi: int) -> tuple[dict, str]:
     cpu = {"sender": [m[("srv_us", lo)], m[("srv_us", hi)]], "receiver": [m[("cli_us", lo)], m[("cli_us", hi)]],
            "round_trip_us": [m[("latency_us", lo)], m[("latency_us", hi)]], "fall_us": fall, "drop_us": drop,
            "share_of_drop": fall / drop}
-    said = (f" CPU time per message (task-clock over the round trips, means over the {len(both)} paths and sizes): the "
+    said = (f" CPU time per message ({BUSY_BASIS}, means over the {len(both)} paths and sizes): the "
             f"sender's {fmt_num(cpu['sender'][0])} → {fmt_num(cpu['sender'][1])} µs, the receiver's "
             f"{fmt_num(cpu['receiver'][0])} → {fmt_num(cpu['receiver'][1])} µs; together {fmt_num(fall)} µs less, "
             f"against a mean round trip {fmt_num(drop)} µs shorter ({fmt_num(cpu['round_trip_us'][0])} → "
@@ -467,20 +520,20 @@ def _cpu_per_message(rows: pd.DataFrame, lo: int, hi: int) -> tuple[dict, str]:
     return cpu, said
 
 
-# Little's law on a saturated CPU allows the round trip 1/busy times threads x CPU per message: at NEAR_FULL
-# busy that is 5% over; twice that leaves room for task-clock and the busy share being sampled apart
-QUEUE_TOLERANCE = 2 * (1 - NEAR_FULL)
+# how every µs of CPU per message is taken here, as the report takes it (text/profile.py's COST_BASIS)
+BUSY_BASIS = "the pinned CPU's busy share × the window ÷ the round trips"
 
 
 def _latency_cells(rows: pd.DataFrame) -> pd.DataFrame | None:
-    """Latency cells (path, size, thread count) with their mean round trip and, for the CPU with the
-    longer time per message (the one round trips queue for), that time, its busy share and its side;
+    """Latency cells (path, size, thread count) with their mean round trip, each side's CPU time per message
+    on BUSY_BASIS (profiles.cpu_seconds; its task-clock where the CPU was not pinned) and, for the CPU with
+    the longer time per message (the one round trips queue for), that time, its busy share and its side;
     None without the columns."""
-    need = {"latency_us", "messages", "srv_task_clock_ms", "cli_task_clock_ms", "srv_cpu_busy", "cli_cpu_busy"}
+    need = {"latency_us", "messages", "duration_s", "srv_cpu_busy", "cli_cpu_busy"}
     if rows.empty or not need <= set(rows):
         return None
-    per_msg = {side: rows[f"{side}_task_clock_ms"] * 1e3 / rows["messages"].where(rows["messages"] > 0)
-               for side in ("srv", "cli")}
+    messages = rows["messages"].where(rows["messages"] > 0)
+    per_msg = {side: cpu_seconds(rows, side, "per_cpu") * 1e6 / messages for side in ("srv", "cli")}
     cells = rows.assign(srv_us=per_msg["srv"], cli_us=per_msg["cli"]).groupby(["impl", "msg_size", "threads"])[
         ["latency_us", "srv_us", "cli_us", "srv_cpu_busy", "cli_cpu_busy"]].mean().reset_index()
     side_is_srv = cells["srv_us"] >= cells["cli_us"]
@@ -499,10 +552,11 @@ def _latency_growth(cells: pd.DataFrame, top: int) -> tuple[int, pd.Series]:
 def latency_queue(rows: pd.DataFrame) -> Explanation | None:
     """Why the round trip grows with the thread count where a pinned CPU is saturated (latency-mode rows):
     with N connections each keeping one message in flight and one CPU busy throughout, Little's law makes
-    the mean round trip N x that CPU's time per message (task-clock over the round trips). The rule
-    checks it per cell (path, size, thread count above the fewest) whose busier CPU is at NEAR_FULL or
-    more, and says it, with the numbers, only when every such cell is within QUEUE_TOLERANCE; None
-    when no cell at more than one thread is saturated."""
+    the mean round trip N x that CPU's time per message, on BUSY_BASIS (a CPU busy a share b of the window
+    gives N x its time ÷ b: task-clock, which leaves out the softirq and wake-up work the busy share counts,
+    would not). Checked per cell (path, size, thread count above the fewest) whose busier CPU is at NEAR_FULL
+    or more: the cells within CLEAR_GAP of it are said as fact with their range, any beyond it as a
+    hypothesis of their own; None when no cell at more than one thread is saturated."""
     cells = _latency_cells(rows)
     if cells is None:
         return None
@@ -513,42 +567,73 @@ def latency_queue(rows: pd.DataFrame) -> Explanation | None:
         return None
     saturated["predicted"] = saturated["threads"] * saturated["cpu_us"]
     saturated["ratio"] = saturated["latency_us"] / saturated["predicted"]
-    off = float((saturated["ratio"] - 1).abs().max())
-    top = int(saturated["threads"].max())
-    at_top = saturated[saturated["threads"] == top]
-    examples = [at_top.loc[at_top["latency_us"].idxmin()], at_top.loc[at_top["latency_us"].idxmax()]]
-
-    def example(c) -> str:
-        return (f"{name(c['impl'])} at {fmt_size(c['msg_size'])}, {plural(int(c['threads']), 'thread')}: "
-                f"{int(c['threads'])} × {fmt_num(c['cpu_us'])} µs of {c['side']} CPU = {fmt_num(c['predicted'])} µs, "
-                f"measured {fmt_num(c['latency_us'])} µs")
-
-    evidence = {"cells": int(len(saturated)), "of": int(len(cells)), "max_deviation": off,
-                "tolerance": QUEUE_TOLERANCE,
-                "examples": [{k: (v.item() if hasattr(v, "item") else v) for k, v in c.items()} for c in examples]}
-    counts = and_list([str(int(t)) for t in sorted(set(saturated["threads"]))])
+    # beyond CLEAR_GAP the saturated CPU would be clearly idle for part of a round trip: the gap that makes a side
+    # clearly less busy than the other (bound_side)
+    beyond = (saturated["ratio"] - 1).abs() > CLEAR_GAP
+    within, off = saturated[~beyond], saturated[beyond]
+    top = int(cells["threads"].max())
     second, growth = _latency_growth(cells, top)
-    evidence["growth"] = [float(growth.min()), float(growth.max())] if len(growth) else None
-    head = ((f"From {second} to {top} threads the mean round trip grows {fmt_num(growth.min())}–"
+    counts = and_list([str(int(t)) for t in sorted(set(saturated["threads"]))])
+    evidence = {"cells": int(len(saturated)), "of": int(len(cells)), "margin": CLEAR_GAP, "basis": "busy share",
+                "ratio_range": [float(saturated["ratio"].min()), float(saturated["ratio"].max())],
+                "beyond_margin": [_cell_key(c) for _, c in off.iterrows()],
+                "growth": [float(growth.min()), float(growth.max())] if len(growth) else None}
+    text = ((f"From {second} to {top} threads the mean round trip grows {fmt_num(growth.min())}–"
              f"{fmt_num(growth.max())}× over the paths and sizes. " if len(growth) else "")
             + f"In {len(saturated)} of the {len(cells)} latency cells at more than {plural(int(fewest), 'thread')} "
-            f"(at {counts} threads) the busier pinned CPU is {pct(NEAR_FULL)} busy or more")
-    if off > QUEUE_TOLERANCE:
-        worst = saturated.loc[(saturated["ratio"] - 1).abs().idxmax()]
-        return hypothesis("latency_queue", "not_queueing", "the round trips wait for something besides the "
-                          "saturated CPU (wake-ups, the network path), so the thread count alone does not set them.",
-                          "the wake-up latency (perf sched latency) at these thread counts", evidence,
-                          facts=f"{head}, yet the mean round trip is not the thread count × that CPU's time per "
-                          f"message: {example(worst)} ({fmt_num(worst['ratio'])}×).")
-    slow = examples[1]
-    text = (f"{head}, and there the mean round trip equals the thread count × that CPU's time per message within "
-            f"{100 * off:.0f}% ({example(examples[0])}; {example(slow)}). That is Little's law on a saturated CPU: "
-            "each connection keeps one message in flight, and every message waits its turn for the one CPU, so "
-            "the round trip grows with the connections and with the CPU each message costs.")
+            f"(at {counts} threads) the busier pinned CPU is {pct(NEAR_FULL)} busy or more"
+            + (_queueing(within, len(saturated)) if len(within) else ""))
+    if off.empty:
+        text += "."
+        return Explanation("latency_queue", "queueing", text, evidence)
+    return _beyond_margin(text, within, off, evidence)
+
+
+def _beyond_margin(text: str, within: pd.DataFrame, off: pd.DataFrame, evidence: dict) -> Explanation:
+    """latency_queue's saturated cells whose mean round trip is beyond CLEAR_GAP of the thread count x the CPU's
+    time per message: the largest three with their numbers, after text (what holds for the others), and as a
+    hypothesis what the round trip waits for when it is longer, or what else the CPU does when it is shorter."""
+    worst = off.reindex((off["ratio"] - 1).abs().sort_values(ascending=False).index)[:3]
+    said = "; ".join(f"{_queue_example(c)} ({fmt_num(c['ratio'])}×)" for _, c in worst.iterrows())
+    facts = (f"{text}, yet in none of them is the mean round trip within {pct(CLEAR_GAP)} of the thread count × that "
+             f"CPU's time per message ({BUSY_BASIS}): " if within.empty else
+             f"{text}. In the other {plural(len(off), 'cell')} it is not within {pct(CLEAR_GAP)}: ")
+    facts += said + ("; …" if len(off) > len(worst) else "") + "."
+    claims = ((["where the round trip is longer, it waits for something besides the saturated CPU (wake-ups, the "
+                "network path), so the thread count alone does not set it."] if (off["ratio"] > 1).any() else [])
+              + (["where it is shorter, the CPU's busy share counts work besides these round trips (another program on "
+                  "the pinned CPU, or the hypervisor's)."] if (off["ratio"] < 1).any() else []))
+    return hypothesis("latency_queue", "queueing_except" if len(within) else "not_queueing", " ".join(claims),
+                      "the wake-up latency (perf sched latency) at these thread counts", evidence, facts=facts)
+
+
+def _cell_key(c) -> str:
+    return f"{name(c['impl'])} at {fmt_size(c['msg_size'])}, {plural(int(c['threads']), 'thread')}"
+
+
+def _queue_example(c) -> str:
+    return (f"{_cell_key(c)}: {int(c['threads'])} × {fmt_num(c['cpu_us'])} µs of {c['side']} CPU = "
+            f"{fmt_num(c['predicted'])} µs, measured {fmt_num(c['latency_us'])} µs")
+
+
+def _queueing(within: pd.DataFrame, saturated: int) -> str:
+    """The saturated cells whose mean round trip is the thread count x their busier CPU's time per message, as
+    fact: their range, the fastest and slowest at their most threads, and why the slowest path is slower than the
+    baseline there."""
+    top = int(within["threads"].max())
+    at_top = within[within["threads"] == top]
+    fast, slow = at_top.loc[at_top["latency_us"].idxmin()], at_top.loc[at_top["latency_us"].idxmax()]
+    low, high = within["ratio"].min(), within["ratio"].max()
+    text = (f", and in {'all' if len(within) == saturated else f'{len(within)}'} of them the mean round trip is the "
+            f"thread count × that CPU's time per message ({BUSY_BASIS}), {fmt_num(low)}–{fmt_num(high)}× of it, "
+            f"within {pct(CLEAR_GAP)} in each: the connections queue at that CPU "
+            f"({_queue_example(fast)}; {_queue_example(slow)}). That is Little's law on a saturated CPU: each "
+            "connection keeps one message in flight, and every message waits its turn for the one CPU, so the round "
+            "trip grows with the connections and with the CPU each message costs")
     base = at_top[(at_top["impl"] == BASE_IMPL) & (at_top["msg_size"] == slow["msg_size"])]
     if slow["impl"] != BASE_IMPL and len(base):
         b = base.iloc[0]
-        text += (f" {name(slow['impl'])} at {fmt_size(slow['msg_size'])} is the slowest at {top} threads because "
+        text += (f". {name(slow['impl'])} at {fmt_size(slow['msg_size'])} is the slowest at {top} threads because "
                  f"its {slow['side']} spends {fmt_num(slow['cpu_us'])} µs per message against {name(BASE_IMPL)}'s "
-                 f"{fmt_num(b['cpu_us'])} µs ({b['side']}).")
-    return Explanation("latency_queue", "queueing", text, evidence)
+                 f"{fmt_num(b['cpu_us'])} µs ({b['side']})")
+    return text

@@ -40,16 +40,22 @@ def shares(df: pd.DataFrame, kind: str = "prof") -> pd.DataFrame:
     return long.drop(columns="column")
 
 
-def _cpu_seconds(row: pd.Series, side: str, mode=None) -> float:
-    """CPU time of a side in a run's window: under a per_cpu profile the pinned CPU's busy share times
-    the window (which includes the softirq work done there), else the program's task-clock (per_process).
-    mode: the profile's mode (a measured pass has none of its own; with_points gives its profiled run's)."""
-    busy = row.get(f"{side}_cpu_busy")
-    mode = row.get("profile_mode") if mode is None else mode
-    if mode == "per_cpu" and busy == busy and row.get("duration_s") == row.get("duration_s"):
-        return float(busy) * float(row["duration_s"])
-    clock = row.get(f"{side}_task_clock_ms")
-    return float(clock) / 1e3 if clock == clock else math.nan
+def _numbers(rows: pd.DataFrame, column: str) -> pd.Series:
+    """A column as numbers (NaN where it is absent or not a number)."""
+    return pd.to_numeric(rows[column], errors="coerce") if column in rows else pd.Series(math.nan, index=rows.index)
+
+
+def cpu_seconds(rows: pd.DataFrame, side: str, mode=None) -> pd.Series:
+    """CPU time of a side in each run's window: under a per_cpu profile (COST_BASIS, text/profile.py: the basis
+    of every µs per message the report states) the pinned CPU's busy share times the window, which includes
+    the softirq work done there, else, and where the CPU's busy share was not taken (not pinned), the
+    program's task-clock (per_process). mode: the profile's mode for every row (a measured pass has none of
+    its own; with_points gives its profiled run's); None: each row's profile_mode."""
+    clock = _numbers(rows, f"{side}_task_clock_ms") / 1e3
+    per_cpu = (rows["profile_mode"].eq("per_cpu") if mode is None and "profile_mode" in rows
+               else pd.Series(mode == "per_cpu", index=rows.index))
+    busy = _numbers(rows, f"{side}_cpu_busy") * _numbers(rows, "duration_s")
+    return busy.where(per_cpu).fillna(clock)
 
 
 def copy_costs(df: pd.DataFrame) -> pd.DataFrame:
@@ -82,7 +88,7 @@ def point_cpu_column(side: str, per: str) -> str:
 def with_points(profiles: pd.DataFrame, measured: pd.DataFrame) -> pd.DataFrame:
     """profiles with, per profiled run, its point's measured passes (the throughput rows of measured with
     the same implementation, size and thread count): how many, their throughput range and mean, and
-    each side's CPU per byte and per message (mean over the passes; CPU time as _cpu_seconds takes it
+    each side's CPU per byte and per message (mean over the passes; CPU time as cpu_seconds takes it
     under the profiled run's mode). A run without measured passes gets NaN: no cost is computed for it."""
     out = profiles.copy()
     columns = [POINT_PASSES, POINT_LOW, POINT_HIGH, POINT_MEAN] + [point_cpu_column(side, per) for side in SIDES
@@ -106,12 +112,11 @@ def with_points(profiles: pd.DataFrame, measured: pd.DataFrame) -> pd.DataFrame:
 
 def point_cpu(passes: pd.DataFrame, side: str, per: str = "byte", mode=None) -> float:
     """A side's CPU time per byte (ns) or per message (µs), mean over a point's measured passes, its CPU
-    time as _cpu_seconds takes it under a profile's mode (NaN without a pass that says it)."""
+    time as cpu_seconds takes it under a profile's mode (NaN without a pass that says it)."""
     unit, scale = ("bytes", 1e9) if per == "byte" else ("messages", 1e6)
-    values = [_cpu_seconds(p, side, mode) * scale / float(p[unit]) for _, p in passes.iterrows()
-              if p.get(unit) == p.get(unit) and p.get(unit)]
-    values = [v for v in values if v == v]
-    return sum(values) / len(values) if values else math.nan
+    units = _numbers(passes, unit)
+    values = (cpu_seconds(passes, side, mode) * scale / units.where(units > 0)).dropna()
+    return float(values.mean()) if len(values) else math.nan
 
 
 def outside_point(profiles: pd.DataFrame) -> pd.DataFrame:

@@ -15,7 +15,7 @@ from ..explain import said_once, thread_effect
 from ..roles import STUDY, name
 from ..stats import aggregate, measured, study_rows, throughput_rows
 from ..study import Family, Study
-from .words import ratio_text
+from .words import PROFILE_SECTION, ratio_text
 
 KEY, FAMILY = "q3_threads_cache_contention", "q3"
 VERDICTS = {Outcome.WIN: "more threads move more data", Outcome.LOSS: "more threads move less data",
@@ -74,8 +74,17 @@ def thread_effects(study: Study) -> list[str]:
             who = f"{name(impl)} at {fmt_size(size)} ({ratio_text(d, True)}, {said})"
             out.append((f"{name(impl)} at {fmt_size(size)}",
                         thread_effect(at[at["threads"] == lo], at[at["threads"] == hi], who, str(d.decision), lo, hi,
-                                      llc, standing=not fallen).text))
+                                      llc, standing=not fallen, states=_states(study, impl, size)).text))
     return said_once(out)  # two paths that lose for the same reason: the hypothesis once, the second refers back
+
+
+def _states(study: Study, impl: str, size: int):
+    """The profile section's explanation of (impl, size)'s runs moving work between the sides (two states, or a
+    trade of CPU per byte), with where it is said, for a thread effect to refer to instead of repeating it."""
+    for key in (f"states_{impl}_{int(size)}", f"states_trade_{impl}_{int(size)}"):
+        if key in study.explanations:
+            return study.explanations[key], f'"{PROFILE_SECTION}"'
+    return None
 
 
 def said_outcomes(decided: dict, fam: Family | None = None) -> dict:
