@@ -198,7 +198,7 @@ def _shared_title(fig: go.Figure, axis: str, text: str, y: float = 0.5) -> None:
 
 
 # a reference program's points: a larger hollow diamond, so one measured where the study's paths sit
-# (sockperf's single 1-thread point among A1-A3's at 70-90 µs) still shows around their markers
+# (a latency reference's single 1-thread point among A1-A3's at 70-90 µs) still shows around their markers
 PEER_MARKER = dict(symbol="diamond-open", size=11, line=dict(width=2))
 
 
