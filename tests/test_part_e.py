@@ -366,6 +366,27 @@ def test_the_ratio_figure_caption_says_whose_correction_its_markers_follow():
     assert "standing as in Q4 and Q5's correction" in " ".join(sources[at + 1].split())
 
 
+def test_the_cost_family_counts_each_comparison_once():
+    """review-fresh4 G2: A2/A1 and A1/A2 (one test, inverted) were both members, 10 of 40: Holm's m counts each
+    unordered pair of paths once per side and size, and every cost a sentence cites is a member."""
+    from collections import Counter
+    from copylab.analysis.study import SIDE_CPU
+    s = study(ev.throughput_grid({"a2": {65536: 1.3}}), {"cores": 2}, ev.frame([]))
+    fam = s.family("cpu_sides")
+    sizes = sorted(s.compare("a2")["by_size"])
+    pairs = Counter((frozenset((d.impl, d.base)), d.size) for d in fam.members)
+    assert set(pairs.values()) == {len(SIDE_CPU)}  # each pair once per side: no inverse duplicate
+    assert fam.size == len(fam.members) == len(SIDE_CPU) * 3 * len(sizes)  # {a1,a2}, {a1,a3}, {a2,a3}
+    members = {id(d) for d in fam.members}
+    for metric in SIDE_CPU.values():
+        for impl, base in (("a2", "a1"), ("a3", "a1"), ("a3", "a2")):  # what the sentences cite
+            assert all(id(d) in members for d in s.compare(impl, base, metric)["by_size"].values())
+        assert not any(id(d) in members for d in s.compare("a1", "a2", metric)["by_size"].values())
+    from copylab.analysis.text import methods
+    said = "(each pair once: A2/A1, not also A1/A2), per size: what the sentences and figures about a side's cost cite"
+    assert f"{said}: {fam.size} comparisons" in methods.markdown(s)
+
+
 def test_q4_says_once_that_standing_depends_on_the_family():
     s = study(ev.throughput_grid({"a2": {4096: 1.3}}), {"cores": 2}, ev.frame([]))
     win = s.decision("a2", 4096)

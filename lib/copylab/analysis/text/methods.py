@@ -23,8 +23,9 @@ FAMILY_WORDS = {
     "q6": "Q6: every expectation checked, cell by cell and as patterns across cells",
     "other_paths": "\"Other ways to move the bytes\": every send path against {base} and {one}, and every "
                    "receive strategy against the primary one",
-    "cpu_sides": "each side's CPU time per byte (sender, receiver) of every send path against {base} and {one}, "
-                 "per size: what the answers' sentences about a side's cost cite",
+    "cpu_sides": "each side's CPU time per byte (sender, receiver) of every send path against {base} and {one} "
+                 "(each pair once: {one}/{base}, not also {base}/{one}), per size: what the sentences and figures "
+                 "about a side's cost cite",
 }
 
 
