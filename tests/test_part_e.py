@@ -275,8 +275,8 @@ def test_q4_refers_back_to_the_data_paths_section_for_the_one_copy_senders_cost(
     assert decision != "win"
     cost = s.decision("a2", 65536, metric="srv_cpu_ns_per_byte")
     text = crossover.gain_sentence(s, "a2", decision)
-    assert f'("{DATA_PATHS_SECTION}")' in text and cost_claim(cost, "A2’s sender") not in text, text
-    assert cost_claim(cost, "A2's sender") in data_paths.markdown(s)
+    assert f'("{DATA_PATHS_SECTION}")' in text and cost_claim(s, cost, "A2’s sender") not in text, text
+    assert cost_claim(s, cost, "A2's sender") in data_paths.markdown(s)
 
 
 def test_a_crossover_that_differs_per_thread_count_is_said():
@@ -364,6 +364,40 @@ def test_the_ratio_figure_caption_says_whose_correction_its_markers_follow():
     at = next(i for i, s in enumerate(sources) if "figures.ratio_to_baseline(study)" in s)
     assert cells[at + 1]["cell_type"] == "markdown"
     assert "standing as in Q4 and Q5's correction" in " ".join(sources[at + 1].split())
+
+
+def test_a_sides_cost_is_said_and_drawn_as_it_stands_in_its_family():
+    """review-fresh4 G2: A2/A1's sender CPU per byte at 64 KiB, decided lower before the correction only, was
+    printed "decided lower" (data paths, Q4) and drawn a filled ▼. Standing: decided, filled. Not standing:
+    "before the correction only (†, adjusted p ...)", an open marker with its key, and Q4 reasons from the
+    throughput win, which stands in its own family, not from the cost."""
+    from copylab.analysis import data_paths
+    from copylab.figures import user_copy_per_message
+    from copylab.figures.evidence import COST_FALLEN_KEY
+    df = ev.throughput_grid({"a2": {65536: 1.3}}).assign(srv_cpu_busy=1.0, cli_cpu_busy=0.5)
+    df["user_copy_bytes_per_message"] = df["msg_size"].where(df["impl"] == "a1", 0.0)
+    s = study(df, {"cores": 2}, ev.frame([]))
+    cost = s.decision("a2", 65536, metric="srv_cpu_ns_per_byte")
+    win = s.decision("a2", 65536).decision
+    assert cost.decision == "loss" and s.family("cpu_sides").stands(cost) and win == "win"
+
+    def shown():
+        fig = user_copy_per_message(s)
+        trace = next(t for t in fig.data if t.name and t.name.startswith("A2 / A1"))
+        at = list(trace.x).index(65536)
+        return (data_paths.markdown(s), crossover.gain_sentence(s, "a2", win), trace.marker.symbol[at],
+                trace.customdata[at][1], [t.name for t in fig.data])
+
+    paths, q4_text, symbol, hover, names = shown()
+    assert "A1's CPU time per byte: decided lower" in paths and "decided lower" in q4_text
+    assert "the throughput result seen from the sender" in q4_text
+    assert symbol == "triangle-down" and COST_FALLEN_KEY not in names
+    _short_of_standing(s, "cpu_sides", [cost])
+    paths, q4_text, symbol, hover, names = shown()
+    for text in (paths, q4_text):
+        assert "decided lower" not in text and "lower before the correction only (†, adjusted p 0.0901)" in text, text
+    assert "the throughput win above, which stands in this answer's family, is this saving" in q4_text
+    assert symbol == "triangle-down-open" and "not standing after correction" in hover and COST_FALLEN_KEY in names
 
 
 def test_the_cost_family_counts_each_comparison_once():

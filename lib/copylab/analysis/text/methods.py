@@ -56,5 +56,6 @@ def markdown(study: Study) -> str:
         "for a win or a loss; the two one-sided tests against the margin for an equivalence) is adjusted over "
         "its family. A decision whose adjusted p is not below "
         f"{fmt_num(ALPHA)} still shows its interval, and the report says it does not survive the correction "
-        "(the summary and the other paths mark it †; Q4, Q5 and Q6 give the adjusted p). The families:\n\n"
+        "(the summary and the other paths mark it †; Q4, Q5, Q6 and the sentences about a side's cost give the "
+        "adjusted p). The families:\n\n"
         + families)

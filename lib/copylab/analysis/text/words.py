@@ -8,6 +8,7 @@ from ...fmt import fmt_num, fmt_size
 from ..decisions import Decision, Outcome, likely_outcome
 from ..explain_copies import zero_copy_cost_by_size, zero_copy_cost_words
 from ..roles import BASE, ONE_COPY, ZERO_COPY, name
+from ..study import COST_FAMILY
 from ..stats import MIN_REPS_FOR_INTERVAL
 
 
@@ -87,29 +88,51 @@ def q_label(key: str) -> str:
 
 
 # ------------------------------------------------------------------------------------------------
-# claims about a cost (lower is better): stated as a fact only when decided
+# claims about a cost (lower is better): stated as a fact only when decided, and decided only where the
+# decision stands after Holm's correction over the cost family (study.COST_FAMILY), as Q4/Q5 say theirs
 
 COST_VERDICTS = {Outcome.WIN: "more", Outcome.LOSS: "less", Outcome.EQUIVALENT: "the same", Outcome.UNDECIDED: "undecided"}
+COST_DECIDED = {Outcome.WIN: "higher", Outcome.LOSS: "lower", Outcome.EQUIVALENT: "equivalent within the margin"}
+# what a cost decided before the correction only does not establish
+NOT_ESTABLISHED = {Outcome.WIN: "no extra cost", Outcome.LOSS: "no saving", Outcome.EQUIVALENT: "no equal cost"}
 
 
-def cost_verdict(d: Decision | None) -> str:
-    """'less', 'more', 'the same' (equivalent within the margin) or 'undecided' for a cost ratio x/base."""
-    return "undecided" if d is None else COST_VERDICTS[d.decision]
+def before_correction(fam, d: Decision) -> str:
+    """'before the correction only (†, adjusted p 0.148)': a decision Holm's correction over fam (the Study's
+    Family) does not leave standing, said so wherever its outcome is worded."""
+    return f"before the correction only (†, adjusted p {fmt_num(fam.p_holm(d))})"
 
 
-def cost_claim(d: Decision | None, who: str, what: str = "CPU time per byte") -> str:
-    """A cost of x against base in words that claim no more than its decision: 'A2's sender spends
-    0.815× A1's CPU time per byte (95% interval 0.618–1.08): undecided, so a saving is not established'."""
+def cost_verdict(study, d: Decision | None) -> str:
+    """'less', 'more', 'the same' (equivalent within the margin) or 'undecided' for a cost ratio x/base, as the
+    decision stands after the cost family's correction: one that does not stand is 'undecided'."""
+    if d is None or study.family(COST_FAMILY).fallen(d):
+        return "undecided"
+    return COST_VERDICTS[d.decision]
+
+
+def cost_words(study, d: Decision) -> str:
+    """A cost decision's outcome in words, with its standing: 'decided lower', 'equivalent within the margin,
+    the same cost', 'lower before the correction only (†, adjusted p 0.148), so on its own it establishes no saving',
+    'undecided, so neither a saving nor an extra cost is established'."""
+    fam = study.family(COST_FAMILY)
+    if fam.fallen(d):
+        return (f"{COST_DECIDED[d.decision]} {before_correction(fam, d)}, so on its own it establishes "
+                f"{NOT_ESTABLISHED[d.decision]}")
+    verdict = cost_verdict(study, d)
+    if verdict == "undecided":
+        return "undecided, so neither a saving nor an extra cost is established"
+    if verdict == "the same":
+        return "equivalent within the margin, the same cost"
+    return f"decided {COST_DECIDED[d.decision]}"
+
+
+def cost_claim(study, d: Decision | None, who: str, what: str = "CPU time per byte") -> str:
+    """A cost of x against base in words that claim no more than its decision as it stands: 'A2's sender
+    spends 0.815× A1's CPU time per byte (95% interval 0.618–1.08): undecided, so a saving is not established'."""
     if d is None:
         return f"{who}: {what} not compared (a side was not measured)"
-    head = f"{who} spends {ratio_text(d)} {name(d.base)}'s {what}"
-    verdict = cost_verdict(d)
-    if verdict == "undecided":
-        return f"{head}: undecided, so neither a saving nor an extra cost is established"
-    if verdict == "the same":
-        return f"{head}: equivalent within the margin, the same cost"
-    return f"{head}: decided {'lower' if verdict == 'less' else 'higher'}"
-
+    return f"{who} spends {ratio_text(d)} {name(d.base)}'s {what}: {cost_words(study, d)}"
 
 
 # ------------------------------------------------------------------------------------------------
