@@ -400,6 +400,17 @@ def test_a_sides_cost_is_said_and_drawn_as_it_stands_in_its_family():
     assert symbol == "triangle-down-open" and "not standing after correction" in hover and COST_FALLEN_KEY in names
 
 
+def test_a_throughput_win_that_does_not_stand_is_not_reasoned_from():
+    """The saturated sender's sentence calls its cost "the throughput result": only a win standing in the
+    answer's family is one (crossover.answer reads the largest size's outcome after the correction)."""
+    df = ev.throughput_grid({"a2": {65536: 1.3}}).assign(srv_cpu_busy=1.0, cli_cpu_busy=0.5)
+    s = study(df, {"cores": 2}, ev.frame([]))
+    assert "the throughput result seen from the sender" in crossover.answer(s, "a2", "q4", [])["text"]
+    _short_of_standing(s, "q4", [s.decision("a2", 65536)])
+    text = crossover.answer(s, "a2", "q4", [])["text"]
+    assert "the throughput result seen from the sender" not in text and "Its saving has not shown" in text, text
+
+
 def test_the_cost_family_counts_each_comparison_once():
     """review-fresh4 G2: A2/A1 and A1/A2 (one test, inverted) were both members, 10 of 40: Holm's m counts each
     unordered pair of paths once per side and size, and every cost a sentence cites is a member."""
