@@ -40,6 +40,20 @@ def test_q6_reports_a_pattern_across_cells_with_its_correction():
     assert len(q6.surprise_table(answer)) == 8
 
 
+def test_a_pattern_over_one_size_is_said_at_that_size():
+    """review-fresh4 G9: "A2 slower than A1 at sizes up to 64 B", 64 B being the smallest size, is one size:
+    said "at 64 B"; a region over several sizes keeps its range."""
+    s = study(ev.throughput_grid({"a2": {64: 0.60}}), {"cores": 2}, ev.frame([]))
+    answer = q6.answer(s)
+    assert answer["details"]["sizes"] == "up_to" and answer["details"]["size"] == 64, answer["details"]
+    assert "A2 slower than A1 at 64 B, over every thread count, pooled over its 4 cells" in answer["text"]
+    assert "up to 64 B" not in answer["text"]
+    regions = {(t.where["sizes"], t.where["size"]): q6.describe(t) for t in s.q6_regions if t.kind == "one_copy_slower"}
+    assert regions[("from", 65536)] == "A2 slower than A1 at 64 KiB, over every thread count"
+    assert regions[("up_to", 1024)] == "A2 slower than A1 at sizes up to 1 KiB, over every thread count"
+    assert regions[("from", 4096)] == "A2 slower than A1 from 4 KiB on, over every thread count"
+
+
 def test_a_pattern_no_cell_decides_alone_says_none():
     """Zero cells significant on their own reads "none of the 8 cells", never "only 0 of the 8"."""
     df = ev.throughput_grid({"a2": {64: 0.95, 1024: 0.95}}, spread=0.06)
