@@ -4,6 +4,8 @@ what an unanswerable question says, and the repetitions behind the means."""
 
 from __future__ import annotations
 
+import re
+
 from ...fmt import fmt_num, fmt_size
 from ..decisions import Decision, Outcome, likely_outcome
 from ..explain_copies import zero_copy_cost_by_size, zero_copy_cost_words
@@ -143,12 +145,14 @@ DATA_PATHS_SECTION = "Data paths: where the copies happen"  # data_paths.py: the
 METHODS_SECTION = "How the decisions are made"  # methods.py: the test, the margin, Holm's correction
 SHORT = {"zero_copy_cost": "what {zc}'s sender pays instead of the copy ({verdict})",
          "deferred_copy_site": "where its deferred copy runs ({verdict})",
-         "removed_copy": "which copy {one} removes ({verdict})"}
+         "removed_copy": "which copy {one} removes ({verdict})",
+         "per_message_gap": "why {one} is decided to lose ({verdict})"}
 VERDICT_WORDS = {"deferred_copy": "the deferred copy", "zerocopy_pin": "pinning", "zerocopy_completion": "completions",
                  "sendmsg": "inside the sender's sendmsg",
                  "recv": "inside the receiver's recv", "softirq_thread": "in a softirq thread",
                  "interrupt": "in interrupt context", "split": "in several places", "removed": "the user-space copy",
-                 "reduced": "part of the user-space copy"}
+                 "reduced": "part of the user-space copy", "copy": "the copy, net of the memcpy removed",
+                 "not_sender_cpu": "not its sender's CPU"}
 
 
 def only_at(study, threads) -> str:
@@ -202,7 +206,7 @@ def _verdict_words(study, e) -> str:
         if groups:
             return "; ".join(f"{words}, at {and_sizes(sizes)}" for words, sizes in groups.items())
     size = (e.evidence or {}).get("msg_size")
-    return (("a hypothesis: " if e.hypothesis else "") + VERDICT_WORDS.get(e.verdict, e.verdict)
+    return (("a hypothesis: " if e.hypothesis else "") + VERDICT_WORDS.get(e.verdict, e.verdict.replace("_", " "))
             + (f", at {fmt_size(size)}" if size else ""))
 
 
@@ -213,7 +217,8 @@ def and_sizes(sizes) -> str:
 
 
 def refer_back(study, rules, section: str = PROFILE_SECTION) -> str:
-    """One line pointing at the section that gave these explanations in full, with each one's verdict."""
+    """One line pointing at the section (or the question: "Q6") that gave these explanations in full, with each
+    one's verdict."""
     found = [study.explanations[r] for r in rules if r in study.explanations]
     found = [e for e in found if e.verdict != "unknown"]
     if not found:
@@ -221,4 +226,5 @@ def refer_back(study, rules, section: str = PROFILE_SECTION) -> str:
     said = [SHORT[e.rule].format(zc=name(ZERO_COPY), one=name(ONE_COPY),
                                  verdict=_verdict_words(study, e) + only_at(study, (e.evidence or {}).get("threads")))
             for e in found]
-    return f"{said[0][0].upper() + said[0][1:]}" + "".join(f"; {x}" for x in said[1:]) + f": see \"{section}\"."
+    where = section if re.fullmatch(r"Q\d", section) else f"\"{section}\""  # a section by its title, quoted
+    return f"{said[0][0].upper() + said[0][1:]}" + "".join(f"; {x}" for x in said[1:]) + f": see {where}."
