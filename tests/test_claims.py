@@ -6,20 +6,27 @@ paragraph is said once. Every rule is flipped with SYNTHETIC data (tests/data/an
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import pytest
 
 from copylab.analysis import explain, explain_copies
 from copylab.fmt import fmt_num
-from copylab.analysis.study import study as build_study
+from copylab.analysis.study import COST_FAMILY, Family, study as build_study
 from copylab.analysis.decisions import Decision, Outcome
 from copylab.analysis.peers import harness_ratios
 from copylab.analysis.text import q3, summary, tables, words
 from data.analysis import evidence as ev
 
 
-def decision(outcome: Outcome, ratio: float, low: float, high: float, impl="a2", base="a1") -> Decision:
-    return Decision(impl, base, 65536, None, ratio, low, high, 3, 3, 4.0, 0.1, outcome, None)
+def decision(outcome: Outcome, ratio: float, low: float, high: float, impl="a2", base="a1", p=0.001) -> Decision:
+    return Decision(impl, base, 65536, None, ratio, low, high, 3, 3, 4.0, 0.1, outcome, None, p=p, p_equivalence=p)
+
+
+def cost_study(*members: Decision) -> SimpleNamespace:
+    """A stand-in Study whose family of a side's cost holds these decisions, Holm-corrected over their p."""
+    fam = Family(COST_FAMILY, list(members)).correct()
+    return SimpleNamespace(family=lambda name: fam if name == COST_FAMILY else Family(name))
 
 
 @pytest.mark.parametrize("outcome, ratio, low, high, says, not_says", [
@@ -30,9 +37,36 @@ def decision(outcome: Outcome, ratio: float, low: float, high: float, impl="a2",
 ])
 def test_a_cost_is_said_as_its_decision_says(outcome, ratio, low, high, says, not_says):
     """The issue's Q4 sentence: 0.815 (0.618-1.075) may not be said as 'less than the baseline's'."""
-    text = words.cost_claim(decision(outcome, ratio, low, high), "A2's sender")
-    assert says in text and not_says not in text
-    assert f"95% interval {words.interval(decision(outcome, ratio, low, high))}" in text
+    d = decision(outcome, ratio, low, high, p=0.2 if outcome == Outcome.UNDECIDED else 0.001)
+    text = words.cost_claim(cost_study(d), d, "A2's sender")
+    assert says in text and not_says not in text and "†" not in text
+    assert f"95% interval {words.interval(d)}" in text
+
+
+@pytest.mark.parametrize("outcome, ratio, low, high, said, establishes", [
+    (Outcome.LOSS, 0.900, 0.837, 0.967, "lower", "no saving"),       # review-fresh4 G2: A2/A1 sender, 64 KiB
+    (Outcome.WIN, 1.18, 1.03, 1.36, "higher", "no extra cost"),      # A3/A2 sender, 64 KiB
+    (Outcome.EQUIVALENT, 1.0, 0.95, 1.05, "equivalent within the margin", "no equal cost"),
+])
+def test_a_cost_decided_before_the_correction_only_is_not_said_decided(outcome, ratio, low, high, said, establishes):
+    """review-fresh4 G2: p 0.0106 is a decision before Holm's correction, but over its family of a side's cost
+    (here 30 comparisons, the rest far from deciding) the adjusted p is 0.318: it is said with its † and adjusted
+    p, and counts as undecided wherever a sentence reasons from it; alone in its family it stands."""
+    d = decision(outcome, ratio, low, high, p=0.0106)
+    others = [decision(Outcome.UNDECIDED, 1.0, 0.8, 1.2, p=0.5) for _ in range(29)]
+    fallen = cost_study(d, *others)
+    assert fallen.family(COST_FAMILY).p_holm(d) >= 0.05
+    text = words.cost_claim(fallen, d, "A2's sender")
+    assert "decided" not in text and "the same cost" not in text, text
+    assert f": {said} before the correction only (†, adjusted p {fmt_num(fallen.family(COST_FAMILY).p_holm(d))}), " \
+           f"so on its own it establishes {establishes}" in text, text
+    assert words.cost_verdict(fallen, d) == "undecided"
+    standing = cost_study(d)
+    assert standing.family(COST_FAMILY).stands(d)
+    text = words.cost_claim(standing, d, "A2's sender")
+    assert "†" not in text and "before the correction" not in text
+    assert (f"decided {said}" if outcome != Outcome.EQUIVALENT else "the same cost") in text
+    assert words.cost_verdict(standing, d) == words.COST_VERDICTS[outcome]
 
 
 @pytest.mark.parametrize("part, whole, word", [(0.283, 0.682, "41%"), (0.5, 1.0, "50%"), (0.61, 1.0, "most (61%)")])

@@ -454,9 +454,10 @@ def test_the_queue_sentence_reaches_q3():
 # Q4: each decided loss of the one-copy path from its own profile
 
 
-def a2_losing_study():
-    """A2 loses at 64 B and 1 KiB, its sender's copy and system call grown per message in both profiles."""
-    grid = ev.throughput_grid({"a2": {64: 0.78, 1024: 0.88}}, passes=3, sizes=(64, 1024, 65536), threads=(1, 2))
+def a2_losing_study(losses: dict | None = None):
+    """A2 loses at 64 B and 1 KiB (or at losses' sizes), its sender's copy and system call grown per message in
+    the profiles at 64 B and 1 KiB."""
+    grid = ev.throughput_grid({"a2": losses or {64: 0.78, 1024: 0.88}}, passes=3, sizes=(64, 1024, 65536), threads=(1, 2))
     grid["srv_cpu_busy"], grid["cli_cpu_busy"] = 0.99, 0.6
     a1 = {"user_copy": 0.02, "kernel_copy_from_user": 0.01, "tcp_send": 0.2, "syscall": 0.04}
     a2 = {"kernel_copy_from_user": 0.05, "tcp_send": 0.2, "syscall": 0.06}
@@ -479,6 +480,21 @@ def test_a_decided_loss_of_the_one_copy_path_is_explained_from_its_profile_bucke
     assert "Hypothesis" in text and "copy_from_iter walks the iovec" in text
     # a size A2 does not lose at is not explained as a loss
     assert "at 64 KiB its loss" not in text
+
+
+@pytest.mark.parametrize("losses", [{64: 0.78, 1024: 0.88}, {64: 0.78}])
+def test_q4_points_its_loss_that_q6_explains_at_q6(losses):
+    """review-fresh4 G8: Q4's one decided loss (64 B) is Q6's surprise, explained there: Q4 said nothing of it
+    beside the ratio. One line points at Q6 with the explanation's verdict (words.refer_back), whether or not
+    Q4 explains another loss itself; none where the loss does not stand in Q4's family."""
+    from copylab.analysis.text import q4
+    s = a2_losing_study(losses)
+    assert s.q6_explanation is not None and s.q6_explanation.evidence["msg_size"] == 64
+    text = q4.answer(s)["text"]
+    assert text.count("see Q6.") == 1 and "Why A2 is decided to lose (" in text, text
+    assert text.split("Why A2 is decided to lose (")[1].split(")")[0].endswith("at 64 B")
+    s.families["q4"].adjusted[id(s.decision("a2", 64))] = 0.0901
+    assert "see Q6" not in q4.answer(s)["text"]
 
 
 def test_the_gather_mechanism_is_said_in_full_once_and_referred_back_in_q6():

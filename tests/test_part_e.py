@@ -40,6 +40,20 @@ def test_q6_reports_a_pattern_across_cells_with_its_correction():
     assert len(q6.surprise_table(answer)) == 8
 
 
+def test_a_pattern_over_one_size_is_said_at_that_size():
+    """review-fresh4 G9: "A2 slower than A1 at sizes up to 64 B", 64 B being the smallest size, is one size:
+    said "at 64 B"; a region over several sizes keeps its range."""
+    s = study(ev.throughput_grid({"a2": {64: 0.60}}), {"cores": 2}, ev.frame([]))
+    answer = q6.answer(s)
+    assert answer["details"]["sizes"] == "up_to" and answer["details"]["size"] == 64, answer["details"]
+    assert "A2 slower than A1 at 64 B, over every thread count, pooled over its 4 cells" in answer["text"]
+    assert "up to 64 B" not in answer["text"]
+    regions = {(t.where["sizes"], t.where["size"]): q6.describe(t) for t in s.q6_regions if t.kind == "one_copy_slower"}
+    assert regions[("from", 65536)] == "A2 slower than A1 at 64 KiB, over every thread count"
+    assert regions[("up_to", 1024)] == "A2 slower than A1 at sizes up to 1 KiB, over every thread count"
+    assert regions[("from", 4096)] == "A2 slower than A1 from 4 KiB on, over every thread count"
+
+
 def test_a_pattern_no_cell_decides_alone_says_none():
     """Zero cells significant on their own reads "none of the 8 cells", never "only 0 of the 8"."""
     df = ev.throughput_grid({"a2": {64: 0.95, 1024: 0.95}}, spread=0.06)
@@ -275,8 +289,8 @@ def test_q4_refers_back_to_the_data_paths_section_for_the_one_copy_senders_cost(
     assert decision != "win"
     cost = s.decision("a2", 65536, metric="srv_cpu_ns_per_byte")
     text = crossover.gain_sentence(s, "a2", decision)
-    assert f'("{DATA_PATHS_SECTION}")' in text and cost_claim(cost, "A2’s sender") not in text, text
-    assert cost_claim(cost, "A2's sender") in data_paths.markdown(s)
+    assert f'("{DATA_PATHS_SECTION}")' in text and cost_claim(s, cost, "A2’s sender") not in text, text
+    assert cost_claim(s, cost, "A2's sender") in data_paths.markdown(s)
 
 
 def test_a_crossover_that_differs_per_thread_count_is_said():
@@ -364,6 +378,72 @@ def test_the_ratio_figure_caption_says_whose_correction_its_markers_follow():
     at = next(i for i, s in enumerate(sources) if "figures.ratio_to_baseline(study)" in s)
     assert cells[at + 1]["cell_type"] == "markdown"
     assert "standing as in Q4 and Q5's correction" in " ".join(sources[at + 1].split())
+
+
+def test_a_sides_cost_is_said_and_drawn_as_it_stands_in_its_family():
+    """review-fresh4 G2: A2/A1's sender CPU per byte at 64 KiB, decided lower before the correction only, was
+    printed "decided lower" (data paths, Q4) and drawn a filled ▼. Standing: decided, filled. Not standing:
+    "before the correction only (†, adjusted p ...)", an open marker with its key, and Q4 reasons from the
+    throughput win, which stands in its own family, not from the cost."""
+    from copylab.analysis import data_paths
+    from copylab.figures import user_copy_per_message
+    from copylab.figures.evidence import COST_FALLEN_KEY
+    df = ev.throughput_grid({"a2": {65536: 1.3}}).assign(srv_cpu_busy=1.0, cli_cpu_busy=0.5)
+    df["user_copy_bytes_per_message"] = df["msg_size"].where(df["impl"] == "a1", 0.0)
+    s = study(df, {"cores": 2}, ev.frame([]))
+    cost = s.decision("a2", 65536, metric="srv_cpu_ns_per_byte")
+    win = s.decision("a2", 65536).decision
+    assert cost.decision == "loss" and s.family("cpu_sides").stands(cost) and win == "win"
+
+    def shown():
+        fig = user_copy_per_message(s)
+        trace = next(t for t in fig.data if t.name and t.name.startswith("A2 / A1"))
+        at = list(trace.x).index(65536)
+        return (data_paths.markdown(s), crossover.gain_sentence(s, "a2", win), trace.marker.symbol[at],
+                trace.customdata[at][1], [t.name for t in fig.data])
+
+    paths, q4_text, symbol, hover, names = shown()
+    assert "A1's CPU time per byte: decided lower" in paths and "decided lower" in q4_text
+    assert "the throughput result seen from the sender" in q4_text
+    assert symbol == "triangle-down" and COST_FALLEN_KEY not in names
+    _short_of_standing(s, "cpu_sides", [cost])
+    paths, q4_text, symbol, hover, names = shown()
+    for text in (paths, q4_text):
+        assert "decided lower" not in text and "lower before the correction only (†, adjusted p 0.0901)" in text, text
+    assert "the throughput win above, which stands in this answer's family, is this saving" in q4_text
+    assert symbol == "triangle-down-open" and "not standing after correction" in hover and COST_FALLEN_KEY in names
+
+
+def test_a_throughput_win_that_does_not_stand_is_not_reasoned_from():
+    """The saturated sender's sentence calls its cost "the throughput result": only a win standing in the
+    answer's family is one (crossover.answer reads the largest size's outcome after the correction)."""
+    df = ev.throughput_grid({"a2": {65536: 1.3}}).assign(srv_cpu_busy=1.0, cli_cpu_busy=0.5)
+    s = study(df, {"cores": 2}, ev.frame([]))
+    assert "the throughput result seen from the sender" in crossover.answer(s, "a2", "q4", [])["text"]
+    _short_of_standing(s, "q4", [s.decision("a2", 65536)])
+    text = crossover.answer(s, "a2", "q4", [])["text"]
+    assert "the throughput result seen from the sender" not in text and "Its saving has not shown" in text, text
+
+
+def test_the_cost_family_counts_each_comparison_once():
+    """review-fresh4 G2: A2/A1 and A1/A2 (one test, inverted) were both members, 10 of 40: Holm's m counts each
+    unordered pair of paths once per side and size, and every cost a sentence cites is a member."""
+    from collections import Counter
+    from copylab.analysis.study import SIDE_CPU
+    s = study(ev.throughput_grid({"a2": {65536: 1.3}}), {"cores": 2}, ev.frame([]))
+    fam = s.family("cpu_sides")
+    sizes = sorted(s.compare("a2")["by_size"])
+    pairs = Counter((frozenset((d.impl, d.base)), d.size) for d in fam.members)
+    assert set(pairs.values()) == {len(SIDE_CPU)}  # each pair once per side: no inverse duplicate
+    assert fam.size == len(fam.members) == len(SIDE_CPU) * 3 * len(sizes)  # {a1,a2}, {a1,a3}, {a2,a3}
+    members = {id(d) for d in fam.members}
+    for metric in SIDE_CPU.values():
+        for impl, base in (("a2", "a1"), ("a3", "a1"), ("a3", "a2")):  # what the sentences cite
+            assert all(id(d) in members for d in s.compare(impl, base, metric)["by_size"].values())
+        assert not any(id(d) in members for d in s.compare("a1", "a2", metric)["by_size"].values())
+    from copylab.analysis.text import methods
+    said = "(each pair once: A2/A1, not also A1/A2), per size: what the sentences and figures about a side's cost cite"
+    assert f"{said}: {fam.size} comparisons" in methods.markdown(s)
 
 
 def test_q4_says_once_that_standing_depends_on_the_family():

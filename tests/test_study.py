@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from conftest import ROOT
 from copylab import analysis, figures, other_paths, registry
 from copylab.analysis import q3, q4, q5, q6, summary
 from copylab.analysis.roles import BASE, ONE_COPY, ZERO_COPY
-from copylab.analysis.study import CRITERIA, THROUGHPUT
+from copylab.analysis.study import COST_FAMILY, CRITERIA, THROUGHPUT
 from copylab.analysis.text import crossover
 from copylab.analysis.text.words import decision_cell, interval
 
@@ -166,6 +167,48 @@ def test_answers_text_agrees_with_its_decisions_for_every_comparison():
         decided = {int(s) for s, d in doc[key]["decision_by_size"].items() if d == "win"}
         start = doc[key]["crossover_bytes"]
         assert start is None or all(int(s) in decided for s in doc[key]["decision_by_size"] if int(s) >= start)
+
+
+COST_SAID = re.compile(r"spends (\S+)× \(95% interval (\S+)–(\S+)\) (\S+)'s CPU time per byte: ([^;(]*(\(†[^)]*\))?)")
+COST_WORDS = {"win": "decided higher", "loss": "decided lower", "equivalent": "equivalent within the margin",
+              "undecided": "undecided"}
+
+
+def cost_sentences(s: analysis.Study) -> list[tuple]:
+    """(the decision of the cost family a sentence about a side's cost cites, what the sentence says of it) for
+    every such sentence of answers.json's texts and the data-paths section."""
+    from copylab.analysis.text import data_paths
+    doc = json.loads(json.dumps(analysis.document(s)))
+    texts = [v["text"] for v in doc.values() if isinstance(v, dict) and isinstance(v.get("text"), str)]
+    fam, fmt = s.family(COST_FAMILY), analysis.fmt_num
+    found = []
+    for said in (m for text in texts + [data_paths.markdown(s)] for m in COST_SAID.finditer(text)):
+        ratio, low, high, base, words = said.group(1, 2, 3, 4, 5)
+        # the members with these numbers (the synthetic sweep repeats some): one outcome, one standing
+        cited = [d for d in fam.members
+                 if (fmt(d.ratio), fmt(d.low), fmt(d.high), analysis.impl_name(d.base)) == (ratio, low, high, base)]
+        assert len({(str(d.decision), fam.stands(d)) for d in cited}) == 1, said.group(0)
+        found.append((cited[0], words))
+    return found
+
+
+def test_a_sides_cost_is_said_with_its_decision_and_standing():
+    """review-fresh4 G2: every sentence about a side's CPU per byte cites a member of the cost family and says
+    its outcome as it stands there: "decided" only where Holm's correction leaves it standing, else † with
+    the adjusted p (here every decided one is then made to fall, as a larger family would)."""
+    s = load()
+    for fallen in (False, True):
+        found = cost_sentences(s)
+        assert any(d.decision != "undecided" for d, _ in found), found
+        for d, words in found:
+            fam = s.family(COST_FAMILY)
+            assert fam.fallen(d) is (fallen and d.decision != "undecided")
+            if fam.fallen(d):
+                assert "decided" not in words and "(†, adjusted p 0.0901)" in words, words
+            else:
+                assert words.startswith(COST_WORDS[str(d.decision)]) and "†" not in words, words
+        for d in s.family(COST_FAMILY).members:
+            s.family(COST_FAMILY).adjusted[id(d)] = 0.0901
 
 
 @pytest.mark.slow

@@ -49,6 +49,8 @@ CRITERIA = {"throughput": ("throughput", THROUGHPUT, True),
 # each side's CPU time per byte (throughput mode, lower is better): the evidence sentences that say a
 # path costs its sender or receiver less cite these decisions, never the means alone
 SIDE_CPU = {"sender": "srv_cpu_ns_per_byte", "receiver": "cli_cpu_ns_per_byte"}
+# the family those decisions stand or fall in: a sentence or a marker of a side's cost reads its standing there
+COST_FAMILY = "cpu_sides"
 # what the report's † says of a decision Holm's correction over its family does not leave standing
 FALLEN = "not standing after correction"
 
@@ -323,7 +325,16 @@ def explanations(s: Study) -> dict[str, Explanation]:
 
 # the families of claims: name -> what the report claims from them (analysis/text/methods.py words them)
 FAMILIES = ("summary", "q2", "q3", "q3_cache", "q4", "q4_per_threads", "q5", "q5_per_threads", "q6", "other_paths",
-            "cpu_sides")
+            COST_FAMILY)
+
+
+def distinct_pairs(impls, bases) -> list[tuple[str, str]]:
+    """(impl, base) for each path against each base, every unordered pair once (A2/A1 stands for A1/A2: the
+    same comparison inverted, one test), in the order of bases: Holm's m counts distinct comparisons."""
+    pairs: list[tuple[str, str]] = []
+    for base in bases:
+        pairs += [(impl, base) for impl in impls if impl != base and (base, impl) not in pairs]
+    return pairs
 
 
 def _families(s: Study) -> None:
@@ -350,10 +361,8 @@ def _families(s: Study) -> None:
                     fam["other_paths"].members += list(s.compare(impl, base)["by_size"].values())
     fam["other_paths"].members += [d for found in s.receive.values() for d in found["by_size"].values()]
     for metric in SIDE_CPU.values():
-        for impl in native(set(s.rows["impl"])):
-            for base in (BASE, ONE_COPY):
-                if impl != base:
-                    fam["cpu_sides"].members += list(s.compare(impl, base, metric)["by_size"].values())
+        for impl, base in distinct_pairs(native(set(s.rows["impl"])), (BASE, ONE_COPY)):
+            fam[COST_FAMILY].members += list(s.compare(impl, base, metric)["by_size"].values())
     s.families = {name: f.correct() for name, f in fam.items()}
     # Q6 reads its tests' adjusted p from its family: one correction, the Study's
     for t in s.q6_cells + s.q6_regions:

@@ -13,7 +13,7 @@ from plotly.subplots import make_subplots
 from ..analysis import METRICS, aggregate, measured
 from ..analysis.roles import BASE, COMPARED, ONE_COPY, ZERO_COPY
 from ..analysis.stats import one_receive
-from ..analysis.study import FALLEN, SIDE_CPU
+from ..analysis.study import COST_FAMILY, FALLEN, SIDE_CPU
 from ..fmt import IMPL_LABELS, fmt_num, fmt_size, impl_name
 from .style import (FONT, IMPL_COLORS, FigureNote, _impl_trace, _is_spread, _log_ticks, _note_for,
                     _shared_title, _size_ticks, _style, _with_note, hover_data, hover_template, interval_bars)
@@ -56,9 +56,14 @@ def user_copy_per_message(study):
         values = decision_values(saving.values())
         # its legend entry says what the markers and the band mean (the title has no room for it)
         # two lines: on one, the PDF's width cut it off ("grey band: the e")
+        # the decisions stand or fall in the cost family, as the sentences citing them say (words.cost_claim)
+        family = study.family(COST_FAMILY)
         fig.add_trace(decision_trace(saving, f"{one} / {base}, all thread counts<br>({COST_KEY}; "
                                      "grey band: the equivalence margin)", IMPL_COLORS.get(ONE_COPY),
-                                     what=f"{one}'s sender CPU per byte ÷ {base}'s", words=COST_WORDS), row=1, col=2)
+                                     what=f"{one}'s sender CPU per byte ÷ {base}'s", words=COST_WORDS, family=family),
+                      row=1, col=2)
+        if any(family.fallen(d) for d in saving.values()):
+            fig.add_trace(fallen_key(COST_FALLEN_KEY), row=1, col=2)
         equivalence_band(fig, study.margin, row=1, col=2)
         fig.update_yaxes(type="log", **ratio_ticks(values + [1 / (1 + study.margin), 1 + study.margin]),
                          title_text=f"{one} ÷ {base} (log scale)", row=1, col=2)
@@ -91,6 +96,13 @@ def decision_trace(by_size: dict, name: str, color: str | None, what: str, showl
                      visible=any(x.low == x.low for x in d)),
         customdata=[[fmt_size(s), w] for s, w in zip(sizes, said)],
         hovertemplate=f"{what}<br>%{{customdata[0]}}: %{{y:.3f}}× (%{{customdata[1]}})<extra></extra>")
+
+
+def fallen_key(key: str) -> go.Scatter:
+    """A legend entry of its own for the open marker (decision_trace's decision not standing after its family's
+    correction), key saying whose correction."""
+    return go.Scatter(x=[None], y=[None], mode="markers", name=key, hoverinfo="skip",
+                      marker=dict(symbol="circle-open", size=11, color="#555"))
 
 
 def equivalence_band(fig: go.Figure, margin: float, **where) -> None:
@@ -218,6 +230,7 @@ COST_KEY = "▲ decided higher ▼ decided lower ■ equivalent ● undecided"
 # that stands here (review-fresh3 F7): the key says whose correction
 FALLEN_KEY = "open marker †: not standing after Q4's or Q5's correction (Holm)"
 ANSWER_FAMILY = {ONE_COPY: "q4", ZERO_COPY: "q5"}
+COST_FALLEN_KEY = "open marker †: not standing after the correction over each side's CPU per byte (Holm)"
 
 
 def ratio_to_baseline(study):
@@ -249,9 +262,8 @@ def ratio_to_baseline(study):
         return FigureNote(f"throughput relative to {impl_name(BASE)}",
                           f"throughput-mode rows of {impl_name(BASE)} and the paths compared with it",
                           "the sweep has no throughput rows of both", "include them in the grid")
-    if fallen:  # a legend entry of its own: the open marker's meaning
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=FALLEN_KEY, hoverinfo="skip",
-                                 marker=dict(symbol="circle-open", size=11, color="#555")))
+    if fallen:
+        fig.add_trace(fallen_key(FALLEN_KEY))
     equivalence_band(fig, margin)
     fig.update_xaxes(**_size_ticks(study.part_e["msg_size"]), title_text="message size (bytes, log scale)")
     fig.update_yaxes(type="log", **ratio_ticks(values + [1 / (1 + margin), 1 + margin]),

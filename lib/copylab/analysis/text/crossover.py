@@ -14,9 +14,10 @@ from ...fmt import fmt_num, fmt_size
 from .. import findings as fnd
 from ..decisions import Decision, Outcome, decided_crossover
 from ..roles import BASE, ONE_COPY, name
-from ..study import FALLEN, SIDE_CPU, Study
-from .words import (DATA_PATHS_SECTION, METHODS_SECTION, PROFILE_SECTION, and_sizes, cost_claim, cost_verdict, decision_cell, interval, more_passes,
-                    no_pair_reason, pooled_note, ratio_text, refer_back, reps_note, unanswerable)
+from ..study import COST_FAMILY, FALLEN, SIDE_CPU, Study
+from .words import (DATA_PATHS_SECTION, METHODS_SECTION, PROFILE_SECTION, and_sizes, cost_claim, cost_verdict,
+                    cost_words, decision_cell, interval, more_passes, no_pair_reason, pooled_note, ratio_text,
+                    refer_back, reps_note, unanswerable)
 
 
 def _dagger(fallen: bool) -> str:
@@ -169,7 +170,7 @@ def sender_cost_sentence(study: Study, impl: str) -> str:
     largest, d = sender_cost(study, impl)
     if d is None:
         return ""
-    return f"At {fmt_size(largest)} {cost_claim(d, f'{name(impl)}’s sender')} (perf task-clock)."
+    return f"At {fmt_size(largest)} {cost_claim(study, d, f'{name(impl)}’s sender')} (perf task-clock)."
 
 
 def gain_sentence(study: Study, impl: str, decision: str | None) -> str:
@@ -190,10 +191,10 @@ def gain_sentence(study: Study, impl: str, decision: str | None) -> str:
         return bound.text
     cost = sender_cost_sentence(study, impl)
     largest, d = sender_cost(study, impl)
-    saved = cost_verdict(d) == "less"
+    saved = cost_verdict(study, d) == "less"
     if impl == ONE_COPY and d is not None and decision != Outcome.WIN:
         # the data-paths section gave this decision with its numbers (data_paths.copy_evidence_text): a pointer
-        cost = (f"Its sender's CPU per byte against {name(d.base)}'s there: {cost_verdict(d)} "
+        cost = (f"Its sender's CPU per byte against {name(d.base)}'s there: {cost_words(study, d)} "
                 f"(\"{DATA_PATHS_SECTION}\").")
     if decision == Outcome.WIN and saved:
         # a saturated sender's CPU per byte is its window over the bytes: the inverse of its throughput,
@@ -201,6 +202,12 @@ def gain_sentence(study: Study, impl: str, decision: str | None) -> str:
         return (f"{bound.text} {cost} With the sender's CPU saturated, its CPU per byte is the inverse of its "
                 f"throughput, so this is the throughput result seen from the sender, not a second one; where the "
                 f"saving lies is in the sender's profile (\"{PROFILE_SECTION}\").")
+    if decision == Outcome.WIN and d is not None and d.decision == Outcome.LOSS:  # lower before the correction only
+        # the same inverse: the standing throughput win is the result; the cost's own test is one of a larger family
+        return (f"{bound.text} {cost} With the sender's CPU saturated, its CPU per byte is the inverse of its "
+                f"throughput: the throughput win above, which stands in this answer's family, is this saving seen "
+                f"from the rate (the cost's own comparison is corrected over the {study.family(COST_FAMILY).size} "
+                "comparisons of a side's cost).")
     if saved:
         return f"{bound.text} {cost} Its saving has not shown as decided throughput here."
     return f"{bound.text} {cost}"
@@ -253,7 +260,9 @@ def answer(study: Study, impl: str, family: str, why: list[str], evidence: str =
         reason = no_pair_reason(impl, finding.have_throughput)
         return {**public, "reason": reason, "text": unanswerable(reason)}
     by_size = study.compare(impl)["by_size"]
-    largest = by_size[max(by_size)].decision if by_size else None
+    # the largest size's outcome as it stands after the answer's correction (a win that does not stand is no win)
+    top = by_size[max(by_size)] if by_size else None
+    largest = None if top is None else Outcome.UNDECIDED if study.family(family).fallen(top) else top.decision
     cited = [study.explanations[k] for k in why if k in study.explanations]
     # the profile section gave these in full: one line refers back to it
     # a single repetition is this answer's own caveat; 2 or more are said in the methods and figures sections

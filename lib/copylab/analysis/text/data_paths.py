@@ -15,10 +15,10 @@ def markdown(study: Study) -> str:
     """What the counters say about the copy A2 removes: user-space copy bytes and sender cost (as decided)."""
     e = fnd.copy_evidence(study.part_e)
     d = study.decision(ONE_COPY, int(e["largest"]), metric=SIDE_CPU["sender"]) if e.get("largest") is not None else None
-    return copy_evidence_text(e, d)
+    return copy_evidence_text(study, e, d)
 
 
-def copy_evidence_text(e: dict, sender: Decision | None = None) -> str:
+def copy_evidence_text(study: Study, e: dict, sender: Decision | None = None) -> str:
     """The counters' words; sender: the Study's decision of the one-copy sender's CPU per byte against the
     baseline at the largest size (a difference of means is said only with it)."""
     b, x = BASE, ONE_COPY
@@ -40,7 +40,7 @@ def copy_evidence_text(e: dict, sender: Decision | None = None) -> str:
         parts.append(f"At the largest size, {fmt_size(e['largest'])}, the sender spends "
                      f"{fmt_num(at_top[b])} {unit} per byte in {name(b)} and {fmt_num(at_top[x])} in "
                      f"{name(x)} (means); "
-                     + (cost_claim(sender, f"{name(x)}'s sender") + "." if sender is not None else
+                     + (cost_claim(study, sender, f"{name(x)}'s sender") + "." if sender is not None else
                         "no decision compares them (fewer than two passes)."))
     else:
         parts.append("Sender-side CPU counters were not recorded, so the cost of the removed copy "

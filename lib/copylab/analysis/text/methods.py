@@ -23,8 +23,9 @@ FAMILY_WORDS = {
     "q6": "Q6: every expectation checked, cell by cell and as patterns across cells",
     "other_paths": "\"Other ways to move the bytes\": every send path against {base} and {one}, and every "
                    "receive strategy against the primary one",
-    "cpu_sides": "each side's CPU time per byte (sender, receiver) of every send path against {base} and {one}, "
-                 "per size: what the answers' sentences about a side's cost cite",
+    "cpu_sides": "each side's CPU time per byte (sender, receiver) of every send path against {base} and {one} "
+                 "(each pair once: {one}/{base}, not also {base}/{one}), per size: what the sentences and figures "
+                 "about a side's cost cite",
 }
 
 
@@ -55,5 +56,6 @@ def markdown(study: Study) -> str:
         "for a win or a loss; the two one-sided tests against the margin for an equivalence) is adjusted over "
         "its family. A decision whose adjusted p is not below "
         f"{fmt_num(ALPHA)} still shows its interval, and the report says it does not survive the correction "
-        "(the summary and the other paths mark it †; Q4, Q5 and Q6 give the adjusted p). The families:\n\n"
+        "(the summary and the other paths mark it †; Q4, Q5, Q6 and the sentences about a side's cost give the "
+        "adjusted p). The families:\n\n"
         + families)

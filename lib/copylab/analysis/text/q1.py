@@ -193,9 +193,9 @@ def _cpu_sentence(cpu: dict, study: Study) -> str:
     Study's decisions of each side decide it (the means alone claim nothing)."""
     size, zc, one = cpu["msg_size"], ZERO_COPY, ONE_COPY
     found = {side: study.decision(zc, size, base=one, metric=metric) for side, metric in SIDE_CPU.items()}
-    text = (f"At {fmt_size(size)} {cost_claim(found['sender'], f'{name(zc)}’s sender')}; "
-            f"{cost_claim(found['receiver'], 'its receiver')} (perf task-clock, against {name(one)})")
-    verdicts = {side: cost_verdict(d) for side, d in found.items()}
+    text = (f"At {fmt_size(size)} {cost_claim(study, found['sender'], f'{name(zc)}’s sender')}; "
+            f"{cost_claim(study, found['receiver'], 'its receiver')} (perf task-clock, against {name(one)})")
+    verdicts = {side: cost_verdict(study, d) for side, d in found.items()}
     if verdicts["sender"] == "less" and verdicts["receiver"] == "more":
         text += ": the sender saves and the receiver pays more."
     elif verdicts["sender"] in ("more", "the same"):

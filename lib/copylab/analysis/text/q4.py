@@ -14,7 +14,7 @@ from ..explain_copies import gather_referred, says_gather
 from ..roles import ONE_COPY, name
 from ..study import Study
 from . import crossover
-from .words import only_at, ratio_text
+from .words import only_at, ratio_text, refer_back
 
 KEY, FAMILY = "q4_one_copy_vs_two_copy", "q4"
 
@@ -33,15 +33,18 @@ def explained_losses(study: Study) -> list[Explanation]:
 
 def losses_text(study: Study) -> str:
     """Why A2 loses where it is decided to lose, from that size's profile (explain_copies.per_message_gap,
-    the Study's gap_a2_<size>); the size Q6 explains is left to Q6, said once, and the gather mechanism in full
-    at the first size that offers it (a later one refers back)."""
+    the Study's gap_a2_<size>); the size Q6 explains is left to Q6 (one line points there), and the gather
+    mechanism in full at the first size that offers it (a later one refers back)."""
     q6 = (study.q6_explanation.evidence or {}).get("msg_size") if study.q6_explanation is not None else None
+    # the decided loss Q6 explains (review-fresh4 G8: it was left unpointed): one line there, with its verdict
+    at_q6 = study.decision(ONE_COPY, q6) if q6 is not None else None
+    standing = at_q6 is not None and study.family(FAMILY).stands(at_q6)
+    to_q6 = refer_back(study, [f"gap_{ONE_COPY}_{q6}"], section="Q6") if standing else ""
     found = explained_losses(study)
     if not found:
-        return ""
+        return to_q6
     fallen = any(study.family(FAMILY).fallen(study.decision(ONE_COPY, e.evidence["msg_size"])) for e in found)
-    head = (f"Where {name(ONE_COPY)} " + ("loses before Holm's correction" if fallen else "is decided to lose")
-            + (f" (at {fmt_size(q6)}: Q6)" if q6 else "") + ":")
+    head = f"Where {name(ONE_COPY)} " + ("loses before Holm's correction" if fallen else "is decided to lose") + ":"
     said, gather_at = [], None
     for e in found:
         size = e.evidence["msg_size"]
@@ -55,7 +58,7 @@ def losses_text(study: Study) -> str:
                     + (gather_referred(e.text, e, f"at {fmt_size(gather_at)} above") if gather_at else e.text))
         if gather_at is None and says_gather(e):
             gather_at = size
-    return " ".join([head] + said)
+    return " ".join([head] + said + ([to_q6] if to_q6 else []))
 
 
 def tables(study: Study) -> list[tuple[str, pd.DataFrame]]:

@@ -53,8 +53,9 @@ def zero_copy_evidence_text(zc, study: Study, sender_cpu_said: bool = False) -> 
                  "itself (DMA), the case MSG_ZEROCOPY exists for")
     size = int(zc.size)
     found = {side: study.decision(ZERO_COPY, size, metric=metric) for side, metric in SIDE_CPU.items()}
-    said = [cost_claim(found["receiver"], "its receiver")] if sender_cpu_said else [
-        cost_claim(found["sender"], f"{name(ZERO_COPY)}'s sender"), cost_claim(found["receiver"], "its receiver")]
+    said = [cost_claim(study, found["receiver"], "its receiver")] if sender_cpu_said else [
+        cost_claim(study, found["sender"], f"{name(ZERO_COPY)}'s sender"),
+        cost_claim(study, found["receiver"], "its receiver")]
     if any(d is not None for d in found.values()):
         text += f". At {fmt_size(size)} " + "; ".join(said) + " (perf task-clock)"
     return text + "." + states_note(study, ZERO_COPY, size)

@@ -35,7 +35,10 @@ def describe(t: Test) -> str:
     w = t.where
     if t.kind == "one_copy_slower":
         if "sizes" in w:
-            span = f"at sizes up to {fmt_size(w['size'])}" if w["sizes"] == "up_to" else f"from {fmt_size(w['size'])} on"
+            # up to the smallest size (from the largest on) is that one size: "at sizes up to 64 B" named a range
+            one = len({c.where["size"] for c in t.cells}) == 1
+            span = (f"at {fmt_size(w['size'])}" if one else f"at sizes up to {fmt_size(w['size'])}"
+                    if w["sizes"] == "up_to" else f"from {fmt_size(w['size'])} on")
             return f"{name(ONE_COPY)} slower than {name(BASE)} {span}, over every thread count"
         return f"{name(ONE_COPY)} slower than {name(BASE)} at {fmt_size(w['size'])}, {plural(w['threads'], 'thread')}"
     if t.kind == "falls_with_size":

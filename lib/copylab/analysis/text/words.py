@@ -4,10 +4,13 @@ what an unanswerable question says, and the repetitions behind the means."""
 
 from __future__ import annotations
 
+import re
+
 from ...fmt import fmt_num, fmt_size
 from ..decisions import Decision, Outcome, likely_outcome
 from ..explain_copies import zero_copy_cost_by_size, zero_copy_cost_words
 from ..roles import BASE, ONE_COPY, ZERO_COPY, name
+from ..study import COST_FAMILY
 from ..stats import MIN_REPS_FOR_INTERVAL
 
 
@@ -87,29 +90,51 @@ def q_label(key: str) -> str:
 
 
 # ------------------------------------------------------------------------------------------------
-# claims about a cost (lower is better): stated as a fact only when decided
+# claims about a cost (lower is better): stated as a fact only when decided, and decided only where the
+# decision stands after Holm's correction over the cost family (study.COST_FAMILY), as Q4/Q5 say theirs
 
 COST_VERDICTS = {Outcome.WIN: "more", Outcome.LOSS: "less", Outcome.EQUIVALENT: "the same", Outcome.UNDECIDED: "undecided"}
+COST_DECIDED = {Outcome.WIN: "higher", Outcome.LOSS: "lower", Outcome.EQUIVALENT: "equivalent within the margin"}
+# what a cost decided before the correction only does not establish
+NOT_ESTABLISHED = {Outcome.WIN: "no extra cost", Outcome.LOSS: "no saving", Outcome.EQUIVALENT: "no equal cost"}
 
 
-def cost_verdict(d: Decision | None) -> str:
-    """'less', 'more', 'the same' (equivalent within the margin) or 'undecided' for a cost ratio x/base."""
-    return "undecided" if d is None else COST_VERDICTS[d.decision]
+def before_correction(fam, d: Decision) -> str:
+    """'before the correction only (†, adjusted p 0.148)': a decision Holm's correction over fam (the Study's
+    Family) does not leave standing, said so wherever its outcome is worded."""
+    return f"before the correction only (†, adjusted p {fmt_num(fam.p_holm(d))})"
 
 
-def cost_claim(d: Decision | None, who: str, what: str = "CPU time per byte") -> str:
-    """A cost of x against base in words that claim no more than its decision: 'A2's sender spends
-    0.815× A1's CPU time per byte (95% interval 0.618–1.08): undecided, so a saving is not established'."""
+def cost_verdict(study, d: Decision | None) -> str:
+    """'less', 'more', 'the same' (equivalent within the margin) or 'undecided' for a cost ratio x/base, as the
+    decision stands after the cost family's correction: one that does not stand is 'undecided'."""
+    if d is None or study.family(COST_FAMILY).fallen(d):
+        return "undecided"
+    return COST_VERDICTS[d.decision]
+
+
+def cost_words(study, d: Decision) -> str:
+    """A cost decision's outcome in words, with its standing: 'decided lower', 'equivalent within the margin,
+    the same cost', 'lower before the correction only (†, adjusted p 0.148), so on its own it establishes no saving',
+    'undecided, so neither a saving nor an extra cost is established'."""
+    fam = study.family(COST_FAMILY)
+    if fam.fallen(d):
+        return (f"{COST_DECIDED[d.decision]} {before_correction(fam, d)}, so on its own it establishes "
+                f"{NOT_ESTABLISHED[d.decision]}")
+    verdict = cost_verdict(study, d)
+    if verdict == "undecided":
+        return "undecided, so neither a saving nor an extra cost is established"
+    if verdict == "the same":
+        return "equivalent within the margin, the same cost"
+    return f"decided {COST_DECIDED[d.decision]}"
+
+
+def cost_claim(study, d: Decision | None, who: str, what: str = "CPU time per byte") -> str:
+    """A cost of x against base in words that claim no more than its decision as it stands: 'A2's sender
+    spends 0.815× A1's CPU time per byte (95% interval 0.618–1.08): undecided, so a saving is not established'."""
     if d is None:
         return f"{who}: {what} not compared (a side was not measured)"
-    head = f"{who} spends {ratio_text(d)} {name(d.base)}'s {what}"
-    verdict = cost_verdict(d)
-    if verdict == "undecided":
-        return f"{head}: undecided, so neither a saving nor an extra cost is established"
-    if verdict == "the same":
-        return f"{head}: equivalent within the margin, the same cost"
-    return f"{head}: decided {'lower' if verdict == 'less' else 'higher'}"
-
+    return f"{who} spends {ratio_text(d)} {name(d.base)}'s {what}: {cost_words(study, d)}"
 
 
 # ------------------------------------------------------------------------------------------------
@@ -120,12 +145,14 @@ DATA_PATHS_SECTION = "Data paths: where the copies happen"  # data_paths.py: the
 METHODS_SECTION = "How the decisions are made"  # methods.py: the test, the margin, Holm's correction
 SHORT = {"zero_copy_cost": "what {zc}'s sender pays instead of the copy ({verdict})",
          "deferred_copy_site": "where its deferred copy runs ({verdict})",
-         "removed_copy": "which copy {one} removes ({verdict})"}
+         "removed_copy": "which copy {one} removes ({verdict})",
+         "per_message_gap": "why {one} is decided to lose ({verdict})"}
 VERDICT_WORDS = {"deferred_copy": "the deferred copy", "zerocopy_pin": "pinning", "zerocopy_completion": "completions",
                  "sendmsg": "inside the sender's sendmsg",
                  "recv": "inside the receiver's recv", "softirq_thread": "in a softirq thread",
                  "interrupt": "in interrupt context", "split": "in several places", "removed": "the user-space copy",
-                 "reduced": "part of the user-space copy"}
+                 "reduced": "part of the user-space copy", "copy": "the copy, net of the memcpy removed",
+                 "not_sender_cpu": "not its sender's CPU"}
 
 
 def only_at(study, threads) -> str:
@@ -179,7 +206,7 @@ def _verdict_words(study, e) -> str:
         if groups:
             return "; ".join(f"{words}, at {and_sizes(sizes)}" for words, sizes in groups.items())
     size = (e.evidence or {}).get("msg_size")
-    return (("a hypothesis: " if e.hypothesis else "") + VERDICT_WORDS.get(e.verdict, e.verdict)
+    return (("a hypothesis: " if e.hypothesis else "") + VERDICT_WORDS.get(e.verdict, e.verdict.replace("_", " "))
             + (f", at {fmt_size(size)}" if size else ""))
 
 
@@ -190,8 +217,8 @@ def and_sizes(sizes) -> str:
 
 
 def refer_back(study, rules, section: str = PROFILE_SECTION, elsewhere: str = "") -> str:
-    """One line pointing at the section that gave these explanations in full, with each one's verdict;
-    elsewhere: where the verdicts at other sizes than that section's rest (the section gives one size)."""
+    """One line pointing at the section (or the question: "Q6") that gave these explanations in full, with each
+    one's verdict; elsewhere: where the verdicts at other sizes than that section's rest (it gives one size)."""
     found = [study.explanations[r] for r in rules if r in study.explanations]
     found = [e for e in found if e.verdict != "unknown"]
     if not found:
@@ -199,5 +226,6 @@ def refer_back(study, rules, section: str = PROFILE_SECTION, elsewhere: str = ""
     said = [SHORT[e.rule].format(zc=name(ZERO_COPY), one=name(ONE_COPY),
                                  verdict=_verdict_words(study, e) + only_at(study, (e.evidence or {}).get("threads")))
             for e in found]
-    return (f"{said[0][0].upper() + said[0][1:]}" + "".join(f"; {x}" for x in said[1:]) + f": see \"{section}\""
+    where = section if re.fullmatch(r"Q\d", section) else f"\"{section}\""  # a section by its title, quoted
+    return (f"{said[0][0].upper() + said[0][1:]}" + "".join(f"; {x}" for x in said[1:]) + f": see {where}"
             + (f" ({elsewhere})" if elsewhere else "") + ".")
