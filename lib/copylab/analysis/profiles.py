@@ -242,16 +242,56 @@ def bucket_cost(rows: pd.DataFrame, side: str, buckets, per: str = "byte") -> fl
     profiled runs rows: the buckets' share of the side's busy samples times the MEASURED point's CPU
     per byte or per message (with_points; NaN for runs without measured passes)."""
     buckets = (buckets,) if isinstance(buckets, str) else tuple(buckets)
-    column = point_cpu_column(side, per)
-    values = []
-    for _, row in rows.iterrows():
-        idle = row.get(f"{side}_prof_idle", 0.0)
-        busy_share = 1.0 - (idle if idle == idle else 0.0)
-        point = row.get(column, math.nan)
-        if busy_share <= 0 or point != point:
-            continue
-        values.append(sum(_value(row.get(f"{side}_prof_{b}")) for b in buckets) / busy_share * float(point))
+    values = [sum(_value(row.get(f"{side}_prof_{b}")) for b in buckets) * scale
+              for _, row in rows.iterrows() if (scale := _per_share(row, side, per)) == scale]
     return float(sum(values) / len(values)) if values else math.nan
+
+
+def _per_share(row: pd.Series, side: str, per: str) -> float:
+    """What a share of 1 of a profiled run's samples costs on bucket_cost's basis: the measured point's CPU
+    per byte or per message over the run's busy share (NaN without a point or a busy sample)."""
+    idle = row.get(f"{side}_prof_idle", 0.0)
+    busy_share = 1.0 - (idle if idle == idle else 0.0)
+    point = row.get(point_cpu_column(side, per), math.nan)
+    return float(point) / busy_share if busy_share > 0 and point == point else math.nan
+
+
+@dataclass(frozen=True)
+class CostDifference:
+    """One bucket's cost (bucket_cost) at two points, x and base, and the range of x − base that the two
+    shares' 95% intervals (share) allow on the same basis."""
+
+    x: float
+    base: float
+    low: float
+    high: float
+
+    @property
+    def delta(self) -> float:
+        return self.x - self.base
+
+    @property
+    def material(self) -> bool:
+        """Apart beyond both sampling intervals (as Share.above): the range excludes 0."""
+        return self.low > 0 or self.high < 0
+
+    def to_dict(self) -> dict:
+        return {"x": self.x, "base": self.base, "delta": self.delta, "low": self.low, "high": self.high,
+                "material": self.material}
+
+
+def cost_difference(rx: pd.DataFrame, rb: pd.DataFrame, side: str, buckets, per: str = "byte") -> CostDifference:
+    """bucket_cost of buckets in the profiled runs rx minus rb's, with its range: each share's interval
+    carried to the cost by the runs' mean cost of a share of 1 (_per_share)."""
+    ends = []
+    for rows in (rx, rb):
+        s = share(rows, side, buckets)
+        scales = [v for _, row in rows.iterrows() if (v := _per_share(row, side, per)) == v]
+        scale = sum(scales) / len(scales) if scales else math.nan
+        ends.append((s.low * scale, s.high * scale))
+    (x_low, x_high), (b_low, b_high) = ends
+    return CostDifference(bucket_cost(rx, side, buckets, per), bucket_cost(rb, side, buckets, per),
+                          x_low - b_high, x_high - b_low)
 
 
 def _value(x) -> float:
