@@ -162,7 +162,10 @@ def test_the_study_keeps_the_split_and_the_answers_refer_to_it():
     note = words.states_note(s, "a3", 65536)
     assert "A3's runs at 64 KiB fall into two states: in 6 of 24 the receiver is the busier CPU" in note
     from copylab.analysis.text import profile, q5
-    assert "fall into two states" in q5.answer(s)["text"]
+    # Q1 gives the numbers, the profile section the account: Q5 refers back in a clause (review-fresh4 G7)
+    q5_text = q5.answer(s)["text"]
+    assert f'A3\'s runs at 64 KiB fall into two states (see "{words.PROFILE_SECTION}").' in q5_text
+    assert "in 6 of 24" not in q5_text
     assert "fall into two states at the same settings" in profile.markdown(s).replace("\\", "")
     calm = _study(unimodal_cell(lambda rng: rng.normal(0, 0.08)))
     assert calm.states == {} and words.states_note(calm, "a3", 65536) == ""
