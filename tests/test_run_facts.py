@@ -33,7 +33,7 @@ def test_the_section_states_time_passes_placement_steal_and_precision():
     text = how_this_run_went(run_facts(_rows(), META))
     assert "8.0 min of wall time over 1 session against a budget of 7.5 min (over it by 6.7%)" in text
     assert "3 base passes and 1 extra pass (8 points)" in text
-    assert "3 runs taken while the CPUs were apart were set aside" in text and "32 s (6.7% of the wall time)" in text
+    assert "3 measured runs taken while the CPUs were apart were set aside" in text and "32 s (6.7% of the wall time)" in text
     assert "0.99x as fast as the runs kept in their place (0.95-1.03, 14 pairs): equivalent within the margin" in text
     assert "near 62\\-125 ns" in text, "meta.json's words are escaped for Markdown"
     assert "in 0 of 6 runs" in text and "Precision" in text
@@ -54,6 +54,23 @@ def test_each_statement_follows_its_numbers():
         how_this_run_went(run_facts(_rows(), META, profiled))
     # the profiled runs set aside count too, as the engine's pairs do (the report said 25 beside 27 pairs)
     assert run_facts(_rows(), META, profiled.assign(placement_retries=[2]))["runs_set_aside"] == 5
+
+
+def test_the_runs_set_aside_are_counted_as_the_system_configuration_counts_them():
+    """review-fresh4 G5/G7: the configuration's placement row counts the measured runs set aside (24) and gives the
+    learned modes; this section said 25 runs (one of them profiled) and the modes again. Now: '24 measured runs and
+    1 profiled run', and the modes by reference where that row gave them."""
+    from copylab.analysis.text.configuration import _placement
+    rows = _rows().assign(cpu_round_trip_ns=[50.0, 52.0, 60.0, 55.0, 58.0, 61.0])
+    profiled = pd.DataFrame({"impl": ["a2"], "msg_size": [64], "threads": [1], "cpus_apart": ["False"],
+                             "placement_retries": [1]})
+    text = how_this_run_went(run_facts(rows, META, profiled))
+    assert "3 measured runs and 1 profiled run taken while the CPUs were apart were set aside" in text
+    assert "3 measured runs taken while they were apart set aside" in _placement(rows, META)
+    assert "two modes" in _placement(rows, META) and "near 62" not in text
+    assert "(the modes and the line between them: the system configuration's CPU placement row)" in text
+    only = how_this_run_went(run_facts(rows.assign(placement_retries=0), META, profiled))
+    assert "1 profiled run taken while the CPUs were apart was set aside" in only
 
 
 def test_precision_is_the_median_cv_of_the_study_points():

@@ -18,7 +18,9 @@ from .explain import CLEAR_GAP, NEAR_FULL, Explanation, flag, hypothesis, mean_o
 from .. import cachelevels, registry
 from ..errors import CopylabError
 from ..profile.rules import COMM_LEN
-from .profiles import bucket_cost, point_cpu, point_cpu_column, point_rows, profiled, share, wilson
+from .findings import data_path
+from .profiles import (bucket_cost, cost_difference, point_cpu, point_cpu_column, point_rows, profiled, share,
+                       wilson)
 from .roles import BASE, ONE_COPY, ZERO_COPY, name
 from .stats import throughput_rows
 
@@ -250,7 +252,7 @@ def per_message_gap(profiles: pd.DataFrame, x: str, base: str, size: int, measur
     if rx.empty or rb.empty:
         return hypothesis("per_message_gap", "unknown", f"why {who} costs what it costs cannot be told without "
                           "profiles of both.", f"profiled runs of both at {fmt_size(size)} (grid key profile)", {})
-    delta = {b: bucket_cost(rx, "srv", b, "message") - bucket_cost(rb, "srv", b, "message") for b in BUSY_BUCKETS}
+    delta = {b: d.delta for b, d in bucket_differences(rx, rb).items()}
     gap = bucket_cost(rx, "srv", BUSY_BUCKETS, "message") - bucket_cost(rb, "srv", BUSY_BUCKETS, "message")
     copy = delta["user_copy"] + delta["kernel_copy_from_user"]
     kx, cb = share(rx, "srv", "kernel_copy_from_user"), share(rb, "srv", ("user_copy", "kernel_copy_from_user"))
@@ -590,7 +592,8 @@ def _scheduling(counts: dict[str, int], evidence: dict) -> str:
         return ""
     top, n = found
     # the functions under its own key: sender_scheduling is the bucket's share (Q1's table reads it)
-    evidence.update(sender_scheduling_functions=dict(parts), sender_scheduling_samples=total)
+    evidence.update(sender_scheduling_functions=dict(parts), sender_scheduling_samples=total,
+                    sender_scheduling_top=top)
     return f" Of its sender CPU's {total} samples in scheduling, {n} sit beneath {top}: {stacks.what_beneath(top)}."
 
 
@@ -618,10 +621,12 @@ def _sender_profile(rows, tp, impl: str, size: int, threads: int, opening: str, 
 
 def _balance(rows: pd.DataFrame, base_rows: pd.DataFrame, counts: dict[str, int], evidence: dict) -> tuple[str, str]:
     """(the sentence, its brief clause): per message, the baseline's two copies from user memory the
-    zero-copy sender is spared, against the zero-copy work it adds (bucket_cost's measured basis), beside the
-    measured gap between the two senders' CPU per message; and what the deferred copy's samples do (copy,
-    allocate the pages it copies into, its own work: stacks.deferred_copy_parts). ('', '') without the
-    baseline's profile at the size or a measured point."""
+    zero-copy sender is spared, against the zero-copy work it adds (bucket_cost's measured basis); then every
+    other bucket whose difference lies beyond both sampling intervals (_other_terms), largest first, and how
+    much of the measured gap between the two senders' CPU per message the named terms cover, the rest said
+    as the buckets within their sampling error (the brief: the two largest of those terms); and what the
+    deferred copy's samples do (stacks.deferred_copy_parts). ('', '') without the baseline's profile at the
+    size or a measured point."""
     removed = bucket_cost(base_rows, "srv", COPIES, "message")
     added = bucket_cost(rows, "srv", ZC_WORK, "message")
     column = point_cpu_column("srv", "message")
@@ -630,22 +635,70 @@ def _balance(rows: pd.DataFrame, base_rows: pd.DataFrame, counts: dict[str, int]
         else math.nan
     if any(v != v for v in (removed, added, gap)):
         return "", ""
+    every = bucket_differences(rows, base_rows)
+    terms = _other_terms(every)
+    named = added - removed + sum(d.delta for d in terms.values())
     parts = stacks.deferred_copy_parts(counts)
     total = sum(parts.values())
     evidence["balance_us_per_message"] = {"base_copies_spared": removed, "zero_copy_work_added": added,
-                                          "net": added - removed, "measured_gap": gap}
+                                          "net": added - removed, "measured_gap": gap, "named": named,
+                                          "named_terms": {b: d.delta for b, d in terms.items()},
+                                          "by_bucket": {b: d.to_dict() for b, d in every.items()}}
     evidence["deferred_copy_parts"] = dict(parts)
     net = f"{added - removed:+.2f}"
+    listed = ", ".join(_term(b, d, rows, evidence) for b, d in terms.items())
     text = (f" Balance per message against {name(BASE)} (the senders' CPU on the measured basis): {name(ZERO_COPY)} is "
             f"spared {name(BASE)}'s two copies from user memory, {fmt_num(removed)} µs, and adds its zero-copy work, "
-            f"{fmt_num(added)} µs: {net} µs, against {gap:+.2f} µs measured between the two senders' CPU per "
-            "message (the other buckets hold the rest).")
+            f"{fmt_num(added)} µs: {net} µs"
+            + (f"; beyond both sampling intervals, largest first: {listed}" if terms else "")
+            + f"; in all {named:+.2f} of the {gap:+.2f} µs measured between the two senders' CPU per message, the "
+            f"other buckets, each within its sampling error, holding the remaining {gap - named:+.2f} µs.")
     if total:
         said = ", ".join(f"{100 * parts[p] / total:.0f}% {p}" for p in stacks.DEFERRED_PARTS if parts[p])
         text += (f" Of the deferred copy's {total} samples: {said}. The copy it defers is made again into pages "
                  f"allocated for it, work {name(BASE)}'s copy into the socket's reused page fragments does not do.")
-    return text, f"spared {fmt_num(removed)} µs of {name(BASE)}'s copies per message, it adds {fmt_num(added)} µs of " \
-                 f"zero-copy work ({net} µs; {gap:+.2f} µs measured)"
+    largest = list(terms.items())[:2]  # the brief: the zero-copy work's net and the two largest other terms
+    shown = added - removed + sum(d.delta for _, d in largest)
+    return text, (f"spared {fmt_num(removed)} µs of {name(BASE)}'s copies per message, it adds {fmt_num(added)} µs of "
+                  f"zero-copy work ({net} µs)" + "".join(f", {_label(b)} {d.delta:+.2f}" for b, d in largest)
+                  + f": {shown:+.2f} of {gap:+.2f} µs measured")
+
+
+def bucket_differences(rx: pd.DataFrame, rb: pd.DataFrame, per: str = "message") -> dict:
+    """{bucket: CostDifference} of the senders' busy buckets, rx's profiled runs against rb's."""
+    return {b: cost_difference(rx, rb, "srv", b, per) for b in BUSY_BUCKETS}
+
+
+def _other_terms(every: dict) -> dict:
+    """The buckets besides the copies and the zero-copy work whose difference is material (beyond both
+    sampling intervals: CostDifference.material), largest difference first."""
+    found = {b: d for b, d in every.items() if b not in COPIES + ZC_WORK and d.material}
+    return dict(sorted(found.items(), key=lambda item: -abs(item[1].delta)))
+
+
+# what a bucket holds on the sender's CPU, in the balance's words (the rest by their bucket names)
+SENDER_TERMS = {"tcp_send": ("TCP send", "the transmit path down to the device"),
+                "tcp_receive": ("TCP receive", "receive processing run on the sender's CPU"),
+                "syscall": ("system calls", "entry, exit and argument handling"),
+                "other_process": ("other processes", "perf and other programs on the sender's CPU"),
+                "other": ("other work", "page faults, timers, the program's own code")}
+
+
+def _label(bucket: str) -> str:
+    return SENDER_TERMS[bucket][0] if bucket in SENDER_TERMS else bucket.replace("_", " ")
+
+
+def _term(bucket: str, d, rows: pd.DataFrame, evidence: dict) -> str:
+    """'scheduling +5.74 µs (as above, mostly waking the receiving thread ...)': one named
+    term of the balance with what it is on the sender's CPU."""
+    what = SENDER_TERMS.get(bucket, ("", ""))[1]
+    if bucket == "scheduling":
+        top = evidence.get("sender_scheduling_top")
+        # the function holding most of its samples was said above, with its count
+        what = f"as above, mostly {stacks.what_beneath(top)}" if top else SCHEDULING_WORDS
+    elif bucket == "tcp_receive" and data_path(rows) == "local":
+        what = "the delivery softirq: veth delivers the data to the receiver's socket on the sender's CPU"
+    return f"{_label(bucket)} {d.delta:+.2f} µs" + (f" ({what})" if what else "")
 
 
 def why_at_size(df: pd.DataFrame, profiles: pd.DataFrame, impl: str, size: int, cost=None, loss=None,

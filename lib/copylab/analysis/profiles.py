@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from ..contract import CAI_CATEGORIES, PROFILE_BUCKETS
@@ -247,22 +248,64 @@ def bucket_cost(rows: pd.DataFrame, side: str, buckets, per: str = "byte") -> fl
     profiled runs rows: the buckets' share of the side's busy samples times the MEASURED point's CPU
     per byte or per message (with_points; NaN for runs without measured passes)."""
     buckets = (buckets,) if isinstance(buckets, str) else tuple(buckets)
-    column = point_cpu_column(side, per)
-    values = []
-    for _, row in rows.iterrows():
-        idle = row.get(f"{side}_prof_idle", 0.0)
-        busy_share = 1.0 - (idle if idle == idle else 0.0)
-        point = row.get(column, math.nan)
-        if busy_share <= 0 or point != point:
-            continue
-        values.append(sum(_value(row.get(f"{side}_prof_{b}")) for b in buckets) / busy_share * float(point))
-    return float(sum(values) / len(values)) if values else math.nan
+    scale = _per_share(rows, side, per)
+    used = ~np.isnan(scale)
+    if not used.any():
+        return math.nan
+    shares = sum(_column(rows, f"{side}_prof_{b}") for b in buckets)
+    return float((shares * scale)[used].mean())
 
 
-def _value(x) -> float:
-    """A share as a number: missing or NaN counts as 0."""
-    try:
-        x = float(x)
-    except (TypeError, ValueError):
-        return 0.0
-    return 0.0 if x != x else x
+def _per_share(rows: pd.DataFrame, side: str, per: str) -> np.ndarray:
+    """Per profiled run, what a share of 1 of its samples costs on bucket_cost's basis: the measured point's
+    CPU per byte or per message over the run's busy share (NaN without a point or a busy sample)."""
+    busy_share = 1.0 - _column(rows, f"{side}_prof_idle")
+    point = _column(rows, point_cpu_column(side, per), math.nan)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(busy_share > 0, point / busy_share, math.nan)
+
+
+def _column(rows: pd.DataFrame, column: str, missing: float = 0.0) -> np.ndarray:
+    """A column as floats, missing, NaN or not a number taken as missing (a share: 0)."""
+    if column not in rows:
+        return np.full(len(rows), missing)
+    values = pd.to_numeric(rows[column], errors="coerce").to_numpy(dtype=float)
+    return np.where(np.isnan(values), missing, values)
+
+
+@dataclass(frozen=True)
+class CostDifference:
+    """One bucket's cost (bucket_cost) at two points, x and base, and the range of x − base that the two
+    shares' 95% intervals (share) allow on the same basis."""
+
+    x: float
+    base: float
+    low: float
+    high: float
+
+    @property
+    def delta(self) -> float:
+        return self.x - self.base
+
+    @property
+    def material(self) -> bool:
+        """Apart beyond both sampling intervals (as Share.above): the range excludes 0."""
+        return self.low > 0 or self.high < 0
+
+    def to_dict(self) -> dict:
+        return {"x": self.x, "base": self.base, "delta": self.delta, "low": self.low, "high": self.high,
+                "material": self.material}
+
+
+def cost_difference(rx: pd.DataFrame, rb: pd.DataFrame, side: str, buckets, per: str = "byte") -> CostDifference:
+    """bucket_cost of buckets in the profiled runs rx minus rb's, with its range: each share's interval
+    carried to the cost by the runs' mean cost of a share of 1 (_per_share)."""
+    ends = []
+    for rows in (rx, rb):
+        scales = _per_share(rows, side, per)
+        scale = float(np.nanmean(scales)) if (~np.isnan(scales)).any() else math.nan
+        s = share(rows, side, buckets)
+        ends.append((s.low * scale, s.high * scale))
+    (x_low, x_high), (b_low, b_high) = ends
+    return CostDifference(bucket_cost(rx, side, buckets, per), bucket_cost(rb, side, buckets, per),
+                          x_low - b_high, x_high - b_low)

@@ -140,9 +140,14 @@ def run_facts(df: pd.DataFrame, meta: dict, profiles: pd.DataFrame | None = None
         "placement_why": placed.get("why") if isinstance(placed.get("why"), str) else None,
         "placement_line_ns": _number(placed.get("line_ns")),
         "apart_effect": _dict(placed.get("apart_effect")),
-        # the measured runs' and the profiled runs': the engine pairs both with their kept runs
+        # the measured runs' and the profiled runs': the engine pairs both with their kept runs; the two counts
+        # said apart, as the system configuration counts the measured ones only (review-fresh4 G5)
         "runs_set_aside": int(sum(_numeric(t, "placement_retries").fillna(0).sum()
                                   for t in (df, profiles) if t is not None and len(t))),
+        "profiled_set_aside": int(_numeric(profiles, "placement_retries").fillna(0).sum())
+        if profiles is not None and len(profiles) else 0,
+        # the configuration table's placement row gives the learned modes where the round trips are recorded
+        "round_trips_recorded": bool(_numeric(df, "cpu_round_trip_ns").notna().any()),
         "kept_apart": kept_apart, "kept_apart_ratio": apart_ratio,
         "rows": int(len(df)), "steal_rows": int(steal.notna().sum()),
         "steal_over_flag": flagged_steal, "steal_over_heavy": int((steal > STEAL_HEAVY).sum()),

@@ -31,15 +31,18 @@ def _spread(r: pd.Series) -> str:
     return f"{fmt_num(low)}–{fmt_num(high)}"
 
 
-def _not_decided(rows: pd.DataFrame, peer: str, margin: float) -> str:
+def _not_decided(rows: pd.DataFrame, peer: str, margin: float, again: bool = False) -> str:
     """' Not decided where <reference>'s lowest and highest pass differ by more than the 10% equivalence margin, as
-    at 16 KiB and 64 KiB: one pass moves those ratios by more than it.' or ''."""
+    at 16 KiB and 64 KiB: one pass moves those ratios by more than it.' or ''. again: said before for these rows
+    (the metric table's caption), so a short reference back (review-fresh4 G7)."""
     apart = sorted({int(r["msg_size"]) for _, r in rows.iterrows() if _passes_apart(r, margin)})
     if not apart:
         return ""
+    sizes = and_list([fmt_size(s) for s in apart])
+    if again:
+        return f" Not decided at {sizes}, as in the {name(peer)} table above: its passes differ there by more than the margin."
     return (f" Not decided where {name(peer)}'s lowest and highest pass differ by more than the {margin:.0%} "
-            f"equivalence margin, as at {and_list([fmt_size(s) for s in apart])}: one pass moves those ratios by "
-            "more than it.")
+            f"equivalence margin, as at {sizes}: one pass moves those ratios by more than it.")
 
 
 def metric_tables(df: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> list[tuple[str, pd.DataFrame]]:
@@ -196,7 +199,7 @@ def like_for_like_text(df: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> str:
     spread = (f" (in brackets: against {name(peer)}'s highest and its lowest pass)" if apart else "")
     text = (f"**Like for like: {name(ONE_COPY)} and {name(peer)}** both send a prepared buffer with one call per "
             f"message, neither serialises; {name(ONE_COPY)}/{name(peer)} throughput{spread}: {'; '.join(parts)}."
-            + _not_decided(pair, peer, margin))
+            + _not_decided(pair, peer, margin, again=True))  # metric_tables' caption says it in full
     caveats = bound_caveats(df)
     return text + (" Careful: " + "; ".join(caveats) + "." if caveats else "")
 

@@ -60,8 +60,9 @@ def per_size_text(per_size: list) -> list[str]:
 def sizes_table(per_size: list) -> pd.DataFrame | None:
     """One row per explained size (the rule's evidence, explain_copies.why_at_size): the sender's and receiver's
     busy shares, the sender profile's idle, scheduling and zero-copy shares, the zero-copy costs per message
-    against the baseline's whole send, and the loss's factors (CPU per byte against the baseline with its
-    interval, the baseline's busy share over this path's, the residual); None without two sizes to set apart."""
+    (its scheduling beside the baseline's) against the baseline's whole send, and the loss's factors (CPU per
+    byte against the baseline with its interval, the baseline's busy share over this path's, the residual);
+    None without two sizes to set apart."""
     if len(per_size) < 2:
         return None
     ev = [e.evidence for e in per_size]
@@ -70,7 +71,10 @@ def sizes_table(per_size: list) -> pd.DataFrame | None:
         us = e.get("us_per_message")
         if not us:
             return "–"
+        # the baseline's own scheduling beside this path's (review-fresh4 G3: the difference is what the balance adds)
+        base_scheduling = ((e.get("balance_us_per_message") or {}).get("by_bucket") or {}).get("scheduling", {})
         return (" / ".join(num(us.get(b)) for b in ("zerocopy_pin", "deferred_copy", "scheduling"))
+                + (f" vs {num(base_scheduling['base'])}" if "base" in base_scheduling else "")
                 + f" ({num(e.get('base_send_us_per_message'))})")
 
     def cost(e: dict) -> str:
@@ -90,11 +94,14 @@ def sizes_table(per_size: list) -> pd.DataFrame | None:
         "idle / scheduling": [f"{percent(mean(e.get('sender_idle')))} / "
                                      f"{percent(mean(e.get('sender_scheduling')))}" for e in ev],
         "zero-copy work": [percent(mean((e.get("sender_shares") or {}).get("zero-copy work"))) for e in ev],
-        f"µs per message: pinning / deferred copy / scheduling ({base}'s send)": [per_message(e) for e in ev],
+        US_COLUMN.format(base=base): [per_message(e) for e in ev],
         f"CPU per byte ÷ {base}'s (95%)": [cost(e) for e in ev],
         f"{base}'s busy ÷ {zc}'s": [busy_ratio(e) for e in ev],
         "residual": [num(e.get("busy_factor_vs_base")) for e in ev],
     })
+
+
+US_COLUMN = "µs per message: pinning / deferred copy / scheduling vs {base}'s ({base}'s whole send)"
 
 
 def mean(share) -> float:
@@ -112,8 +119,8 @@ def num(x) -> str:
 
 SIZES_CAPTION = ("{zc}'s sender against {base} at each size where {zc} is not the fastest (its profiled cell{at}): busy "
                  "shares of the window; idle, scheduling and zero-copy work (pinning, deferred copy, completions) as "
-                 "shares of its sender's profile samples; µs of its sender's CPU per message; the loss's factors, as "
-                 "the text reads them for the first size.")
+                 "shares of its sender's profile samples; µs of its sender's CPU per message, its scheduling beside "
+                 "{base}'s; the loss's factors, as the text reads them for the first size.")
 
 
 def tables(study: Study) -> list[tuple[str, pd.DataFrame]]:

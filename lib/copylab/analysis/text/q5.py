@@ -58,4 +58,5 @@ def zero_copy_evidence_text(zc, study: Study, sender_cpu_said: bool = False) -> 
         cost_claim(study, found["receiver"], "its receiver")]
     if any(d is not None for d in found.values()):
         text += f". At {fmt_size(size)} " + "; ".join(said) + " (perf task-clock)"
-    return text + "." + states_note(study, ZERO_COPY, size)
+    # Q1 gives the two states' numbers, the profile section their account: a reference here (review-fresh4 G7)
+    return text + "." + states_note(study, ZERO_COPY, size, again=True)

@@ -61,11 +61,18 @@ def _placement(facts: dict) -> str:
     if not (facts["placement_why"] or facts["runs_set_aside"] or facts["kept_apart"]):
         return ""
     text = "**Where the vCPUs were.**"
-    if facts["placement_why"]:
+    if facts["placement_why"] and facts.get("round_trips_recorded"):
+        # the system configuration's placement row gave the modes in full (review-fresh4 G7): said once
+        text += (" Learned from this host's cache-line round trips (the modes and the line between them: the "
+                 "system configuration's CPU placement row).")
+    elif facts["placement_why"]:
         text += f" Learned from this host's cache-line round trips: {md_escape(facts['placement_why'])}."
     aside, effect, wall = facts["runs_set_aside"], facts["apart_effect"], facts["wall_s"]
     if aside:
-        text += (f" {plural(aside, 'run')} taken while the CPUs were apart {'was' if aside == 1 else 'were'} set "
+        # measured and profiled counted apart: the system configuration counts the measured ones (review-fresh4 G5)
+        profiled = facts.get("profiled_set_aside", 0)
+        counts = [plural(n, f"{kind} run") for n, kind in ((aside - profiled, "measured"), (profiled, "profiled")) if n]
+        text += (f" {' and '.join(counts)} taken while the CPUs were apart {'was' if aside == 1 else 'were'} set "
                  f"aside and measured again, at a cost of {facts['placement_s']:.0f} s")
         if wall:
             text += f" ({_pct(facts['placement_s'] / wall)} of the wall time)"

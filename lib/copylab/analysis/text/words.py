@@ -175,9 +175,10 @@ def pooled_note(study, threads) -> str:
             f"the decision pools {', '.join(str(t) for t in pooled[:-1])} and {pooled[-1]} threads.)")
 
 
-def states_note(study, impl: str, size: int) -> str:
+def states_note(study, impl: str, size: int, again: bool = False) -> str:
     """One line where a cost at (impl, size) is said and its runs there fall into two states (the Study's
-    split; the profile section words it in full)."""
+    split; the profile section words it in full). again: the numbers were given before (Q1), so only the
+    reference back (review-fresh4 G7)."""
     split = study.two_states(impl, size) if hasattr(study, "two_states") else None
     trade = getattr(study, "trades", {}).get((impl, int(size)))
     if split is None and trade is not None:
@@ -186,6 +187,8 @@ def states_note(study, impl: str, size: int) -> str:
                 f"see \"{PROFILE_SECTION}\").")
     if split is None:
         return ""
+    if again:
+        return f" {name(impl)}'s runs at {fmt_size(size)} fall into two states (see \"{PROFILE_SECTION}\")."
     hi, lo = split.receiver_busier, split.sender_busier
     return (f" {name(impl)}'s runs at {fmt_size(size)} fall into two states: in {hi.runs} of {split.runs} the receiver "
             f"is the busier CPU and spends {fmt_num(hi.receiver_ns_per_byte)} ns per byte, in {lo.runs} the sender, "
