@@ -57,6 +57,34 @@ class Explanation:
 HYPOTHESIS_HEAD = "Hypothesis (this run's data do not decide it):"
 
 
+# a decision's outcome in words with its standing after Holm's correction over its family (study.Family): the
+# text layer (text/words.py) and the explanations word a decided cost the same way
+COST_DECIDED = {"win": "higher", "loss": "lower", "equivalent": "equivalent within the margin"}
+# what a cost decided before the correction only does not establish
+NOT_ESTABLISHED = {"win": "no extra cost", "loss": "no saving", "equivalent": "no equal cost"}
+
+
+def before_correction(fam, d) -> str:
+    """'before the correction only (†, adjusted p 0.148)': a decision Holm's correction over fam (the Study's
+    Family) does not leave standing, said so wherever its outcome is worded."""
+    return f"before the correction only (†, adjusted p {fmt_num(fam.p_holm(d))})"
+
+
+def standing_cost_words(fam, d) -> str:
+    """A cost decision's outcome in words, with its standing in fam: 'decided lower', 'equivalent within the
+    margin, the same cost', 'lower before the correction only (†, adjusted p 0.148), so on its own it
+    establishes no saving', 'undecided, so neither a saving nor an extra cost is established'."""
+    outcome = str(d.decision)
+    if fam.fallen(d):
+        return (f"{COST_DECIDED[outcome]} {before_correction(fam, d)}, so on its own it establishes "
+                f"{NOT_ESTABLISHED[outcome]}")
+    if outcome not in COST_DECIDED:
+        return "undecided, so neither a saving nor an extra cost is established"
+    if outcome == "equivalent":
+        return "equivalent within the margin, the same cost"
+    return f"decided {COST_DECIDED[outcome]}"
+
+
 def hypothesis(rule: str, verdict: str, claim: str, decide_by: str, evidence: dict, facts: str = "") -> Explanation:
     """An explanation the evidence does not decide: the facts measured, then the claim said as a
     hypothesis with the measurement that would decide it (after HYPOTHESIS_HEAD: refer_to_hypothesis

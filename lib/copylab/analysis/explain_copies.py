@@ -14,7 +14,8 @@ from ..contract import PROFILE_BUCKETS
 from ..fmt import fmt_num, fmt_size, plural
 from . import stacks
 from .patterns import switches_change
-from .explain import CLEAR_GAP, NEAR_FULL, Explanation, flag, hypothesis, mean_of, pct, share_of
+from .explain import (CLEAR_GAP, NEAR_FULL, Explanation, before_correction, flag, hypothesis, mean_of, pct, share_of,
+                      standing_cost_words)
 from .. import cachelevels, registry
 from ..errors import CopylabError
 from ..profile.rules import COMM_LEN
@@ -624,7 +625,7 @@ def _balance(rows: pd.DataFrame, base_rows: pd.DataFrame, counts: dict[str, int]
     zero-copy sender is spared, against the zero-copy work it adds (bucket_cost's measured basis); then every
     other bucket whose difference lies beyond both sampling intervals (_other_terms), largest first, and how
     much of the measured gap between the two senders' CPU per message the named terms cover, the rest said
-    as the buckets within their sampling error (the brief: the two largest of those terms); and what the
+    as the buckets within their sampling error (the brief: every one of those terms); and what the
     deferred copy's samples do (stacks.deferred_copy_parts). ('', '') without the baseline's profile at the
     size or a measured point."""
     removed = bucket_cost(base_rows, "srv", COPIES, "message")
@@ -657,11 +658,11 @@ def _balance(rows: pd.DataFrame, base_rows: pd.DataFrame, counts: dict[str, int]
         said = ", ".join(f"{100 * parts[p] / total:.0f}% {p}" for p in stacks.DEFERRED_PARTS if parts[p])
         text += (f" Of the deferred copy's {total} samples: {said}. The copy it defers is made again into pages "
                  f"allocated for it, work {name(BASE)}'s copy into the socket's reused page fragments does not do.")
-    largest = list(terms.items())[:2]  # the brief: the zero-copy work's net and the two largest other terms
-    shown = added - removed + sum(d.delta for _, d in largest)
+    # the brief: the zero-copy work's net and every material term, so its total is the named one (review-fresh5 N5:
+    # two terms of four printed a coverage of 86% where the named terms cover 99%)
     return text, (f"spared {fmt_num(removed)} µs of {name(BASE)}'s copies per message, it adds {fmt_num(added)} µs of "
-                  f"zero-copy work ({net} µs)" + "".join(f", {_label(b)} {d.delta:+.2f}" for b, d in largest)
-                  + f": {shown:+.2f} of {gap:+.2f} µs measured")
+                  f"zero-copy work ({net} µs)" + "".join(f", {_label(b)} {d.delta:+.2f}" for b, d in terms.items())
+                  + f": {named:+.2f} of {gap:+.2f} µs measured")
 
 
 def bucket_differences(rx: pd.DataFrame, rb: pd.DataFrame, per: str = "message") -> dict:
@@ -701,13 +702,83 @@ def _term(bucket: str, d, rows: pd.DataFrame, evidence: dict) -> str:
     return f"{_label(bucket)} {d.delta:+.2f} µs" + (f" ({what})" if what else "")
 
 
+@dataclass
+class Pooled:
+    """A size's decisions over all thread counts against the baseline (the Study's by-size ones), with the
+    families they stand or fall in: its throughput (loss, in loss_family) and its sender's CPU per byte (cost,
+    in cost_family). why_at_size reads its factors from them where the profiled cell decides neither."""
+
+    loss: object            # Decision
+    cost: object            # Decision
+    loss_family: object     # study.Family
+    cost_family: object
+
+    def decided(self) -> bool:
+        return (self.loss is not None and self.cost is not None and str(self.loss.decision) == "loss"
+                and str(self.cost.decision) != "undecided" and self.loss.ratio > 0)
+
+    def factors(self) -> Factors:
+        c = self.cost
+        return Factors(c.ratio, c.low, c.high, str(c.decision), 1 / self.loss.ratio / c.ratio, "")
+
+    def loss_words(self) -> str:
+        d, fam = self.loss, self.loss_family
+        return (f"{d.ratio:.3g}x {name(BASE)}'s throughput (95% interval {fmt_num(d.low)}–{fmt_num(d.high)}: decided "
+                "lower" + (f" {before_correction(fam, d)}" if fam.fallen(d) else "") + ")")
+
+    def cost_words(self) -> str:
+        d = self.cost
+        return (f"{d.ratio:.2f}x {name(BASE)}'s (95% interval {fmt_num(d.low)}–{fmt_num(d.high)}: "
+                f"{standing_cost_words(self.cost_family, d)})")
+
+
+def _busy_range(tp: pd.DataFrame, impl: str, size: int) -> str:
+    """'92–99%': the range of impl's sender busy share over the thread counts at size (means of each count's runs)."""
+    at = tp[(tp["impl"] == impl) & (tp["msg_size"] == size)]
+    if "srv_cpu_busy" not in at or at.empty:
+        return "not recorded"
+    means = pd.to_numeric(at["srv_cpu_busy"], errors="coerce").groupby(at["threads"]).mean().dropna()
+    if means.empty:
+        return "not recorded"
+    low, high = round(100 * means.min()), round(100 * means.max())
+    return f"{low}%" if low == high else f"{low}–{high}%"
+
+
+def _pooled_explanation(tp: pd.DataFrame, impl: str, size: int, pooled: Pooled, facts: str, evidence: dict,
+                        brief) -> Explanation | None:
+    """Where the profiled cell decides neither factor: the loss over all thread counts split in the same two
+    factors from the size's pooled decisions, when its CPU per byte stands out there (the profile above stays
+    the account of where the time goes); None otherwise."""
+    if pooled is None or not pooled.decided():
+        return None
+    f = pooled.factors()
+    if not f.stands("cost"):
+        return None
+    evidence["pooled"] = {"throughput": pooled.loss.to_dict(), "sender_cpu_per_byte": pooled.cost.to_dict(),
+                          "rest": f.idle, "cost_stands": pooled.cost_family.stands(pooled.cost)}
+    busy = f"its sender {_busy_range(tp, impl, size)} busy at every thread count ({name(BASE)}'s " \
+           f"{_busy_range(tp, BASE, size)})"
+    least = f", at least {f.low:.2f}x by its interval,"
+    claim = (f"Over all thread counts {name(impl)} at {fmt_size(size)} is {pooled.loss_words()} and its sender's CPU "
+             f"per byte {pooled.cost_words()}, {busy}: the CPU per byte carries the loss (1 ÷ {pooled.loss.ratio:.3g} "
+             f"= {f.cost:.2f} × {f.idle:.2f}), the larger factor ({f.cost:.2f}x{least} against {f.idle:.2f}x for the "
+             "rest), though the profiled cell alone decides neither.")
+    said = brief(f"over all thread counts it is {pooled.loss_words()}, and the larger factor is its sender's CPU "
+                 f"per byte, {pooled.cost_words()}, against {f.idle:.2f}x for the rest, {busy} (the profiled cell alone "
+                 "decides neither)")
+    if not pooled.cost_family.stands(pooled.cost):  # decided before the correction only: no fact
+        return hypothesis("why_at_size", "work", claim[0].lower() + claim[1:], f"more passes of {name(impl)} and "
+                          f"{name(BASE)} at {fmt_size(size)}", evidence, facts=facts)
+    return Explanation("why_at_size", "work", f"{facts} {claim}", evidence, brief=said)
+
+
 def why_at_size(df: pd.DataFrame, profiles: pd.DataFrame, impl: str, size: int, cost=None, loss=None,
-                results_dir=None) -> Explanation:
+                results_dir=None, pooled: Pooled | None = None) -> Explanation:
     """Why impl moves what it moves at size, from that size's evidence: its sender's busy share (the
     measured runs at the profiled thread count), and its sender profile's waiting (idle, scheduling),
-    zero-copy work (pinning, deferred copy, completions) and copies. A sender well short of busy whose
-    profile waits more than it works is paced by waiting; a saturated sender whose largest busy part is
-    the zero-copy work pays for it; anything else is a hypothesis with the numbers."""
+    zero-copy work (pinning, deferred copy, completions) and copies. A sender well short of busy whose profile
+    waits more than it works is paced by waiting; a saturated one whose largest busy part is the zero-copy work
+    pays for it; else the size's decisions over all thread counts (pooled) may decide; else a hypothesis."""
     rows = point_rows(profiles, impl, size)
     threads = int(rows["threads"].iloc[0]) if len(rows) else 1
     tp = throughput_rows(df)
@@ -758,7 +829,9 @@ def why_at_size(df: pd.DataFrame, profiles: pd.DataFrame, impl: str, size: int, 
         return Explanation("why_at_size", "work", f"{facts} The sender is saturated and {what} is the larger part "
                            f"of its samples: at this size it pays for that work.{balance}", evidence,
                            brief=brief(f"saturated, it pays for {what}" + _clause(balance_brief)))
-    return _neither(impl, size, factors, evidence, facts + balance)
+    found = _pooled_explanation(tp, impl, size, pooled, facts + balance, evidence,
+                                lambda verdict: brief(verdict + _clause(balance_brief)))
+    return found if found is not None else _neither(impl, size, factors, evidence, facts + balance)
 
 
 def _clause(text: str) -> str:

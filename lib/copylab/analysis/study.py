@@ -28,8 +28,8 @@ from . import findings as fnd
 from .decisions import (ALPHA, DEFAULT_MARGIN, Decision, Outcome, cell_diffs, decide_cells, decided_crossover,
                         holm, trailing_start, log_values, point_stats)
 from .explain import Explanation, bound_side, latency_queue, latency_threads, side_trade, two_states
-from .explain_copies import (copy_by_working_set, deferred_copy_site, per_message_gap, profiled_sizes, removed_copy,
-                             why_at_size, zero_copy_cost)
+from .explain_copies import (Pooled, copy_by_working_set, deferred_copy_site, per_message_gap, profiled_sizes,
+                             removed_copy, why_at_size, zero_copy_cost)
 from .explain_surprise import explain_surprise
 from .levels import CacheLevels, cache_levels, one_working_set, primary, varies, working_set_key
 from .profiles import point_rows, with_points
@@ -218,10 +218,10 @@ def study(df: pd.DataFrame, meta: dict, profiles: pd.DataFrame | None = None) ->
     a2 = (THROUGHPUT, ONE_COPY, BASE)
     s.q6_cells, s.q6_regions = q6_tests(s.comparisons.get(a2, {}).get("per_threads", {}), s.diffs.get(a2, {}),
                                         tp_stats, s.margin)
-    s.explanations = explanations(s)
     s.cache = cache_levels(every_working_set, meta, s.margin)
     s.run = run_facts(df, meta, profiles)
-    _families(s)
+    _families(s)  # before the explanations: Q1's words a pooled decision with its standing (why_at_size)
+    s.explanations = explanations(s)
     s.q6_surprise = robust_surprise(s.q6_cells, s.q6_regions)
     if s.q6_surprise[0] is not None:
         s.q6_explanation = explain_surprise(s.q6_surprise[0], s.part_e, s.profiles, meta)
@@ -309,9 +309,12 @@ def explanations(s: Study) -> dict[str, Explanation]:
         # the profiled cell's decisions against the baseline: its sender's CPU per byte and its throughput
         at = point_rows(profiles, ZERO_COPY, int(size))
         threads = int(at["threads"].iloc[0]) if len(at) else 1
+        # and over all thread counts, with their families: the factors where the profiled cell decides neither
+        pooled = Pooled(s.decision(ZERO_COPY, int(size)), s.decision(ZERO_COPY, int(size), metric=SIDE_CPU["sender"]),
+                        s.family("q5"), s.family(COST_FAMILY))
         found[f"why_{ZERO_COPY}_{int(size)}"] = why_at_size(
             df, profiles, ZERO_COPY, int(size), cost=s.decision(ZERO_COPY, int(size), threads, metric=SIDE_CPU["sender"]),
-            loss=s.decision(ZERO_COPY, int(size), threads), results_dir=s.results_dir)
+            loss=s.decision(ZERO_COPY, int(size), threads), results_dir=s.results_dir, pooled=pooled)
     if len(tp):
         largest = int(tp["msg_size"].max())
         for impl in (ONE_COPY, ZERO_COPY):

@@ -8,6 +8,7 @@ import re
 
 from ...fmt import fmt_num, fmt_size
 from ..decisions import Decision, Outcome, likely_outcome
+from ..explain import standing_cost_words
 from ..explain_copies import zero_copy_cost_by_size, zero_copy_cost_words
 from ..roles import BASE, ONE_COPY, ZERO_COPY, name
 from ..study import COST_FAMILY
@@ -94,15 +95,6 @@ def q_label(key: str) -> str:
 # decision stands after Holm's correction over the cost family (study.COST_FAMILY), as Q4/Q5 say theirs
 
 COST_VERDICTS = {Outcome.WIN: "more", Outcome.LOSS: "less", Outcome.EQUIVALENT: "the same", Outcome.UNDECIDED: "undecided"}
-COST_DECIDED = {Outcome.WIN: "higher", Outcome.LOSS: "lower", Outcome.EQUIVALENT: "equivalent within the margin"}
-# what a cost decided before the correction only does not establish
-NOT_ESTABLISHED = {Outcome.WIN: "no extra cost", Outcome.LOSS: "no saving", Outcome.EQUIVALENT: "no equal cost"}
-
-
-def before_correction(fam, d: Decision) -> str:
-    """'before the correction only (†, adjusted p 0.148)': a decision Holm's correction over fam (the Study's
-    Family) does not leave standing, said so wherever its outcome is worded."""
-    return f"before the correction only (†, adjusted p {fmt_num(fam.p_holm(d))})"
 
 
 def cost_verdict(study, d: Decision | None) -> str:
@@ -114,19 +106,8 @@ def cost_verdict(study, d: Decision | None) -> str:
 
 
 def cost_words(study, d: Decision) -> str:
-    """A cost decision's outcome in words, with its standing: 'decided lower', 'equivalent within the margin,
-    the same cost', 'lower before the correction only (†, adjusted p 0.148), so on its own it establishes no saving',
-    'undecided, so neither a saving nor an extra cost is established'."""
-    fam = study.family(COST_FAMILY)
-    if fam.fallen(d):
-        return (f"{COST_DECIDED[d.decision]} {before_correction(fam, d)}, so on its own it establishes "
-                f"{NOT_ESTABLISHED[d.decision]}")
-    verdict = cost_verdict(study, d)
-    if verdict == "undecided":
-        return "undecided, so neither a saving nor an extra cost is established"
-    if verdict == "the same":
-        return "equivalent within the margin, the same cost"
-    return f"decided {COST_DECIDED[d.decision]}"
+    """A cost decision's outcome in words, with its standing in the cost family (explain.standing_cost_words)."""
+    return standing_cost_words(study.family(COST_FAMILY), d)
 
 
 def cost_claim(study, d: Decision | None, who: str, what: str = "CPU time per byte") -> str:
