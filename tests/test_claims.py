@@ -159,12 +159,45 @@ def test_a_size_without_a_profile_is_a_hypothesis():
     ("win", (0.70, 0.75), (0.72, 0.74), "mixed"),
 ])
 def test_each_decided_thread_effect_is_explained(outcome, lo_busy, hi_busy, verdict):
-    lo = ev.frame([ev.measured_row("a3", 64, threads=1, rep=r, busy=lo_busy) for r in range(3)])
-    hi = ev.frame([ev.measured_row("a3", 64, threads=8, rep=r, busy=hi_busy) for r in range(3)])
+    # the throughput follows the sender's busy share: its CPU per byte the same at both counts
+    filled = verdict == "filled_sender"
+    lo = ev.frame([ev.measured_row("a3", 64, threads=1, rep=r, busy=lo_busy, gbps=lo_busy[0] if filled else 5.0)
+                   for r in range(3)])
+    hi = ev.frame([ev.measured_row("a3", 64, threads=8, rep=r, busy=hi_busy, gbps=hi_busy[0] if filled else 5.0)
+                   for r in range(3)])
     found = explain.thread_effect(lo, hi, "A3 at 64 B", outcome, 1, 8)
     assert found.verdict == verdict, found.text
+    assert not filled or "CPU per byte" not in found.text  # it moves less than CLEAR_GAP: only the busy share
     assert f"busy {explain.pct(lo_busy[0])} of the window with 1 and {explain.pct(hi_busy[0])} with 8" in found.text
     assert found.hypothesis is (verdict != "filled_sender")
+
+
+@pytest.mark.parametrize("task_share_lo, says", [
+    # review-fresh5 N2: A3 at 64 B, 2.20x = busy x1.53 x CPU per byte x1.44; at 1 thread the busy basis is 1.16x the
+    # task-clock (softirq work, wake-ups), at 8 the two agree
+    (1 / 1.16, "×1.16 of the ×1.44"),
+    # task-clock charged everything at 1 too: what the CPU per byte's fall is cannot be told
+    (1.0, "cannot be told from the counters"),
+])
+def test_a_filled_side_whose_cpu_per_byte_falls_names_both_factors(task_share_lo, says):
+    """SYNTHETIC (review-fresh5 N2): a rise of 2.20x from 1 to 8 threads where the sender's busy share rises x1.53
+    (64% -> 98%) and its CPU per byte falls x1.44 names both factors, whose product is the throughput's ratio, the
+    fall with its interval, and what it is as a hypothesis a profile at 8 threads would decide."""
+    def rows(threads, gbps, busy, task_share):
+        out = []
+        for r, wobble in enumerate((0.97, 1.0, 1.03)):
+            out.append(ev.measured_row("a3", 64, threads=threads, rep=r, gbps=gbps * wobble, busy=(busy, 0.6),
+                                       srv_task_clock_ms=busy * task_share * 1e3))
+        return ev.frame(out)
+    lo, hi = rows(1, 0.0217, 0.64, task_share_lo), rows(8, 0.0217 * 1.53 * 1.44, 0.98, 1.0)
+    found = explain.thread_effect(lo, hi, "A3 at 64 B", "win", 1, 8)
+    assert found.verdict == "filled_sender_per_byte" and found.hypothesis, found.text
+    facts, _, claim = found.text.partition(explain.HYPOTHESIS_HEAD)
+    assert "More connections fill the time the sender spent waiting at 1" in facts
+    assert "the sender's busy share ×1.53 × its CPU per byte ×1.44 = ×2.20, the throughput's ratio of the means" in facts
+    assert "and its CPU per byte falls 236 → 164 ns/B" in facts and "95% interval" in facts
+    assert says in claim and "a profile at 8 threads" in found.decide_by
+    assert found.evidence["busy_factor"] * found.evidence["cpu_per_byte_factor"] == pytest.approx(1.53 * 1.44, rel=1e-3)
 
 
 def saturated_win_rows(threads: int, gbps: float, busy: tuple, ns_per_byte: tuple):

@@ -409,20 +409,35 @@ def test_the_round_trip_of_a_saturated_cpu_is_the_thread_count_times_its_cpu_per
     assert found.verdict == "queueing" and not found.hypothesis, found.text
     for text in ("From 2 to 8 threads the mean round trip grows 4.00–4.00×",
                  "In 8 of the 8 latency cells at more than 1 thread (at 2 and 8 threads) the busier pinned CPU is 95% "
-                 "busy or more, and in all of them the mean round trip is the thread count × that CPU's time per message "
-                 "(the pinned CPU's busy share × the window ÷ the round trips), 1.04–1.04× of it, within 10% in each: "
-                 "the connections queue at that CPU",
-                 "A3 at 64 KiB, 8 threads: 8 × 38.0 µs of sender CPU = 304 µs, measured 317 µs", "Little's law",
-                 "its sender spends 38.0 µs per message against A1's 26.6 µs"):
+                 "busy or more: saturated, so by Little's law",
+                 "the mean round trip there is the thread count × that CPU's time per message "
+                 "(the pinned CPU's busy share × the window ÷ the round trips)",
+                 "A3 at 64 KiB, 8 threads: 8 × 38.0 µs of sender CPU = 304 µs, measured 317 µs"):
         assert text in found.text, text
+    # review-fresh5 N6: the ratio is 1 ÷ the busy share by construction, no evidence: never said as a range
+    assert "within 10%" not in found.text and "1.04–1.04×" not in found.text, found.text
+    assert "grows more than" not in found.text  # no growth beyond 4x here: the CPU per message does not rise
+    assert found.evidence["slowest"] == {"impl": "a3", "msg_size": 65536, "threads": 8, "side": "sender",
+                                         "cpu_us": pytest.approx(38.0), "others": {"a1": [pytest.approx(26.6), "sender"]}}
     assert " not " not in found.text and found.evidence["beyond_margin"] == []
+
+
+def test_a_growth_beyond_the_thread_ratio_is_said_as_the_cpu_per_message_rising():
+    """SYNTHETIC (review-fresh5 N6): from 2 to 8 threads A3 at 64 KiB's sender spends 38.0 -> 41.8 µs per message,
+    so its round trip grows 4.4x: what the growth beyond 4x is, with the numbers."""
+    rows = [r for r in queue_rows() if (r["impl"], r["msg_size"], r["threads"]) != ("a3", 65536, 8)]
+    rows += [little_row("a3", 65536, 8, 8 * 41.8 / 0.96, (41.8, 20.9), rep=r, clock_share=0.9) for r in range(3)]
+    found = explain.latency_queue(ev.frame(rows))
+    assert ("Where it grows more than 4× from 2 to 8 threads, the busier CPU's time per message rises with it (the "
+            "rest is the busy shares' change): A3 at 64 KiB 4.40× (38.0 → 41.8 µs, ×1.10; busy 96% and 96%)"
+            in found.text), found.text
 
 
 @pytest.mark.parametrize("factor, beyond, verdict, says", [
     # every saturated cell's round trip half as long again as its queue: none is said to be the queue
     (1.5, (), "not_queueing", "yet in none of them is the mean round trip within 10%"),
     # one cell beyond: the others said as fact, that one as the hypothesis
-    (1.5, (("a3", 65536, 8),), "queueing_except", "and in 7 of them the mean round trip is the thread count ×"),
+    (1.5, (("a3", 65536, 8),), "queueing_except", "saturated. In 7 of them, by Little's law"),
 ])
 def test_a_round_trip_beyond_the_queue_is_a_hypothesis_for_those_cells_only(factor, beyond, verdict, says):
     found = explain.latency_queue(ev.frame(queue_rows(factor, beyond=beyond)))
@@ -450,7 +465,35 @@ def test_the_queue_sentence_reaches_q3():
     rows = queue_rows() + [ev.measured_row(i, 64, threads=t, rep=r, busy=(0.9, 0.9)) for i in ("a1", "a2", "a3")
                                for t in (1, 8) for r in range(3)]
     from copylab.analysis.text import q3
-    assert "Little's law on a saturated CPU" in q3.answer(build_study(ev.frame(rows), {"cores": 2}, ev.frame([])))["text"]
+    text = q3.answer(build_study(ev.frame(rows), {"cores": 2}, ev.frame([])))["text"]
+    assert "saturated, so by Little's law" in text
+
+
+@pytest.mark.parametrize("a3_spread, slowest", [
+    # A3's passes spread as the report's 276, 301, 405 µs did against A1's 206-210 (review-fresh5 N4): undecided
+    ((0.85, 0.95, 1.35), False),
+    # the same ratio in passes that agree: decided longer than A1's too
+    ((1.0, 1.01, 0.99), True),
+])
+def test_the_longest_round_trip_is_the_slowest_only_where_decided_against_every_path(a3_spread, slowest):
+    """SYNTHETIC (review-fresh5 N4): the path with the longest mean round trip at the most threads is 'the slowest'
+    only where the Study decides its mean round trip longer than every other path's in that cell; else each
+    comparison is worded with its interval and decision."""
+    from copylab.analysis.text import q3
+    rows = [r for r in queue_rows() if not (r["impl"] == "a3" and r["msg_size"] == 65536 and r["threads"] == 8)]
+    rows += [little_row("a3", 65536, 8, 8 * 38.0 / 0.96 * f, (38.0 * f, 19.0), rep=r, clock_share=0.9)
+             for r, f in enumerate(a3_spread)]
+    rows += [little_row("a2", 65536, t, t * 26.0 / 0.96, (26.0, 13.0), rep=r, clock_share=0.9)
+             for t in (2, 8) for r in range(3)]
+    rows += [ev.measured_row(i, 64, threads=t, rep=r, busy=(0.9, 0.9)) for i in ("a1", "a2", "a3")
+             for t in (1, 8) for r in range(3)]
+    text = q3.answer(build_study(ev.frame(rows), {"cores": 2}, ev.frame([])))["text"]
+    assert ("A3 at 64 KiB is the slowest at 8 threads, decided against every other path" in text) is slowest, text
+    if not slowest:
+        assert "slowest" not in text
+        assert "A3 at 64 KiB has the longest mean round trip at 8 threads (" in text and "A1's, 95% interval" in text
+        assert "undecided" in text.split("has the longest mean round trip")[1].split(":")[0]
+    assert "A2's, 95% interval" in text and ("decided longer" in text) is slowest
 
 
 # ------------------------------------------------------------------------------------------------

@@ -262,9 +262,9 @@ def thread_effect(lo_rows: pd.DataFrame, hi_rows: pd.DataFrame, who: str, outcom
     for side, words in (("srv", "sender"), ("cli", "receiver")):
         rise = busy[(side, hi)] - busy[(side, lo)]
         if outcome == "win" and not saturated and rise >= CLEAR_GAP:
-            return Explanation("thread_effect", f"filled_{words}", f"{facts} More connections fill the time the "
-                               f"{words} spent waiting at {lo}: its CPU had room, and the extra connections use it.",
-                               evidence)
+            return _filled(lo_rows, hi_rows, side, words, (lo, hi), busy, evidence,
+                           f"{facts} More connections fill the time the {words} spent waiting at {lo}: its CPU had "
+                           "room, and the extra connections use it")
     if outcome == "win" and saturated:
         return _saturated_win(lo_rows, hi_rows, lo, hi, busy, evidence, facts, states)
     if outcome == "loss" and saturated:
@@ -272,6 +272,49 @@ def thread_effect(lo_rows: pd.DataFrame, hi_rows: pd.DataFrame, who: str, outcom
                                "loss" if standing else "fall")
     return hypothesis("thread_effect", "mixed", "the busy shares do not show where the change comes from.",
                       "the wake-up latency (perf sched latency) at both thread counts", evidence, facts=facts)
+
+
+def _filled(lo_rows: pd.DataFrame, hi_rows: pd.DataFrame, side: str, words: str, counts: tuple[int, int], busy: dict,
+            evidence: dict, facts: str) -> Explanation:
+    """A win where the side that waited at lo is busy at hi: the throughput's rise is that side's busy share's
+    rise times its CPU per byte's fall (BUSY_BASIS, the runs' CPU time over their bytes, so the two multiply to
+    the means' ratio). The fall is named too when beyond CLEAR_GAP, with its interval (per_byte_interval), and
+    what it is as a hypothesis: CPU time task-clock does not charge (softirq work, wake-ups) that a CPU which
+    no longer idles is spared, where busy basis over task-clock falls beyond CLEAR_GAP; else undecided."""
+    lo, hi = counts
+    rows = {n: r.assign(busy_ns_per_byte=cpu_seconds(r, side, "per_cpu") * 1e9 / r["bytes"].where(r["bytes"] > 0))
+            for n, r in ((lo, lo_rows), (hi, hi_rows))}
+    per_byte = {n: _over_bytes(r, cpu_seconds(r, side, "per_cpu")) for n, r in rows.items()}
+    task = {n: _over_bytes(r, pd.to_numeric(r[f"{side}_task_clock_ms"], errors="coerce") / 1e3)
+            if f"{side}_task_clock_ms" in r else math.nan for n, r in rows.items()}
+    rise, fall = busy[(side, hi)] / busy[(side, lo)], per_byte[lo] / per_byte[hi]
+    evidence.update(busy_factor=rise, cpu_per_byte_factor=fall, busy_ns_per_byte=per_byte, task_ns_per_byte=task)
+    if not (fall == fall and abs(fall - 1) > CLEAR_GAP):
+        return Explanation("thread_effect", f"filled_{words}", f"{facts}.", evidence)
+    interval = per_byte_interval(rows[lo], rows[hi], "busy_ns_per_byte", lo, hi, evidence)
+    facts += (f"; and its CPU per byte {'falls' if fall > 1 else 'rises'} {fmt_num(per_byte[lo] * 1e9)} → "
+              f"{fmt_num(per_byte[hi] * 1e9)} ns/B ({BUSY_BASIS.replace('round trips', 'bytes')}, the runs together"
+              f"{interval}): the {words}'s busy share ×{fmt_num(rise)} × its CPU per byte ×{fmt_num(fall)} = "
+              f"×{fmt_num(rise * fall)}, the throughput's ratio of the means.")
+    not_charged = {n: per_byte[n] / task[n] for n in (lo, hi)}  # busy basis over task-clock: what task-clock leaves out
+    evidence["not_charged_factor"] = not_charged
+    decide_by = (f"a profile at {hi} threads beside the one at {lo}: the idle, scheduling and softirq shares of the "
+                 f"{words}'s CPU at both")
+    if not (fall > 1 and not_charged[lo] == not_charged[lo] and not_charged[lo] / not_charged[hi] - 1 > CLEAR_GAP):
+        return hypothesis("thread_effect", f"filled_{words}_per_byte", f"what changes the {words}'s CPU per byte with "
+                          "more connections cannot be told from the counters.", decide_by, evidence, facts=facts)
+    return hypothesis("thread_effect", f"filled_{words}_per_byte", f"with {hi} connections the {words}'s CPU never "
+                      f"idles, so the CPU time its task-clock does not charge (softirq work and wake-ups: the busy basis is "
+                      f"×{fmt_num(not_charged[lo])} its task-clock with {lo}, ×{fmt_num(not_charged[hi])} with {hi}) "
+                      f"falls away: ×{fmt_num(not_charged[lo] / not_charged[hi])} of the ×{fmt_num(fall)}, the rest "
+                      f"its task-clock per byte falling ({fmt_num(task[lo] * 1e9)} → {fmt_num(task[hi] * 1e9)} ns/B, "
+                      f"×{fmt_num(task[lo] / task[hi])}).", decide_by, evidence, facts=facts)
+
+
+def _over_bytes(rows: pd.DataFrame, seconds: pd.Series) -> float:
+    """The runs' CPU seconds over their bytes together (s/B), nan without both."""
+    both = pd.DataFrame({"s": seconds, "b": pd.to_numeric(rows["bytes"], errors="coerce")}).dropna()
+    return float(both["s"].sum() / both["b"].sum()) if len(both) and both["b"].sum() > 0 else math.nan
 
 
 def _saturated_win(lo_rows: pd.DataFrame, hi_rows: pd.DataFrame, lo: int, hi: int, busy: dict, evidence: dict,
@@ -583,8 +626,10 @@ def latency_queue(rows: pd.DataFrame) -> Explanation | None:
     the mean round trip N x that CPU's time per message, on BUSY_BASIS (a CPU busy a share b of the window
     gives N x its time ÷ b: task-clock, which leaves out the softirq and wake-up work the busy share counts,
     would not). Checked per cell (path, size, thread count above the fewest) whose busier CPU is at NEAR_FULL
-    or more: the cells within CLEAR_GAP of it are said as fact with their range, any beyond it as a
-    hypothesis of their own; None when no cell at more than one thread is saturated."""
+    or more: the cells within CLEAR_GAP of it are said as Little's law on a saturated CPU, with no range as
+    evidence (on BUSY_BASIS the round trip over N x the time per message is 1 ÷ the busy share wherever
+    Little's law holds, so it cannot fail at NEAR_FULL); any beyond it, where the counts disagree with the
+    law, as a hypothesis of their own; None when no cell at more than one thread is saturated."""
     cells = _latency_cells(rows)
     if cells is None:
         return None
@@ -610,7 +655,7 @@ def latency_queue(rows: pd.DataFrame) -> Explanation | None:
              f"{fmt_num(growth.max())}× over the paths and sizes. " if len(growth) else "")
             + f"In {len(saturated)} of the {len(cells)} latency cells at more than {plural(int(fewest), 'thread')} "
             f"(at {counts} threads) the busier pinned CPU is {pct(NEAR_FULL)} busy or more"
-            + (_queueing(within, len(saturated)) if len(within) else ""))
+            + (_queueing(within, len(saturated), growth, cells, (second, top), evidence) if len(within) else ""))
     if off.empty:
         text += "."
         return Explanation("latency_queue", "queueing", text, evidence)
@@ -644,24 +689,46 @@ def _queue_example(c) -> str:
             f"{fmt_num(c['predicted'])} µs, measured {fmt_num(c['latency_us'])} µs")
 
 
-def _queueing(within: pd.DataFrame, saturated: int) -> str:
-    """The saturated cells whose mean round trip is the thread count x their busier CPU's time per message, as
-    fact: their range, the fastest and slowest at their most threads, and why the slowest path is slower than the
-    baseline there."""
+def _queueing(within: pd.DataFrame, saturated: int, growth: pd.Series, cells: pd.DataFrame, counts: tuple[int, int],
+              evidence: dict) -> str:
+    """The saturated cells, said as what they are: with the busier CPU saturated, Little's law (each connection
+    keeps one message in flight) makes the mean round trip the thread count x that CPU's time per message; no range
+    of it is evidence, since on BUSY_BASIS it is 1 ÷ the busy share by construction. Then what a growth beyond the
+    thread counts' ratio is (that CPU's time per message rising), and the slowest path at the most threads, whose
+    comparison with the others the Study decides (evidence["slowest"]; text/q3.py words it)."""
     top = int(within["threads"].max())
     at_top = within[within["threads"] == top]
     fast, slow = at_top.loc[at_top["latency_us"].idxmin()], at_top.loc[at_top["latency_us"].idxmax()]
-    low, high = within["ratio"].min(), within["ratio"].max()
-    text = (f", and in {'all' if len(within) == saturated else f'{len(within)}'} of them the mean round trip is the "
-            f"thread count × that CPU's time per message ({BUSY_BASIS}), {fmt_num(low)}–{fmt_num(high)}× of it, "
-            f"within {pct(CLEAR_GAP)} in each: the connections queue at that CPU "
-            f"({_queue_example(fast)}; {_queue_example(slow)}). That is Little's law on a saturated CPU: each "
-            "connection keeps one message in flight, and every message waits its turn for the one CPU, so the round "
-            "trip grows with the connections and with the CPU each message costs")
-    base = at_top[(at_top["impl"] == BASE_IMPL) & (at_top["msg_size"] == slow["msg_size"])]
-    if slow["impl"] != BASE_IMPL and len(base):
-        b = base.iloc[0]
-        text += (f". {name(slow['impl'])} at {fmt_size(slow['msg_size'])} is the slowest at {top} threads because "
-                 f"its {slow['side']} spends {fmt_num(slow['cpu_us'])} µs per message against {name(BASE_IMPL)}'s "
-                 f"{fmt_num(b['cpu_us'])} µs ({b['side']})")
+    law = ("by Little's law (each connection keeps one message in flight, and every message waits its turn for the "
+           "one CPU)")
+    text = ((f": saturated, so {law} the mean round trip there is" if len(within) == saturated else
+             f": saturated. In {len(within)} of them, {law}, the mean round trip is")
+            + f" the thread count × that CPU's time per message ({BUSY_BASIS}): it grows with the "
+            f"connections and with the CPU each message costs ({_queue_example(fast)}; {_queue_example(slow)})")
+    text += _beyond_threads(growth, cells, counts, evidence)
+    others = at_top[(at_top["msg_size"] == slow["msg_size"]) & (at_top["impl"] != slow["impl"])]
+    evidence["slowest"] = {"impl": slow["impl"], "msg_size": int(slow["msg_size"]), "threads": top, "side": slow["side"],
+                           "cpu_us": float(slow["cpu_us"]),
+                           "others": {c["impl"]: [float(c["cpu_us"]), c["side"]] for _, c in others.iterrows()}}
     return text
+
+
+def _beyond_threads(growth: pd.Series, cells: pd.DataFrame, counts: tuple[int, int], evidence: dict) -> str:
+    """'; where it grows more than 4× from 2 to 8 threads, the busier CPU's time per message rises with it: A3 at
+    64 KiB 4.10× (32.0 → 39.9 µs, busy 97% and 99%)': the growth beyond the ratio of the thread counts is the CPU
+    per message rising (and the busy share at the fewer threads, where below 1); '' where none grows beyond it."""
+    second, top = counts
+    over = growth[growth > top / second].sort_values(ascending=False)
+    if over.empty:
+        return ""
+    at = cells.set_index(["impl", "msg_size", "threads"])
+    said = []
+    for impl, size in over.index[:3]:
+        lo, hi = at.loc[(impl, size, second)], at.loc[(impl, size, top)]
+        said.append(f"{name(impl)} at {fmt_size(size)} {fmt_num(over[(impl, size)])}× ({fmt_num(lo['cpu_us'])} → "
+                    f"{fmt_num(hi['cpu_us'])} µs, ×{fmt_num(hi['cpu_us'] / lo['cpu_us'])}; busy {pct(lo['busy'])} and "
+                    f"{pct(hi['busy'])})")
+    evidence["beyond_thread_ratio"] = [f"{name(i)} at {fmt_size(s)}" for i, s in over.index]
+    return (f". Where it grows more than {top / second:g}× from {second} to {top} threads, the busier CPU's time "
+            "per message rises with it (the rest is the busy shares' change): "
+            + "; ".join(said) + ("; …" if len(over) > len(said) else ""))

@@ -49,6 +49,9 @@ CRITERIA = {"throughput": ("throughput", THROUGHPUT, True),
 # each side's CPU time per byte (throughput mode, lower is better): the evidence sentences that say a
 # path costs its sender or receiver less cite these decisions, never the means alone
 SIDE_CPU = {"sender": "srv_cpu_ns_per_byte", "receiver": "cli_cpu_ns_per_byte"}
+# the mean round trip (latency mode): Little's law holds for it, not the median, so where the report says why one
+# path's round trip is longer than another's (Q3's queue at a saturated CPU) it says so with these decisions
+MEAN_ROUND_TRIP = "latency_us"
 # the family those decisions stand or fall in: a sentence or a marker of a side's cost reads its standing there
 COST_FAMILY = "cpu_sides"
 # what the report's † says of a decision Holm's correction over its family does not leave standing
@@ -239,16 +242,16 @@ def _apart(profiles: pd.DataFrame) -> pd.Series:
 def path_diffs(rows: pd.DataFrame) -> dict:
     """(metric, impl, base) -> {(size, threads): Diff} of the population's rows: every sender against
     the baseline for each criterion, and against the one-copy path in throughput (the other-paths
-    section's second column) and in each side's CPU per byte. The Study decides them; a comparison
-    of two sweeps (analysis/comparison.py) takes each sweep's."""
+    section's second column), in each side's CPU per byte and in the mean round trip. The Study decides
+    them; a comparison of two sweeps (analysis/comparison.py) takes each sweep's."""
     impls = native(set(rows["impl"]))
     found = {}
-    side_metrics = [("throughput", m, False) for m in SIDE_CPU.values()]
+    side_metrics = [("throughput", m, False) for m in SIDE_CPU.values()] + [("latency", MEAN_ROUND_TRIP, False)]
     for mode, metric, _ in list(CRITERIA.values()) + side_metrics:
         if metric not in rows:
             continue
         values = log_values(rows[rows["mode"] == mode], metric)
-        bases = (BASE, ONE_COPY) if metric == THROUGHPUT or metric in SIDE_CPU.values() else (BASE,)
+        bases = (BASE, ONE_COPY) if metric in (THROUGHPUT, MEAN_ROUND_TRIP, *SIDE_CPU.values()) else (BASE,)
         for base in bases:
             for impl in impls:
                 if impl != base:

@@ -14,8 +14,12 @@ from ..decisions import Outcome
 from ..explain import said_once, thread_effect
 from ..roles import STUDY, name
 from ..stats import aggregate, measured, study_rows, throughput_rows
-from ..study import Family, Study
-from .words import PROFILE_SECTION, ratio_text
+from ..study import MEAN_ROUND_TRIP, Family, Study
+from .words import PROFILE_SECTION, interval, ratio_text
+
+# a mean round trip's decision in words (x against base; a win is the longer round trip, as for any cost)
+LONGER = {Outcome.WIN: "decided longer", Outcome.LOSS: "decided shorter", Outcome.EQUIVALENT: "equivalent",
+          Outcome.UNDECIDED: "undecided"}
 
 KEY, FAMILY = "q3_threads_cache_contention", "q3"
 VERDICTS = {Outcome.WIN: "more threads move more data", Outcome.LOSS: "more threads move less data",
@@ -179,7 +183,28 @@ def _latency(study: Study) -> str:
     """The round trip against the thread count (the latency figure): the rules' sentences (explain.latency_threads
     from the fewest threads to the next, explain.latency_queue where a CPU is saturated)."""
     found = [study.explanations[k].text for k in ("latency_threads", "latency_queue") if k in study.explanations]
-    return f"\n\n**Latency against threads.** {' '.join(found)}" if found else ""
+    if "latency_queue" in study.explanations:
+        found.append(longest_round_trip(study, study.explanations["latency_queue"].evidence.get("slowest")))
+    return f"\n\n**Latency against threads.** {' '.join(t for t in found if t)}" if found else ""
+
+
+def longest_round_trip(study: Study, slowest: dict | None) -> str:
+    """The path with the longest mean round trip at the most threads (explain.latency_queue's evidence), against
+    each other path in that cell as the Study decides it (the mean round trip, MEAN_ROUND_TRIP), and why by
+    Little's law: 'the slowest' only where decided longer than every other path's."""
+    if not slowest or not slowest["others"]:
+        return ""
+    impl, size, threads = slowest["impl"], slowest["msg_size"], slowest["threads"]
+    against = {other: study.decision(impl, size, threads, base=other, metric=MEAN_ROUND_TRIP)
+               for other in slowest["others"]}
+    said = [f"{fmt_num(d.ratio)}× {name(other)}'s, 95% interval {interval(d)}, {LONGER[d.decision]}"
+            for other, d in against.items() if d is not None]
+    slowest_decided = all(d is not None and d.decision == Outcome.WIN for d in against.values())
+    head = (f"{name(impl)} at {fmt_size(size)} is the slowest at {threads} threads, decided against every other path"
+            if slowest_decided else f"{name(impl)} at {fmt_size(size)} has the longest mean round trip at {threads} threads")
+    cpu = " and ".join(f"{name(other)}'s {fmt_num(us)} µs ({side})" for other, (us, side) in slowest["others"].items())
+    return (f"{head}" + (f" ({'; '.join(said)})" if said else "") + f": its {slowest['side']} spends "
+            f"{fmt_num(slowest['cpu_us'])} µs per message against {cpu}, and by Little's law the round trip follows.")
 
 
 def _cores(meta: dict, hi: int) -> str:
