@@ -522,7 +522,7 @@ def test_a_decided_loss_of_the_one_copy_path_is_explained_from_its_profile_bucke
     for size in explained:
         label = "64 B" if size == 64 else "1 KiB"
         assert f"at {label} its loss over all thread counts is" in text and "its profile of 1 thread only" in text
-    assert "What the profile shows per message, A2 against A1:" in text and "syscall +" in text
+    assert "What the profile shows per message, A2 against A1, beyond both sampling intervals:" in text and "syscall +" in text
     assert "Hypothesis" in text and "copy_from_iter walks the iovec" in text
     # a size A2 does not lose at is not explained as a loss
     assert "at 64 KiB its loss" not in text

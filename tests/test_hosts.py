@@ -81,6 +81,8 @@ def test_ssh_destinations_that_ssh_could_read_as_options_or_commands_are_refused
 def test_the_zero_copy_sentence_follows_the_measured_share_and_the_path():
     local = zero_copy_share_sentence(100.0, "local")
     assert "same host" in local and "100.0%" in local
+    # the reason is said in full in the data-paths section; Q1 refers back (review-fresh5 N8)
+    assert '(why: "Data paths: where the copies happen")' in local and "pinned pages" not in local
     real = zero_copy_share_sentence(12.5, "hosts")
     assert "87.5% did not" in real and "DMA" in real
     assert "same host" not in real and "less CPU" not in real  # a saving is said with its decision only

@@ -174,23 +174,31 @@ def test_the_summary_keeps_the_baseline_where_a_win_does_not_survive_the_correct
     assert "A2 better† " in summary.table(s).iloc[-1, 1]
 
 
-def test_the_harness_says_how_far_one_reference_pass_moves_a_ratio():
-    """SYNTHETIC (review-fresh3 F4): iperf3 ran 2 passes, 30.6 and 15.0 Gbit/s at 64 KiB (their median is their mean)
-    and 1.70 and 1.71 at 1 KiB: the like-for-like paragraph and the table give the ratio against each pass and say
-    the 64 KiB ratio is not decided (the passes differ by more than the equivalence margin), the 1 KiB one is kept."""
-    rows = ([ev.measured_row("a2", size, rep=r, gbps=g) for size, g in ((1024, 1.57), (65536, 28.5)) for r in range(3)]
+def test_the_harness_says_how_far_one_pass_of_either_side_moves_a_ratio():
+    """SYNTHETIC (review-fresh3 F4, review-fresh5 N9): iperf3 ran 2 passes, 30.6 and 15.0 Gbit/s at 64 KiB (their
+    median is their mean) and 1.70 and 1.71 at 1 KiB; at 4 KiB its passes agree (3.25, 3.34) but A2's spread
+    (3.00, 3.39, 4.05). The like-for-like paragraph brackets each ratio over both sides' passes, and the ratios
+    are said not decided where either side's passes differ by more than the equivalence margin (64 KiB for
+    iperf3, 4 KiB for A2); the 1 KiB one is kept."""
+    a2 = {1024: (1.57,) * 3, 4096: (3.00, 3.39, 4.05), 65536: (28.5,) * 3}
+    rows = ([ev.measured_row("a2", size, rep=r, gbps=g) for size, passes in a2.items() for r, g in enumerate(passes)]
             + [ev.measured_row("iperf3", size, rep=r, gbps=g, window_source="timer", warmup_end="timer")
-               for size, passes in ((1024, (1.70, 1.71)), (65536, (30.6, 15.0))) for r, g in enumerate(passes)])
+               for size, passes in ((1024, (1.70, 1.71)), (4096, (3.25, 3.34)), (65536, (30.6, 15.0)))
+               for r, g in enumerate(passes)])
     df = ev.frame(rows)
     text = harness.like_for_like_text(df, 0.10)
-    assert "A2/iperf3 throughput (in brackets: against iperf3's highest and its lowest pass):" in text, text
+    assert ("A2/iperf3 throughput (in brackets: the ratio over both sides' passes, A2's lowest against iperf3's "
+            "highest to its highest against the lowest):") in text, text
     assert "64 KiB: 1.25 (0.931–1.90)" in text and "1 KiB: 0.921 (0.918–0.924)" in text, text
+    assert "4 KiB: 1.03 (0.898–1.25)" in text, text  # the reference's passes alone gave 1.01–1.04
     (caption, table), = harness.metric_tables(df, 0.10)
-    assert list(table["iperf3 passes, lowest–highest"]) == ["1.70–1.71", "15.0–30.6"]
-    assert ("Not decided where iperf3's lowest and highest pass differ by more than the 10% equivalence margin, as at "
-            "64 KiB: one pass moves those ratios by more than it.") in caption
+    assert list(table["iperf3 passes, lowest–highest"]) == ["1.70–1.71", "3.25–3.34", "15.0–30.6"]
+    assert ("Not decided where the lowest and highest pass of iperf3 or of copylab's path differ by more than the "
+            "10% equivalence margin, as at 4 KiB (A2) and 64 KiB (iperf3): one pass moves those ratios by more than "
+            "it.") in caption, caption
     # the table's caption says it in full; the paragraph after it refers back (review-fresh4 G7)
-    assert "Not decided at 64 KiB, as in the iperf3 table above: its passes differ there by more than the margin." in text
+    assert ("Not decided at 4 KiB (A2) and 64 KiB (iperf3), as in the iperf3 table above: the passes named differ "
+            "there by more than the margin.") in text, text
     assert "Not decided where" not in text
     # a wider margin takes the passes' spread in: nothing is said undecided for it
     assert "Not decided" not in harness.like_for_like_text(df, 1.5)

@@ -14,8 +14,8 @@ from ..contract import PROFILE_BUCKETS
 from ..fmt import fmt_num, fmt_size, plural
 from . import stacks
 from .patterns import switches_change
-from .explain import (CLEAR_GAP, NEAR_FULL, Explanation, before_correction, flag, hypothesis, mean_of, pct, share_of,
-                      standing_cost_words)
+from .explain import (CLEAR_GAP, NEAR_FULL, Explanation, and_list, before_correction, flag, hypothesis, mean_of, pct,
+                      share_of, standing_cost_words)
 from .. import cachelevels, registry
 from ..errors import CopylabError
 from ..profile.rules import COMM_LEN
@@ -253,16 +253,15 @@ def per_message_gap(profiles: pd.DataFrame, x: str, base: str, size: int, measur
     if rx.empty or rb.empty:
         return hypothesis("per_message_gap", "unknown", f"why {who} costs what it costs cannot be told without "
                           "profiles of both.", f"profiled runs of both at {fmt_size(size)} (grid key profile)", {})
-    delta = {b: d.delta for b, d in bucket_differences(rx, rb).items()}
+    every = bucket_differences(rx, rb)
+    delta = {b: d.delta for b, d in every.items()}
+    terms = _gap_terms(every, rx, rb)
+    merged = {b: d.delta for b, d in terms.items()}
     gap = bucket_cost(rx, "srv", BUSY_BUCKETS, "message") - bucket_cost(rb, "srv", BUSY_BUCKETS, "message")
-    copy = delta["user_copy"] + delta["kernel_copy_from_user"]
+    copy = merged[COPY_NET]
     kx, cb = share(rx, "srv", "kernel_copy_from_user"), share(rb, "srv", ("user_copy", "kernel_copy_from_user"))
-    # the copy counted once, net: the kernel copy that grew less the memcpy that went (two figures for
-    # one gap read as a contradiction)
-    merged = {**{b: d for b, d in delta.items() if b not in ("user_copy", "kernel_copy_from_user")},
-              "the copy, net of the memcpy removed": copy}
-    top = max((b for b in merged if merged[b] == merged[b]), key=lambda b: merged[b], default="other")
     evidence = {"msg_size": size, "gap_us_per_message": gap, "copy_delta_us": copy, "delta_us": delta,
+                "terms": {b: d.to_dict() for b, d in terms.items()},
                 "x_kernel_copy": kx.to_dict(), "base_copies": cb.to_dict()}
     shares = (f"{name(x)}'s kernel copy from its iovec is {kx.pct()} of the sender's samples, {name(base)}'s two "
               f"copies (its memcpy and one kernel copy) {cb.pct()} ({kx.over()})")
@@ -276,37 +275,97 @@ def per_message_gap(profiles: pd.DataFrame, x: str, base: str, size: int, measur
                            f"{per_msg}. Gathering 8 separately allocated fields of about {fmt_size(size // 8)} each "
                            f"costs more than {name(base)}'s one memcpy and one kernel copy of a contiguous "
                            f"{fmt_size(size)}.", evidence)
-    # "mostly" only where the numbers say so: the largest increase may be well under half the gap
-    part = share_of(merged[top], gap)
-    said = (f"{part} of the gap comes from {top.replace('_', ' ')} ({fmt_num(merged[top])} µs per message)"
-            if part.startswith("most") else f"the largest increase per message is {top.replace('_', ' ')} "
-            f"({fmt_num(merged[top])} µs, {part} of the gap)")
-    evidence["largest_increase_share"] = merged[top] / gap
-    verdict = "copy" if top.startswith("the copy") else top
+    facts = f"At {at} {shares}: the copy accounts for {per_msg}.{_by_bucket(terms, delta, x, base)}"
+    decide_by = f"profiles sampled with PMU cycles (not timer ticks) and more profiled runs at {fmt_size(size)}"
+    grown = _grown(terms)
+    if not grown:  # the sampling rule of Q1's balance: a difference within its error places nothing
+        evidence["named"] = []
+        return Explanation("per_message_gap", "unplaced", f"{facts} {_unplaced(every, terms, gap)} What would "
+                           f"place it: {decide_by}.", evidence, decide_by=decide_by)
+    named = _named(terms, grown)
+    said, verdict = _gap_said(terms, named, grown, gap)
+    evidence["named"] = named
+    evidence["largest_increase_share"] = sum(merged[b] for b in named) / gap
     threads = int(rx["threads"].iloc[0])
     switches = _switches_per_message(measured, (x, base), size, threads) if measured is not None else {}
     if switches:
         evidence["context_switches_per_message"] = switches
-    return hypothesis("per_message_gap", verdict, f"{said}.{_mechanism(merged, top, x, base, size, switches)}", f"profiles "
-                      f"sampled with PMU cycles (not timer ticks) and more profiled runs at {fmt_size(size)}", evidence,
-                      facts=f"At {at} {shares}: the copy accounts for {per_msg}.{_by_bucket(merged, delta, gap, x, base)}")
+    return hypothesis("per_message_gap", verdict, f"{said}.{_mechanism(named, grown, x, base, size, switches)}",
+                      decide_by, evidence, facts=facts)
 
 
-def _by_bucket(merged: dict, delta: dict, gap: float, x: str, base: str) -> str:
-    """' What the profile shows per message, x against base: the copy ... +0.213 µs (...); syscall +0.114 µs; ...'
-    every bucket whose change is at least CLEAR_GAP of the gap, largest first (the facts a hypothesis rests on)."""
-    shown = sorted((b for b, d in merged.items() if d == d and abs(d) >= CLEAR_GAP * gap), key=lambda b: -merged[b])
+def _gap_terms(every: dict, rx: pd.DataFrame, rb: pd.DataFrame) -> dict:
+    """{term: CostDifference} of a per-message gap: every busy bucket but the two copies, and the copies as one
+    net term (COPY_NET: the kernel copy that grew less the memcpy that went; two figures for one gap read as a
+    contradiction), its range from the two copies' joint share."""
+    terms = {b: d for b, d in every.items() if b not in COPIES}
+    terms[COPY_NET] = cost_difference(rx, rb, "srv", COPIES, "message")
+    return terms
+
+
+def _grown(terms: dict) -> list[str]:
+    """The terms whose cost per message rose beyond both sampling intervals (CostDifference.material, as Q1's
+    balance names them), largest first: the only ones a sentence may say grow."""
+    return sorted((b for b, d in terms.items() if d.material and d.delta > 0), key=lambda b: -terms[b].delta)
+
+
+def _named(terms: dict, grown: list[str]) -> list[str]:
+    """The largest increase and every other increase whose range reaches into its range: equal to it within
+    sampling error, so none of them is 'the largest' (review-fresh5 N3)."""
+    top = terms[grown[0]]
+    return [b for b in grown if terms[b].high >= top.low]
+
+
+def _gap_said(terms: dict, named: list[str], grown: list[str], gap: float) -> tuple[str, str]:
+    """(the claim, its verdict): one term said as most of the gap (over half) or the largest increase beyond
+    sampling error (the only one, where it is); two or more equal within sampling error said together, never one
+    of them as the largest."""
+    if len(named) == 1:
+        top = named[0]
+        part = share_of(terms[top].delta, gap)
+        which = "the only increase" if len(grown) == 1 else "the largest increase"
+        return ((f"{part} of the gap comes from {top.replace('_', ' ')} ({fmt_num(terms[top].delta)} µs per message)"
+                 if part.startswith("most") else f"{which} per message beyond its sampling error is "
+                 f"{top.replace('_', ' ')} ({fmt_num(terms[top].delta)} µs, {part} of the gap)"),
+                "copy" if top == COPY_NET else top)
+    listed = and_list([f"{b.replace('_', ' ')} ({terms[b].delta:+.3f} µs)" for b in named])
+    together = sum(terms[b].delta for b in named)
+    return (f"{listed} grow per message, equal within their sampling error, together {100 * together / gap:.0f}% "
+            f"of the gap", "_and_".join("copy" if b == COPY_NET else b for b in named))
+
+
+def _unplaced(every: dict, terms: dict, gap: float) -> str:
+    """The per-message gap none of whose terms rises beyond its sampling error, said so: the two copies may
+    differ apart (one grew, one went) while their net lies within its error."""
+    parts = [b for b in ("kernel_copy_from_user", "user_copy") if every[b].material]
+    net = terms[COPY_NET]
+    if parts and not any(d.material for b, d in terms.items() if b != COPY_NET):
+        apart = ", ".join(f"{COPY_WORDS[b]} {every[b].delta:+.3f}" for b in parts)
+        but = "the copies" if len(parts) > 1 else f"the {COPY_WORDS[parts[0]]}"
+        return (f"No bucket but {but} differs beyond its sampling error ({apart} µs; the copies' net "
+                f"{net.delta:+.3f} µs lies within it): this profile does not place the {fmt_num(gap)} µs.")
+    return (f"No bucket's cost per message rises beyond its sampling error: this profile does not place the "
+            f"{fmt_num(gap)} µs.")
+
+
+def _by_bucket(terms: dict, delta: dict, x: str, base: str) -> str:
+    """' What the profile shows per message, x against base, beyond both sampling intervals: the copy ... +0.213 µs
+    (+0.1 to +0.3; ...); syscall +0.114 µs (...); ...': every term whose difference is material, largest first
+    (the facts a hypothesis rests on); '' where none is."""
+    shown = sorted((b for b, d in terms.items() if d.material), key=lambda b: -terms[b].delta)
     if not shown:
         return ""
 
     def one(b: str) -> str:
-        text = f"{b.replace('_', ' ')} {merged[b]:+.3f} µs"
-        if b.startswith("the copy"):
-            text += (f" (kernel copy from user {delta['kernel_copy_from_user']:+.3f}, user-space copy "
-                     f"{delta['user_copy']:+.3f})")
-        return text
+        d = terms[b]
+        text = f"{b.replace('_', ' ')} {d.delta:+.3f} µs ({d.low:+.3f} to {d.high:+.3f}"
+        if b == COPY_NET:
+            text += (f"; kernel copy from user {delta['kernel_copy_from_user']:+.3f}, user-space copy "
+                     f"{delta['user_copy']:+.3f}")
+        return text + ")"
 
-    return f" What the profile shows per message, {name(x)} against {name(base)}: " + "; ".join(one(b) for b in shown) + "."
+    return (f" What the profile shows per message, {name(x)} against {name(base)}, beyond both sampling intervals: "
+            + "; ".join(one(b) for b in shown) + "; every other bucket within its sampling error.")
 
 
 COPY_NET = "the copy, net of the memcpy removed"
@@ -382,27 +441,33 @@ def _switches_said(switches: dict, x: str, base: str) -> str:
             "timer-tick profile does not tell them apart).")
 
 
-def _mechanism(merged: dict, top: str, x: str, base: str, size: int, switches: dict | None = None) -> str:
-    """The mechanism offered for the largest increase, only one that explains that bucket: the gather's where
-    it is the copy or the system call; for scheduling the measured context switches per message where there
-    are some; else that bucket said unexplained (with what would tell), and the gather then offered for the
-    copy and the system call only (review M4)."""
-    gather = _gather_mechanism(merged, x, size)
-    if top in (COPY_NET, "syscall"):
+def _mechanism(named: list[str], grown: list[str], x: str, base: str, size: int, switches: dict | None = None) -> str:
+    """The mechanism offered for the terms named as the largest increase, only one that explains them: the
+    gather's for the copy and the system call; for scheduling the measured context switches per message where
+    there are some; else the term said unexplained (with what would tell), and the gather then offered for the
+    copy and the system call only where both grew beyond their sampling error (review M4, review-fresh5 N3)."""
+    gather = _gather_mechanism(grown, x, size)
+    others = [b for b in named if b not in GATHERED]
+    if not others:
         return gather
-    what = top.replace("_", " ")
-    if top == "scheduling" and switches:
-        said = _switches_said(switches, x, base)
-    else:
-        said = f" What makes {what} grow is unexplained by this profile"
-        said += f": {UNEXPLAINED[top]}." if top in UNEXPLAINED else "."
+    said = ""
+    for b in others:
+        if b == "scheduling" and switches:
+            said += _switches_said(switches, x, base)
+        else:
+            said += f" What makes {b.replace('_', ' ')} grow is unexplained by this profile"
+            said += f": {UNEXPLAINED[b]}." if b in UNEXPLAINED else "."
     return said + (f" For the copy and the system call, which grew too: t{gather.strip()[1:]}" if gather else "")
 
 
-def _gather_mechanism(merged: dict, x: str, size: int) -> str:
-    """The OS mechanism the one-copy path's gather suggests, where the copy and the system call are both among
-    the increases (a hypothesis: a timer-tick profile does not separate the steps of one sendmsg)."""
-    if x != ONE_COPY or not all(merged.get(b, 0) > 0 for b in ("the copy, net of the memcpy removed", "syscall")):
+COPY_WORDS = {"kernel_copy_from_user": "kernel copy from user", "user_copy": "user-space copy"}
+GATHERED = (COPY_NET, "syscall")  # the terms the gather over the iovec explains
+
+
+def _gather_mechanism(grown: list[str], x: str, size: int) -> str:
+    """The OS mechanism the one-copy path's gather suggests, where the copy and the system call both grew beyond
+    their sampling error (a hypothesis: a timer-tick profile does not separate the steps of one sendmsg)."""
+    if x != ONE_COPY or not all(b in grown for b in GATHERED):
         return ""
     return f" T{_gather_sentence(size)}"
 

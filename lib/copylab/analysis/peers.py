@@ -23,8 +23,8 @@ def _medians(df: pd.DataFrame, metric: str) -> pd.DataFrame:
 
 def harness_ratios(df: pd.DataFrame) -> pd.DataFrame:
     """Per size (and thread count): each implementation's throughput over the bulk reference's, and
-    its p50 round trip over the ping-pong reference's, each the median of its passes, with the reference's
-    lowest and highest pass (peer_low, peer_high). Empty when the sweep measured no peer."""
+    its p50 round trip over the ping-pong reference's, each the median of its passes, with each side's
+    lowest and highest pass (peer_low, peer_high; impl_low, impl_high). Empty when the sweep measured no peer."""
     rows = []
     tp = _medians(throughput_rows(df), "throughput_gbps")
     lat = _medians(df[df["mode"] == "latency"], "latency_p50_us")
@@ -35,17 +35,19 @@ def harness_ratios(df: pd.DataFrame) -> pd.DataFrame:
         for impl in STUDY:
             if impl not in means.index.get_level_values("impl"):
                 continue
-            pair = pd.concat([means.loc[impl]["median"].rename("impl_value"),
+            pair = pd.concat([means.loc[impl].rename(columns={"median": "impl_value", "min": "impl_low",
+                                                              "max": "impl_high"}),
                               reference.rename(columns={"median": "peer_value", "min": "peer_low", "max": "peer_high"})],
                              axis=1, join="inner").dropna()
             for (threads, size), r in pair.iterrows():
                 rows.append({"peer": peer, "metric": metric, "impl": impl, "threads": int(threads),
                              "msg_size": int(size), "impl_value": float(r["impl_value"]),
                              "peer_value": float(r["peer_value"]), "peer_low": float(r["peer_low"]),
-                             "peer_high": float(r["peer_high"]),
+                             "peer_high": float(r["peer_high"]), "impl_low": float(r["impl_low"]),
+                             "impl_high": float(r["impl_high"]),
                              "ratio": float(r["impl_value"] / r["peer_value"]) if r["peer_value"] else math.nan})
     return pd.DataFrame(rows, columns=["peer", "metric", "impl", "threads", "msg_size", "impl_value",
-                                       "peer_value", "peer_low", "peer_high", "ratio"])
+                                       "peer_value", "peer_low", "peer_high", "impl_low", "impl_high", "ratio"])
 
 
 def receive_comparison(df: pd.DataFrame) -> pd.DataFrame:

@@ -19,36 +19,48 @@ METRIC_WORDS = {
 }
 
 
-def _passes_apart(r: pd.Series, margin: float) -> bool:
-    """Whether the reference's lowest and highest pass differ by more than the equivalence margin: then one
-    pass moves its ratios by more than the margin, and they are not decided."""
-    return r["peer_low"] > 0 and r["peer_high"] / r["peer_low"] > 1 + margin
+def _apart(low: float, high: float, margin: float) -> bool:
+    return low > 0 and high / low > 1 + margin
+
+
+def _sides_apart(r: pd.Series, margin: float) -> list[str]:
+    """The sides of a ratio (the reference, copylab's path) whose lowest and highest pass differ by more than the
+    equivalence margin: one pass of either moves the ratio by more than the margin, so it is not decided
+    (review-fresh5 N9: the reference's passes alone were looked at)."""
+    return [name(who) for who, low, high in ((r["peer"], r["peer_low"], r["peer_high"]),
+                                             (r["impl"], r["impl_low"], r["impl_high"])) if _apart(low, high, margin)]
 
 
 def _spread(r: pd.Series) -> str:
-    """'0.93–1.89': the ratio against the reference's highest pass to that against its lowest."""
-    low, high = sorted((r["impl_value"] / r["peer_high"], r["impl_value"] / r["peer_low"]))
+    """'0.91–1.23': the ratio over both sides' passes, from the path's lowest against the reference's highest
+    to its highest against the reference's lowest."""
+    low, high = sorted((r["impl_low"] / r["peer_high"], r["impl_high"] / r["peer_low"]))
     return f"{fmt_num(low)}–{fmt_num(high)}"
 
 
 def _not_decided(rows: pd.DataFrame, peer: str, margin: float, again: bool = False) -> str:
-    """' Not decided where <reference>'s lowest and highest pass differ by more than the 10% equivalence margin, as
-    at 16 KiB and 64 KiB: one pass moves those ratios by more than it.' or ''. again: said before for these rows
-    (the metric table's caption), so a short reference back (review-fresh4 G7)."""
-    apart = sorted({int(r["msg_size"]) for _, r in rows.iterrows() if _passes_apart(r, margin)})
+    """' Not decided where a side's lowest and highest pass differ by more than the 10% equivalence margin, as at
+    4 KiB (A2) and 16 KiB (<reference>): one pass moves those ratios by more than it.' or ''. again: said before
+    for these rows (the metric table's caption), so a short reference back (review-fresh4 G7)."""
+    apart: dict[int, set[str]] = {}
+    for _, r in rows.iterrows():
+        sides = _sides_apart(r, margin)
+        if sides:
+            apart.setdefault(int(r["msg_size"]), set()).update(sides)
     if not apart:
         return ""
-    sizes = and_list([fmt_size(s) for s in apart])
+    sizes = and_list([f"{fmt_size(s)} ({and_list(sorted(apart[s]))})" for s in sorted(apart)])
     if again:
-        return f" Not decided at {sizes}, as in the {name(peer)} table above: its passes differ there by more than the margin."
-    return (f" Not decided where {name(peer)}'s lowest and highest pass differ by more than the {margin:.0%} "
-            f"equivalence margin, as at {sizes}: one pass moves those ratios by more than it.")
+        return (f" Not decided at {sizes}, as in the {name(peer)} table above: the passes named differ there by "
+                "more than the margin.")
+    return (f" Not decided where the lowest and highest pass of {name(peer)} or of copylab's path differ by more "
+            f"than the {margin:.0%} equivalence margin, as at {sizes}: one pass moves those ratios by more than it.")
 
 
 def metric_tables(df: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> list[tuple[str, pd.DataFrame]]:
     """One (caption, table) per metric a reference program measured: per size at the fewest threads,
     each program's value in the metric's unit (the reference's lowest and highest pass beside its median),
-    then each path's ratio to the reference."""
+    then each path's ratio to the reference (not decided where either side's passes spread: _not_decided)."""
     ratios = harness_ratios(df)
     out = []
     for (peer, metric), g in ratios.groupby(["peer", "metric"]):
@@ -193,10 +205,11 @@ def like_for_like_text(df: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> str:
     if pair.empty:
         return ""
     pair = pair[pair["threads"] == pair["threads"].min()]
-    apart = (pair["peer_high"] > pair["peer_low"]).any()
+    apart = ((pair["peer_high"] > pair["peer_low"]) | (pair["impl_high"] > pair["impl_low"])).any()
     parts = [f"{fmt_size(r['msg_size'])}: {fmt_num(r['ratio'])}" + (f" ({_spread(r)})" if apart else "")
              for _, r in pair.sort_values("msg_size").iterrows()]
-    spread = (f" (in brackets: against {name(peer)}'s highest and its lowest pass)" if apart else "")
+    spread = (f" (in brackets: the ratio over both sides' passes, {name(ONE_COPY)}'s lowest against {name(peer)}'s "
+              "highest to its highest against the lowest)" if apart else "")
     text = (f"**Like for like: {name(ONE_COPY)} and {name(peer)}** both send a prepared buffer with one call per "
             f"message, neither serialises; {name(ONE_COPY)}/{name(peer)} throughput{spread}: {'; '.join(parts)}."
             + _not_decided(pair, peer, margin, again=True))  # metric_tables' caption says it in full

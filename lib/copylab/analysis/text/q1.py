@@ -13,7 +13,8 @@ from .. import findings as fnd
 from ..roles import BASE, ONE_COPY, ZERO_COPY, name
 from .tables import throughput_by_size
 from ..study import SIDE_CPU, Study
-from .words import cost_claim, cost_verdict, outcomes_by_size, ratio_text, refer_back, states_note, unanswerable
+from .words import (DATA_PATHS_SECTION, cost_claim, cost_verdict, outcomes_by_size, ratio_text, refer_back, states_note,
+                    unanswerable)
 
 KEY = "q1_zero_copy_not_always_best"
 # said in "Where the CPU goes, measured": Q1 refers back to them in a line (refer_back)
@@ -140,10 +141,10 @@ def zero_copy_share_sentence(share: float, path: str) -> str:
     saves the sender is said with its decision: _cpu_sentence.)"""
     zc = name(ZERO_COPY)
     if path == "local" or (share >= 99.5 and path != "hosts"):
+        # why is said in full once, in the data-paths section, before Q1 (review-fresh5 N8)
         return (f"Of {zc}'s zero-copy completions, {fmt_pct(share)} carried SO_EE_CODE_ZEROCOPY_COPIED (its "
-                "server's own count): the kernel copied the data after all, because delivery to a socket on the "
-                "same host (veth between namespaces) must not leave the receiver holding references to the "
-                "sender's pinned pages.")
+                "server's own count): the kernel copied the data after all, on delivery to a socket on the same "
+                f"host (why: \"{DATA_PATHS_SECTION}\").")
     text = (f"Of {zc}'s zero-copy completions, {fmt_pct(share)} carried SO_EE_CODE_ZEROCOPY_COPIED and "
             f"{fmt_pct(100 - share)} did not: ")
     if share >= 99.5:

@@ -133,7 +133,9 @@ VERDICT_WORDS = {"deferred_copy": "the deferred copy", "zerocopy_pin": "pinning"
                  "recv": "inside the receiver's recv", "softirq_thread": "in a softirq thread",
                  "interrupt": "in interrupt context", "split": "in several places", "removed": "the user-space copy",
                  "reduced": "part of the user-space copy", "copy": "the copy, net of the memcpy removed",
-                 "not_sender_cpu": "not its sender's CPU"}
+                 "not_sender_cpu": "not its sender's CPU", "unplaced": "not placed by its profile",
+                 "syscall_and_copy": "the system call and the copy, equal within sampling error",
+                 "copy_and_syscall": "the copy and the system call, equal within sampling error"}
 
 
 def only_at(study, threads) -> str:
