@@ -102,6 +102,19 @@ def test_which_side_bounds_follows_the_busy_shares(busy, verdict, says):
     assert ("bounds the throughput (" in found.text) is (verdict in ("sender", "receiver"))
 
 
+def test_one_pass_does_not_decide_which_side_bounds():
+    """Review-fresh6 M1: A3 at 64 KiB had sender passes 87, 96, 100 and 97% busy; their mean, 94.95%, fell
+    under the 95% line and the report said "neither CPU is saturated (sender CPU busy 95%)". On the median
+    of the passes the sender bounds it; a share within half a point of the line is printed with a decimal."""
+    rows = ev.frame([ev.measured_row("a3", 65536, rep=r, busy=(b, 0.55)) for r, b in enumerate((0.867, 0.961, 1.0, 0.970))])
+    found = explain.bound_side(rows, "A3")
+    assert found.verdict == "sender" and "sender CPU busy 97%, receiver CPU busy 55%" in found.text
+    assert "(medians of the passes)" in found.text
+    near = ev.frame([ev.measured_row("a3", 65536, rep=r, busy=(b, 0.55)) for r, b in enumerate((0.94, 0.9495, 0.96))])
+    assert "sender CPU busy 94.95%" in explain.bound_side(near).text  # never "95%" or "95.0%" beside the line
+    assert explain.busy_pct(0.953) == "95.3%" and explain.busy_pct(0.97) == "97%"
+
+
 def test_steal_is_named_when_the_hypervisor_took_time():
     rows = ev.frame([ev.measured_row("a1", 64, busy=(0.5, 1.0), steal=(0.0, 0.08))])
     assert "the hypervisor took 8% of the CPUs' time (steal)" in explain.bound_side(rows).text
