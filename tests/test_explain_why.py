@@ -658,8 +658,8 @@ def _balanced(samples: int, tmp_path, topology="netns"):
             "tcp_receive": 0.15, "syscall": 0.237, "other_process": 0.05}
     runs = [ev.profile_row("a3", 64, zc, busy=(0.6, 0.4), samples=samples),
             ev.profile_row("a1", 64, base, busy=(0.99, 0.9), samples=samples)]
-    for run in runs:
-        run["topology"] = topology
+    for run, gbps in zip(runs, (0.02, 0.4)):  # each profiled at its passes' throughput (the state they were in)
+        run["topology"], run["throughput_gbps"] = topology, gbps
     df = ev.frame([ev.measured_row("a3", 64, rep=r, gbps=0.02, busy=(0.6, 0.4)) for r in range(3)]
                   + [ev.measured_row("a1", 64, rep=r, gbps=0.4, busy=(0.99, 0.9)) for r in range(3)])
     profiles = ev.with_passes(runs, df)
@@ -798,3 +798,90 @@ def test_q4_says_why_a_decided_loss_without_a_profile_is_unexplained(missing):
     covers = standing == "pattern" and 1024 in {c.where["size"] for c in surprise.cells}
     assert covers, (standing, surprise.where if surprise else None)  # the grid's loss at 64 B and 1 KiB is one pattern
     assert "Q6's pooled shortfall (A2 slower than A1 at sizes up to 1 KiB, over every thread count) covers it" in line
+
+
+# ------------------------------------------------------------------------------------------------
+# review-fresh6 M2: a profiled run far from its passes' state, said where its shares are split
+
+
+def _a3_against_a1(a1_ratio: float, size: int = 1024):
+    """A3 and A1 profiled at size, 1 thread, A3's run at its passes' mean and A1's at a1_ratio of its passes'
+    mean (the report's A1 1 KiB run ran at 0.617x); (profiles, measured rows)."""
+    zc = {"idle": 0.2, "scheduling": 0.2, "zerocopy_pin": 0.1, "deferred_copy": 0.05, "tcp_send": 0.2}
+    base = {"idle": 0.02, "user_copy": 0.05, "kernel_copy_from_user": 0.1, "scheduling": 0.26, "tcp_send": 0.3}
+    runs = [ev.profile_row("a3", size, zc, busy=(0.8, 0.6)), ev.profile_row("a1", size, base, busy=(0.99, 0.9))]
+    runs[0]["throughput_gbps"], runs[1]["throughput_gbps"] = 3.0, 6.0 * a1_ratio
+    df = ev.frame([ev.measured_row("a3", size, rep=r, gbps=3.0 + 0.1 * (r - 1), busy=(0.8, 0.6)) for r in range(3)]
+                  + [ev.measured_row("a1", size, rep=r, gbps=6.0 + 0.1 * (r - 1), busy=(0.99, 0.9)) for r in range(3)])
+    return ev.with_passes(runs, df), df
+
+
+CLAUSE = "A1's profiled run at 1 KiB ran at 0.6x its passes: the split between the buckets may not carry over to them"
+
+
+@pytest.mark.parametrize("a1_ratio, said", [(0.6, True), (0.95, False), (1.05, False)])
+def test_a_balance_on_a_profiled_run_far_from_its_passes_says_so(tmp_path, a1_ratio, said):
+    """SYNTHETIC (review-fresh6 M2): A1's profiled run at 0.6x its passes' mean, outside the equivalence margin (10%):
+    Q1's balance against it (and its brief, which Q1 prints for later sizes) says the split may not carry over, once,
+    and keeps the run in the evidence; a run within the margin is not said. A3's run, at its passes, is not said."""
+    from copylab.analysis import explain_copies
+    from copylab.analysis.decisions import Outcome
+    profiles, df = _a3_against_a1(a1_ratio)
+    cost, loss = _decision(3.0, 2.6, 3.4, Outcome.WIN), _decision(0.3, 0.27, 0.33, Outcome.LOSS)
+    found = explain_copies.why_at_size(df, profiles, "a3", 1024, cost=cost, loss=loss, results_dir=tmp_path)
+    assert "Balance per message" in found.text and found.brief
+    assert (CLAUSE in found.text) == said and (CLAUSE in found.brief) == said
+    assert found.text.count("profiled run at") == (1 if said else 0) and "A3's profiled run" not in found.text
+    apart = found.evidence.get("profiled_apart_from_passes")
+    assert (apart == [{"impl": "a1", "msg_size": 1024, "threads": 1, "ratio": pytest.approx(0.6)}]) if said \
+        else apart is None
+    # a wider margin (the grid's) takes the same run as within it
+    wide = explain_copies.why_at_size(df, profiles, "a3", 1024, cost=cost, loss=loss, results_dir=tmp_path, margin=0.8)
+    assert CLAUSE not in wide.text
+
+
+@pytest.mark.parametrize("a2_ratio, said", [(0.6, True), (0.95, False)])
+def test_a_per_message_gap_on_a_profiled_run_far_from_its_passes_says_so(a2_ratio, said):
+    """SYNTHETIC (review-fresh6 M2): Q4's per-message gap of A2 against A1 read from A2's profiled run at 0.6x its
+    passes says the split may not carry over; at 0.95x it does not."""
+    from copylab.analysis import explain_copies
+    a1 = {"user_copy": 0.02, "kernel_copy_from_user": 0.01, "tcp_send": 0.2, "syscall": 0.04}
+    a2 = {"kernel_copy_from_user": 0.05, "tcp_send": 0.3, "syscall": 0.06}
+    runs = [ev.profile_row("a1", 1024, a1, busy=(0.8, 0.6)), ev.profile_row("a2", 1024, a2, busy=(0.99, 0.6))]
+    runs[0]["throughput_gbps"], runs[1]["throughput_gbps"] = 6.0, 5.0 * a2_ratio
+    df = ev.frame([ev.measured_row("a1", 1024, rep=r, gbps=6.0, busy=(0.8, 0.6)) for r in range(3)]
+                  + [ev.measured_row("a2", 1024, rep=r, gbps=5.0, busy=(0.99, 0.6)) for r in range(3)])
+    gap = explain_copies.per_message_gap(ev.with_passes(runs, df), "a2", "a1", 1024, df)
+    clause = ("A2's profiled run at 1 KiB ran at 0.6x its passes: the split between the buckets may not carry over "
+              "to them.")
+    assert gap.verdict != "unknown" and (clause in gap.text) == said
+    assert ("profiled_apart_from_passes" in gap.evidence) == said
+
+
+def test_q2s_copy_costs_by_working_set_say_the_profiled_runs_far_from_their_passes():
+    """SYNTHETIC (review-fresh6 M2): Q2's copy cost per byte by size reads A1's profiled runs; the one at 0.6x its
+    passes is said with its size, the one at its passes is not."""
+    from copylab.analysis import explain_copies
+    base = {"idle": 0.02, "user_copy": 0.05, "kernel_copy_from_user": 0.1, "tcp_send": 0.3}
+    runs = [ev.profile_row("a1", size, base, busy=(0.99, 0.9)) for size in (1024, 65536)]
+    runs[0]["throughput_gbps"], runs[1]["throughput_gbps"] = 3.6, 6.0
+    for run, ws in zip(runs, (1 << 20, 1 << 24)):
+        run["working_set_bytes"] = ws
+    df = ev.frame([ev.measured_row("a1", size, rep=r, gbps=6.0, busy=(0.99, 0.9)) for size in (1024, 65536)
+                   for r in range(3)])
+    found = explain_copies.copy_by_working_set(ev.with_passes(runs, df), {})
+    assert found is not None and CLAUSE + "." in found.text and "at 64 KiB ran at" not in found.text
+    assert [r["msg_size"] for r in found.evidence["profiled_apart_from_passes"]] == [1024]
+
+
+def test_the_profile_table_lists_q1_for_the_baselines_runs_its_balance_uses():
+    """review-fresh6 M2: Q1's balances (why_a3_<size>) read A1's profiled runs; the profile section's 'shares used
+    in' column listed Q1 for A3's rows only. A1's row lists Q1 where a balance cites it, and not where Q1's
+    explanation has no balance (no A1 profile evidence in it)."""
+    from types import SimpleNamespace
+    from copylab.analysis.text import profile
+    balanced = explain.Explanation("why_at_size", "work", "t", {"msg_size": 1024, "balance_us_per_message": {}})
+    alone = explain.Explanation("why_at_size", "work", "t", {"msg_size": 65536})
+    study = SimpleNamespace(explanations={"why_a3_1024": balanced, "why_a3_65536": alone}, q6_explanation=None)
+    assert profile.used_in(study, "a1", 1024) == ["Q1"] and profile.used_in(study, "a3", 1024) == ["Q1"]
+    assert profile.used_in(study, "a1", 65536) == [] and profile.used_in(study, "a3", 65536) == ["Q1"]

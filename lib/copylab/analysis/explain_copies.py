@@ -20,8 +20,9 @@ from .. import cachelevels, registry
 from ..errors import CopylabError
 from ..profile.rules import COMM_LEN
 from .findings import data_path
-from .profiles import (bucket_cost, cost_difference, point_cpu, point_cpu_column, point_rows, profiled, share,
-                       wilson)
+from .decisions import DEFAULT_MARGIN
+from .profiles import (apart_from_passes, bucket_cost, cost_difference, point_cpu, point_cpu_column, point_rows,
+                       profiled, share, wilson)
 from .roles import BASE, ONE_COPY, ZERO_COPY, name
 from .stats import throughput_rows
 
@@ -31,6 +32,26 @@ SITE_DOMINANT = 0.5     # where the lower 95% bound of one place's share of the 
 ZC_COSTS = {"zerocopy_pin": "pinning the user pages", "deferred_copy": "the deferred copy (skb_copy_ubufs)",
             "zerocopy_completion": "completions (error queue, unpinning)"}
 BUSY_BUCKETS = tuple(b for b in PROFILE_BUCKETS if b != "idle")
+
+
+def carry_over(runs: list[pd.DataFrame], margin: float, evidence: dict) -> str:
+    """'A1's profiled run at 1 KiB ran at 0.617x its passes: the split between the buckets may not carry over to
+    them' for the profiled runs a sentence uses whose throughput lies outside the equivalence margin of their
+    passes' mean (profiles.apart_from_passes; each run once), kept in evidence too; '' where none does. The
+    shares' sampling ranges do not cover that state difference (review-fresh6 M2)."""
+    apart = pd.concat([apart_from_passes(r, margin) for r in runs]).drop_duplicates(["impl", "msg_size", "threads"])
+    if apart.empty:
+        return ""
+    evidence["profiled_apart_from_passes"] = [
+        {"impl": r["impl"], "msg_size": int(r["msg_size"]), "threads": int(r["threads"]), "ratio": float(r["ratio"])}
+        for _, r in apart.iterrows()]
+    said = [f"{name(r['impl'])}'s profiled run at {fmt_size(int(r['msg_size']))} ran at {r['ratio']:.3g}x its passes"
+            for _, r in apart.iterrows()]
+    return f"{and_list(said)}: the split between the buckets may not carry over to them"
+
+
+def _sentence(clause: str) -> str:
+    return f" {clause}." if clause else ""
 
 
 def profiled_sizes(profiles: pd.DataFrame, impls) -> set[int]:
@@ -241,8 +262,8 @@ def removed_copy(profiles: pd.DataFrame, size: int | None = None) -> Explanation
                       evidence, facts=head)
 
 
-def per_message_gap(profiles: pd.DataFrame, x: str, base: str, size: int, measured: pd.DataFrame | None = None
-                    ) -> Explanation:
+def per_message_gap(profiles: pd.DataFrame, x: str, base: str, size: int, measured: pd.DataFrame | None = None,
+                    margin: float = DEFAULT_MARGIN) -> Explanation:
     """Why x's sender spends more CPU per message than base's at size: the profile buckets whose cost
     per message grew, and whether the copy accounts for at least half of the gap. measured: the sweep's
     rows, whose context switches per message (at the profiled thread count) say what a scheduling
@@ -269,13 +290,13 @@ def per_message_gap(profiles: pd.DataFrame, x: str, base: str, size: int, measur
         return hypothesis("per_message_gap", "not_sender_cpu", f"{who}: the sender's CPU per message is not higher "
                           f"(difference {fmt_num(gap)} µs), so the gap is not the sender's CPU time.",
                           "which side bounds the point (pinned CPUs' busy shares)", evidence)
-    per_msg = f"{fmt_num(copy)} µs of the {fmt_num(gap)} µs more sender CPU per message"
+    head = (f"At {at} {shares}: the copy accounts for {fmt_num(copy)} µs of the {fmt_num(gap)} µs more sender CPU "
+            f"per message.{_sentence(carry_over([rx, rb], margin, evidence))}")
     if kx.above(cb) and copy >= gap / 2:
-        return Explanation("per_message_gap", "copy", f"At {at} {shares}: the copy accounts for "
-                           f"{per_msg}. Gathering 8 separately allocated fields of about {fmt_size(size // 8)} each "
-                           f"costs more than {name(base)}'s one memcpy and one kernel copy of a contiguous "
-                           f"{fmt_size(size)}.", evidence)
-    facts = f"At {at} {shares}: the copy accounts for {per_msg}.{_by_bucket(terms, delta, x, base)}"
+        return Explanation("per_message_gap", "copy", f"{head} Gathering 8 separately allocated fields of about "
+                           f"{fmt_size(size // 8)} each costs more than {name(base)}'s one memcpy and one kernel copy "
+                           f"of a contiguous {fmt_size(size)}.", evidence)
+    facts = head + _by_bucket(terms, delta, x, base)
     decide_by = f"profiles sampled with PMU cycles (not timer ticks) and more profiled runs at {fmt_size(size)}"
     grown = _grown(terms)
     if not grown:  # the sampling rule of Q1's balance: a difference within its error places nothing
@@ -685,7 +706,8 @@ def _sender_profile(rows, tp, impl: str, size: int, threads: int, opening: str, 
     return parts, sched, facts, waits_said, counts
 
 
-def _balance(rows: pd.DataFrame, base_rows: pd.DataFrame, counts: dict[str, int], evidence: dict) -> tuple[str, str]:
+def _balance(rows: pd.DataFrame, base_rows: pd.DataFrame, counts: dict[str, int], evidence: dict,
+             margin: float = DEFAULT_MARGIN) -> tuple[str, str]:
     """(the sentence, its brief clause): per message, the baseline's two copies from user memory the
     zero-copy sender is spared, against the zero-copy work it adds (bucket_cost's measured basis); then every
     other bucket whose difference lies beyond both sampling intervals (_other_terms), largest first, and how
@@ -719,6 +741,8 @@ def _balance(rows: pd.DataFrame, base_rows: pd.DataFrame, counts: dict[str, int]
             + (f"; beyond both sampling intervals, largest first: {listed}" if terms else "")
             + f"; in all {named:+.2f} of the {gap:+.2f} µs measured between the two senders' CPU per message, the "
             f"other buckets, each within its sampling error, holding the remaining {gap - named:+.2f} µs.")
+    apart = carry_over([rows, base_rows], margin, evidence)  # said in the sentence and in its brief (Q1 prints one)
+    text += _sentence(apart)
     if total:
         said = ", ".join(f"{100 * parts[p] / total:.0f}% {p}" for p in stacks.DEFERRED_PARTS if parts[p])
         text += (f" Of the deferred copy's {total} samples: {said}. The copy it defers is made again into pages "
@@ -727,7 +751,7 @@ def _balance(rows: pd.DataFrame, base_rows: pd.DataFrame, counts: dict[str, int]
     # two terms of four printed a coverage of 86% where the named terms cover 99%)
     return text, (f"spared {fmt_num(removed)} µs of {name(BASE)}'s copies per message, it adds {fmt_num(added)} µs of "
                   f"zero-copy work ({net} µs)" + "".join(f", {_label(b)} {d.delta:+.2f}" for b, d in terms.items())
-                  + f": {named:+.2f} of {gap:+.2f} µs measured")
+                  + f": {named:+.2f} of {gap:+.2f} µs measured" + (f" ({apart})" if apart else ""))
 
 
 def bucket_differences(rx: pd.DataFrame, rb: pd.DataFrame, per: str = "message") -> dict:
@@ -838,7 +862,7 @@ def _pooled_explanation(tp: pd.DataFrame, impl: str, size: int, pooled: Pooled, 
 
 
 def why_at_size(df: pd.DataFrame, profiles: pd.DataFrame, impl: str, size: int, cost=None, loss=None,
-                results_dir=None, pooled: Pooled | None = None) -> Explanation:
+                results_dir=None, pooled: Pooled | None = None, margin: float = DEFAULT_MARGIN) -> Explanation:
     """Why impl moves what it moves at size, from that size's evidence: its sender's busy share (the
     measured runs at the profiled thread count), and its sender profile's waiting (idle, scheduling),
     zero-copy work (pinning, deferred copy, completions) and copies. A sender well short of busy whose profile
@@ -860,7 +884,7 @@ def why_at_size(df: pd.DataFrame, profiles: pd.DataFrame, impl: str, size: int, 
     parts, sched, facts, waits_said, counts = _sender_profile(rows, tp, impl, size, threads, f"{who}: {busy}",
                                                               results_dir, evidence)
     work = parts["zero-copy work"] if impl == ZERO_COPY else parts["copies"]
-    balance, balance_brief = (_balance(rows, point_rows(profiles, BASE, size), counts, evidence)
+    balance, balance_brief = (_balance(rows, point_rows(profiles, BASE, size), counts, evidence, margin)
                               if impl == ZERO_COPY else ("", ""))
     # the brief form: the numbers are in Q1's per-size table (sizes_table); the verdict and the waits stay
 
@@ -920,7 +944,7 @@ def _neither(impl: str, size: int, factors, evidence: dict, facts: str) -> Expla
 CACHE_GRID = "params/cache.yaml"  # the grid that places the working sets at this host's cache levels
 
 
-def copy_by_working_set(profiles: pd.DataFrame, meta: dict) -> Explanation | None:
+def copy_by_working_set(profiles: pd.DataFrame, meta: dict, margin: float = DEFAULT_MARGIN) -> Explanation | None:
     """The baseline's two copies (its memcpy and the kernel's copy from user memory) in ns of CPU per byte
     at each profiled size (bucket_cost's basis), beside the working set each size cycles through and the
     cache level it fits in. From the size where that cost is lowest on (below it the cost falls with size, as
@@ -930,13 +954,14 @@ def copy_by_working_set(profiles: pd.DataFrame, meta: dict) -> Explanation | Non
     if "working_set_bytes" not in profiles:
         return None
     sizes = sorted(profiled_sizes(profiles, [BASE]))
-    points = []
+    points, used = [], []
     for size in sizes:
         rows = point_rows(profiles, BASE, size)
         ws = pd.to_numeric(rows["working_set_bytes"], errors="coerce").dropna()
         cost = bucket_cost(rows, "srv", COPIES)
         if len(ws) and cost == cost:
             points.append((size, int(ws.iloc[0]), cost, share(rows, "srv", COPIES)))
+            used.append(rows)
     if len(points) < 2:
         return None
     levels = cachelevels.cache_sizes(meta.get("cpu_caches"))
@@ -952,7 +977,8 @@ def copy_by_working_set(profiles: pd.DataFrame, meta: dict) -> Explanation | Non
     evidence = {"points": [{"msg_size": size, "working_set_bytes": ws, "copy_ns_per_byte": cost,
                             "share": sh.to_dict()} for size, ws, cost, sh in points], "follows": follows}
     facts = (f"Without a PMU, the profile gives {name(BASE)}'s two copies (its memcpy and the kernel's copy from "
-             f"user memory) in ns of its sender's CPU per byte, by message size: {listed}.")
+             f"user memory) in ns of its sender's CPU per byte, by message size: {listed}."
+             + _sentence(carry_over(used, margin, evidence)))
     if not follows:
         return hypothesis("copy_by_working_set", "does_not_follow", "these costs do not follow the working set: no cache "
                           "level's residency shows in them.", f"`copylab sweep {CACHE_GRID} --report`", evidence,

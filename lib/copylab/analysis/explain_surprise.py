@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..fmt import fmt_size, plural
+from .decisions import DEFAULT_MARGIN
 from .explain import Explanation, bound_side, hypothesis
 from .explain_copies import per_message_gap, profiled_sizes
 from .patterns import Test
@@ -13,13 +14,14 @@ from .roles import BASE, ONE_COPY, name
 from .stats import throughput_rows
 
 
-def explain_surprise(t: Test, df: pd.DataFrame, profiles: pd.DataFrame, meta: dict) -> Explanation:
+def explain_surprise(t: Test, df: pd.DataFrame, profiles: pd.DataFrame, meta: dict,
+                     margin: float = DEFAULT_MARGIN) -> Explanation:
     """The rule that explains a surprise of its kind, from this run's profiles and counters."""
     tp = throughput_rows(df)
     if t.kind == "one_copy_slower":
         sizes = sorted({c.where["size"] for c in (t.cells or [t])})
         size = next((s for s in sizes if s in profiled_sizes(profiles, [ONE_COPY, BASE])), sizes[0])
-        gap = per_message_gap(profiles, ONE_COPY, BASE, size)
+        gap = per_message_gap(profiles, ONE_COPY, BASE, size, margin=margin)
         at = tp[(tp["impl"] == ONE_COPY) & (tp["msg_size"] == size)]
         threads = t.where.get("threads", at["threads"].min() if len(at) else 1)
         bound = bound_side(at[at["threads"] == threads], f"{name(ONE_COPY)} at {fmt_size(size)}, "

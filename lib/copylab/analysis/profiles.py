@@ -130,6 +130,17 @@ def outside_point(profiles: pd.DataFrame) -> pd.DataFrame:
     return out.assign(ratio=out["throughput_gbps"].astype(float) / out[POINT_MEAN])
 
 
+def apart_from_passes(rows: pd.DataFrame, margin: float) -> pd.DataFrame:
+    """The profiled runs among rows (with_points) whose throughput over their point's passes' mean lies outside
+    the equivalence margin (below 1/(1+margin) or above 1+margin), with that ratio: a run that far from its passes
+    was in another state than they were, so its split between the buckets may not be theirs, beyond what the
+    shares' sampling ranges cover (review-fresh6 M2). A run without passes is not among them."""
+    if POINT_MEAN not in rows or rows.empty:
+        return rows.iloc[0:0].assign(ratio=[])
+    out = rows.assign(ratio=rows["throughput_gbps"].astype(float) / rows[POINT_MEAN].astype(float))
+    return out[(out["ratio"] < 1 / (1 + margin)) | (out["ratio"] > 1 + margin)]
+
+
 def profile_finding(df: pd.DataFrame) -> dict:
     """The numbers the report cites: at the largest profiled size (the fewest threads there), each
     study implementation's copy shares per side, the CPUs' busy shares, and the bottleneck."""

@@ -236,7 +236,7 @@ def study(df: pd.DataFrame, meta: dict, profiles: pd.DataFrame | None = None) ->
     s.explanations = explanations(s)
     s.q6_surprise = robust_surprise(s.q6_cells, s.q6_regions)
     if s.q6_surprise[0] is not None:
-        s.q6_explanation = explain_surprise(s.q6_surprise[0], s.part_e, s.profiles, meta)
+        s.q6_explanation = explain_surprise(s.q6_surprise[0], s.part_e, s.profiles, meta, s.margin)
     return s
 
 
@@ -302,7 +302,7 @@ def explanations(s: Study) -> dict[str, Explanation]:
     df, profiles = s.part_e, s.profiles
     found = {"removed_copy": removed_copy(profiles), "zero_copy_cost": zero_copy_cost(df, profiles),
              "deferred_copy_site": deferred_copy_site(profiles, s.results_dir)}
-    by_working_set = copy_by_working_set(profiles, s.meta)
+    by_working_set = copy_by_working_set(profiles, s.meta, s.margin)
     if by_working_set is not None:  # Q2's PMU-free evidence
         found["copy_by_working_set"] = by_working_set
     for (impl, size), split in sorted(s.states.items()):
@@ -311,7 +311,7 @@ def explanations(s: Study) -> dict[str, Explanation]:
         found[f"states_trade_{impl}_{size}"] = side_trade(trade, zero_copy=impl == ZERO_COPY)
     for size, d in sorted(s.compare(ONE_COPY)["by_size"].items()):  # Q4: each decided loss from its profile
         if d.decision == Outcome.LOSS and size in profiled_sizes(profiles, [ONE_COPY, BASE]):
-            found[f"gap_{ONE_COPY}_{int(size)}"] = per_message_gap(profiles, ONE_COPY, BASE, int(size), df)
+            found[f"gap_{ONE_COPY}_{int(size)}"] = per_message_gap(profiles, ONE_COPY, BASE, int(size), df, s.margin)
     for rule, key in ((latency_threads, "latency_threads"), (latency_queue, "latency_queue")):
         latency = rule(df[df["mode"] == "latency"])
         if latency is not None:
@@ -326,7 +326,8 @@ def explanations(s: Study) -> dict[str, Explanation]:
                         s.family("q5"), s.family(COST_FAMILY))
         found[f"why_{ZERO_COPY}_{int(size)}"] = why_at_size(
             df, profiles, ZERO_COPY, int(size), cost=s.decision(ZERO_COPY, int(size), threads, metric=SIDE_CPU["sender"]),
-            loss=s.decision(ZERO_COPY, int(size), threads), results_dir=s.results_dir, pooled=pooled)
+            loss=s.decision(ZERO_COPY, int(size), threads), results_dir=s.results_dir, pooled=pooled,
+            margin=s.margin)
     if len(tp):
         largest = int(tp["msg_size"].max())
         for impl in (ONE_COPY, ZERO_COPY):

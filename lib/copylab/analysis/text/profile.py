@@ -77,8 +77,11 @@ COST_BASIS = ("Each ns of CPU per byte and µs per message of a profile bucket, 
 
 # which explanations read the profiled runs of which paths: rule prefix -> (paths, where the text says it)
 USES = {"removed_copy": ((BASE, ONE_COPY), "this section"), "zero_copy_cost": ((ZERO_COPY, BASE), "this section"),
-        "deferred_copy_site": ((ZERO_COPY,), "this section"), f"why_{ZERO_COPY}_": ((ZERO_COPY,), "Q1"),
+        "deferred_copy_site": ((ZERO_COPY,), "this section"), f"why_{ZERO_COPY}_": ((ZERO_COPY, BASE), "Q1"),
         f"gap_{ONE_COPY}_": ((ONE_COPY, BASE), "Q4"), "copy_by_working_set": ((BASE,), "Q2")}
+# (rule prefix, path) -> the evidence key without which the rule does not read that path's runs: Q1 reads the
+# baseline's only in its balance (explain_copies._balance; review-fresh6 M2)
+ONLY_WITH = {(f"why_{ZERO_COPY}_", BASE): "balance_us_per_message"}
 
 
 def used_in(study, impl: str, size: int) -> list[str]:
@@ -89,7 +92,9 @@ def used_in(study, impl: str, size: int) -> list[str]:
         for prefix, (impls, where) in USES.items():
             evidence = e.evidence or {}
             sizes = {evidence.get("msg_size")} | {p["msg_size"] for p in evidence.get("points", [])}
-            if key.startswith(prefix) and impl in impls and size in sizes and e.verdict != "unknown":
+            needs = ONLY_WITH.get((prefix, impl))
+            if (key.startswith(prefix) and impl in impls and size in sizes and e.verdict != "unknown"
+                    and (needs is None or needs in evidence)):
                 where = "Q6" if where == "Q4" and size == q6 else where
                 if where not in found:
                     found.append(where)
