@@ -505,6 +505,6 @@ def test_q3_says_a_thread_effect_that_does_not_stand_as_before_the_correction_on
     assert "A1 loss, adjusted p 0.0901, before the correction only: †" in line(text, "64 KiB")
     assert answer["per_size"]["64"]["verdict"] == "mixed"
     assert answer["per_size"]["64"]["verdict_before_correction"] == "mixed"
-    assert "a win before the correction only, †, adjusted p 0.0901; what follows explains a difference not " \
+    assert "a win before the correction only (†, adjusted p 0.0901); what follows explains a difference not " \
            "decided after it" in text
     assert "behind the loss" not in text and "a higher cost per byte rather than switching behind the fall" in text

@@ -11,7 +11,7 @@ import pandas as pd
 from ...fmt import fmt_num, fmt_size
 from .. import findings as fnd
 from ..decisions import Outcome
-from ..explain import said_once, thread_effect
+from ..explain import before_correction, said_once, thread_effect
 from ..roles import STUDY, name
 from ..stats import aggregate, measured, study_rows, throughput_rows
 from ..study import MEAN_ROUND_TRIP, Family, Study
@@ -73,8 +73,8 @@ def thread_effects(study: Study) -> list[str]:
                 continue
             at = tp[(tp["impl"] == impl) & (tp["msg_size"] == size)]
             fallen = fam.fallen(d)
-            said = (f"a {d.decision} before the correction only, †, adjusted p {fmt_num(fam.p_holm(d))}; what follows "
-                    "explains a difference not decided after it" if fallen else str(d.decision))
+            said = (f"a {d.decision} {before_correction(fam, d)}; what follows explains a difference not decided "
+                    "after it" if fallen else str(d.decision))
             who = f"{name(impl)} at {fmt_size(size)} ({ratio_text(d, True)}, {said})"
             out.append((f"{name(impl)} at {fmt_size(size)}",
                         thread_effect(at[at["threads"] == lo], at[at["threads"] == hi], who, str(d.decision), lo, hi,
