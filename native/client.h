@@ -20,7 +20,8 @@
 #define CONNECT_TIMEOUT_S 5.0
 #define RTT_INITIAL 4096
 
-/* What the workers and the main thread share for one run. */
+/* What the workers and the main thread share for one round of a run (--rounds: each round a fresh
+ * set of --threads connections with its own warm-up and its share of the window). */
 struct run {
 	struct client_options opts;
 	char *expected;             /* one message of pattern */
@@ -30,6 +31,7 @@ struct run {
 	_Atomic int64_t t_warm_end;
 	_Atomic int64_t t_end;
 	const char *warmup_end;     /* what ended the warm-up: "fixed", "steady" or "bound" */
+	double window_s;            /* this round's window: --duration split over --rounds */
 	int64_t interval_ns;        /* length of one reporting interval */
 	unsigned nbins;             /* intervals from t_start to the latest possible end of the window */
 };

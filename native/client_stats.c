@@ -17,7 +17,7 @@ void run_intervals_init(struct run *run)
 {
 	const struct client_options *o = &run->opts;
 	/* the latest the window can close: the steady-state test may open it up to steady_max late */
-	double span = o->warmup_s + o->steady_max_s + o->duration_s;
+	double span = o->warmup_s + o->steady_max_s + run->window_s;
 	double interval = o->interval_s;
 
 	if (span / interval > INTERVALS_MAX)
@@ -130,10 +130,18 @@ struct summary {
 	unsigned connections;
 };
 
-/* The union of the connections' measured windows, and what they counted in it. */
+static double span_s(int64_t start, int64_t end)
+{
+	return start >= 0 && end > start ? ns_to_s(end - start) : 0;
+}
+
+/* The measured time: per round (ws holds the rounds' workers in order, each pointing at its round)
+ * the union of its connections' windows, summed over the rounds; and what they counted in it. */
 static void sum_workers(struct worker *ws, unsigned n, struct summary *s)
 {
 	int64_t wstart = -1, wend = -1;
+	const struct run *round = ws[0].run;
+	double measured = 0;
 
 	memset(s, 0, sizeof(*s));
 	s->impl = ws[0].impl;
@@ -141,6 +149,11 @@ static void sum_workers(struct worker *ws, unsigned n, struct summary *s)
 	s->verified = 1;
 	for (unsigned k = 0; k < n; k++) {
 		struct worker *w = &ws[k];
+		if (w->run != round) {
+			measured += span_s(wstart, wend);
+			wstart = wend = -1;
+			round = w->run;
+		}
 		s->bytes += w->bytes;
 		s->messages += w->messages;
 		s->total_bytes += w->total_bytes;
@@ -160,7 +173,8 @@ static void sum_workers(struct worker *ws, unsigned n, struct summary *s)
 				wend = w->window_end_ns;
 		}
 	}
-	s->duration_s = wstart >= 0 && wend > wstart ? ns_to_s(wend - wstart) : NAN;
+	measured += span_s(wstart, wend);
+	s->duration_s = measured > 0 ? measured : NAN;
 	s->throughput_gbps = (double)s->bytes * 8 / s->duration_s / 1e9;
 }
 
@@ -200,58 +214,123 @@ static int summarise(struct worker *ws, unsigned n, struct summary *s)
 	sum_workers(ws, n, s);
 	s->lat_mean_us = s->lat_p50_us = s->lat_p99_us = s->lat_min_us = s->lat_max_us = NAN;
 	if (o->mode == MODE_THROUGHPUT) {
-		/* not a round trip: the mean time one connection took per message */
+		/* not a round trip: the mean time one connection took per message (rounds run one after
+		 * another, so --threads connections at a time) */
 		if (s->messages > 0)
-			s->lat_mean_us = s->duration_s * n / (double)s->messages * 1e6;
+			s->lat_mean_us = s->duration_s * o->threads / (double)s->messages * 1e6;
 		return 0;
 	}
 	return latency_stats(ws, n, s);
 }
 
-/* The per-interval series from the start to the end of the window (all workers together).
- * 0, or -1 out of memory. */
-static int out_intervals(struct output *o, struct worker *ws, unsigned n)
+/* Intervals of one round, from its start to the end of its window. */
+static unsigned round_bins(const struct run *run)
 {
-	const struct run *run = ws[0].run;
 	int64_t end = atomic_load(&run->t_end);
 	unsigned nb = end == INT64_MAX ? 0 : (unsigned)((end - run->t_start + run->interval_ns - 1) / run->interval_ns);
-	uint64_t *bytes = calloc(nb + 1, sizeof(*bytes));
-	double *rtt_mean = calloc(nb + 1, sizeof(*rtt_mean));
-	uint64_t *rtts = calloc(nb + 1, sizeof(*rtts));
 
-	if (nb > run->nbins)
-		nb = run->nbins;
+	return nb > run->nbins ? run->nbins : nb;
+}
+
+/* The rounds of ws (the workers of each round together, in order): how many, and each one's
+ * intervals and warm-up. */
+static unsigned list_rounds(struct worker *ws, unsigned n, const struct run **runs)
+{
+	unsigned count = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		if (count == 0 || ws[i].run != runs[count - 1])
+			runs[count++] = ws[i].run;
+	return count;
+}
+
+/* One round's intervals (all its workers together) into bytes, rtts and rtt_mean at [at, at + nb). */
+static void fill_round(struct worker *ws, unsigned n, const struct run *run, unsigned at, unsigned nb,
+		       uint64_t *bytes, uint64_t *rtts, double *rtt_mean)
+{
+	for (unsigned k = 0; k < nb; k++) {
+		uint64_t ns = 0;
+		for (unsigned i = 0; i < n; i++) {
+			if (ws[i].run != run)
+				continue;
+			bytes[at + k] += atomic_load(&ws[i].bins.bytes[k]);
+			if (ws[i].bins.rtts) {
+				rtts[at + k] += atomic_load(&ws[i].bins.rtts[k]);
+				ns += atomic_load(&ws[i].bins.rtt_ns[k]);
+			}
+		}
+		rtt_mean[at + k] = rtts[at + k] ? (double)ns / (double)rtts[at + k] / 1e3 : NAN;
+	}
+}
+
+/* The per-interval series of each round from its start to the end of its window (all its workers
+ * together), the rounds one after another; round_intervals and round_warmup_s say where each
+ * round's series and window begin, round_gap_s how long from the previous round's window (null for
+ * the first). 0, or -1 out of memory. */
+static int out_intervals(struct output *o, struct worker *ws, unsigned n)
+{
+	const struct run *runs[ROUNDS_MAX];
+	unsigned nr = list_rounds(ws, n, runs), total = 0;
+	uint64_t counts[ROUNDS_MAX];
+	double warmups[ROUNDS_MAX], gaps[ROUNDS_MAX];
+
+	for (unsigned r = 0; r < nr; r++) {
+		int64_t warm_end = atomic_load(&runs[r]->t_warm_end);
+		int64_t before = r ? atomic_load(&runs[r - 1]->t_end) : INT64_MAX;
+		counts[r] = round_bins(runs[r]);
+		warmups[r] = warm_end == INT64_MAX ? NAN : ns_to_s(warm_end - runs[r]->t_start);
+		/* what a round costs beyond its window: the previous window's end to this one's start */
+		gaps[r] = warm_end == INT64_MAX || before == INT64_MAX ? NAN : ns_to_s(warm_end - before);
+		total += (unsigned)counts[r];
+	}
+	uint64_t *bytes = calloc(total + 1, sizeof(*bytes));
+	double *rtt_mean = calloc(total + 1, sizeof(*rtt_mean));
+	uint64_t *rtts = calloc(total + 1, sizeof(*rtts));
 	if (!bytes || !rtt_mean || !rtts) {
 		free(bytes), free(rtt_mean), free(rtts);
 		return -1;
 	}
-	for (unsigned k = 0; k < nb; k++) {
-		uint64_t ns = 0;
-		for (unsigned i = 0; i < n; i++) {
-			bytes[k] += atomic_load(&ws[i].bins.bytes[k]);
-			if (ws[i].bins.rtts) {
-				rtts[k] += atomic_load(&ws[i].bins.rtts[k]);
-				ns += atomic_load(&ws[i].bins.rtt_ns[k]);
-			}
-		}
-		rtt_mean[k] = rtts[k] ? (double)ns / (double)rtts[k] / 1e3 : NAN;
+	for (unsigned r = 0, at = 0; r < nr; at += (unsigned)counts[r], r++)
+		fill_round(ws, n, runs[r], at, (unsigned)counts[r], bytes, rtts, rtt_mean);
+	out_num(o, "interval_s", ns_to_s(runs[0]->interval_ns));
+	out_u64_array(o, "interval_bytes", bytes, total);
+	if (runs[0]->opts.mode == MODE_LATENCY) {
+		out_u64_array(o, "interval_rtts", rtts, total);
+		out_num_array(o, "interval_rtt_mean_us", rtt_mean, total);
 	}
-	out_num(o, "interval_s", ns_to_s(run->interval_ns));
-	out_u64_array(o, "interval_bytes", bytes, nb);
-	if (run->opts.mode == MODE_LATENCY) {
-		out_u64_array(o, "interval_rtts", rtts, nb);
-		out_num_array(o, "interval_rtt_mean_us", rtt_mean, nb);
-	}
+	out_u64_array(o, "round_intervals", counts, nr);
+	out_num_array(o, "round_warmup_s", warmups, nr);
+	out_num_array(o, "round_gap_s", gaps, nr);
 	free(bytes), free(rtt_mean), free(rtts);
 	return 0;
+}
+
+/* The warm-ups of every round, summed (NaN if a round's window never opened), and what ended
+ * them: a round bounded by --steady-max says "bound" for the run. */
+static double warmup_total(struct worker *ws, unsigned n, const char **why)
+{
+	const struct run *runs[ROUNDS_MAX];
+	unsigned nr = list_rounds(ws, n, runs);
+	double sum = 0;
+
+	*why = runs[0]->warmup_end;
+	for (unsigned r = 0; r < nr; r++) {
+		int64_t warm_end = atomic_load(&runs[r]->t_warm_end);
+		if (warm_end == INT64_MAX)
+			return NAN;
+		sum += ns_to_s(warm_end - runs[r]->t_start);
+		if (runs[r]->warmup_end && strcmp(runs[r]->warmup_end, "bound") == 0)
+			*why = "bound";
+	}
+	return sum;
 }
 
 /* Every flag, then the totals, then the intervals: one description for both formats. */
 static int print_summary(struct worker *ws, unsigned n, const struct summary *s)
 {
-	const struct run *run = ws[0].run;
-	const struct client_options *o = &run->opts;
-	int64_t warm_end = atomic_load(&run->t_warm_end);
+	const struct client_options *o = &ws[0].run->opts;
+	const char *warmup_end;
+	double warmup_s = warmup_total(ws, n, &warmup_end);
 	struct output out;
 
 	out_begin(&out, stdout, o->json);
@@ -265,8 +344,9 @@ static int print_summary(struct worker *ws, unsigned n, const struct summary *s)
 	out_str(&out, "congestion", s->congestion);
 	out_num(&out, "warmup_min_s", o->warmup_s);
 	out_num(&out, "steady_max_s", o->steady_max_s);
-	out_num(&out, "warmup_s", warm_end == INT64_MAX ? NAN : ns_to_s(warm_end - run->t_start));
-	out_str(&out, "warmup_end", run->warmup_end);
+	out_num(&out, "warmup_s", warmup_s);
+	out_str(&out, "warmup_end", warmup_end);
+	out_u64(&out, "rounds", o->rounds);
 	out_num(&out, "duration_s", s->duration_s);
 	out_u64(&out, "bytes", s->bytes);
 	out_u64(&out, "messages", s->messages);

@@ -10,6 +10,7 @@
 #define MSG_SIZE_MIN 8                 /* bytes: one byte per field at least */
 #define MSG_SIZE_MAX 67108864          /* bytes: 64 MiB */
 #define THREADS_MAX 1024               /* client threads = connections */
+#define ROUNDS_MAX 16                  /* client: fresh sets of connections one pass's window is split over */
 #define DURATION_MIN_S 0.1             /* seconds: shorter windows hold no meaningful measurement */
 #define SECONDS_MAX 3600.0             /* seconds: the longest window, warm-up or bound */
 #define WARMUP_MAX_S 600.0             /* seconds: the longest warm-up a grid may ask for */

@@ -13,7 +13,7 @@
 #include "protocol.h"
 #include "registry.h"
 
-enum opt_kind { OPT_ADDR, OPT_PORT, OPT_PORT_OR_ZERO, OPT_MSG_SIZE, OPT_MODE, OPT_RECEIVE, OPT_THREADS, OPT_DURATION,
+enum opt_kind { OPT_ADDR, OPT_PORT, OPT_PORT_OR_ZERO, OPT_MSG_SIZE, OPT_MODE, OPT_RECEIVE, OPT_THREADS, OPT_ROUNDS, OPT_DURATION,
 		OPT_SECONDS_OR_ZERO, OPT_INTERVAL, OPT_BYTES, OPT_RING_MEMORY, OPT_CONGESTION, OPT_PATH, OPT_SWITCH };
 
 struct opt_spec {
@@ -135,6 +135,11 @@ static void take_value(const char *prog, struct opt_spec *s, const char *value)
 			fail(prog, "%s: must be an integer from 1 to %u, got '%s'", s->name, THREADS_MAX, value);
 		*(unsigned *)s->dst = (unsigned)u;
 		break;
+	case OPT_ROUNDS:
+		if (parse_uint(value, 1, ROUNDS_MAX, &u) < 0)
+			fail(prog, "%s: must be an integer from 1 to %u, got '%s'", s->name, ROUNDS_MAX, value);
+		*(unsigned *)s->dst = (unsigned)u;
+		break;
 	case OPT_DURATION:
 		if (parse_seconds(value, DURATION_MIN_S, SECONDS_MAX, (double *)s->dst) < 0)
 			fail(prog, "%s: must be a number of seconds from %g to %g, got '%s'", s->name, DURATION_MIN_S,
@@ -187,7 +192,7 @@ static void usage_line(FILE *f, const char *prog, const struct opt_spec *specs, 
 		case OPT_MSG_SIZE: meta = " BYTES"; break;
 		case OPT_MODE: meta = " throughput|latency"; break;
 		case OPT_RECEIVE: meta = receive_names(); break;
-		case OPT_THREADS: meta = " N"; break;
+		case OPT_THREADS: case OPT_ROUNDS: meta = " N"; break;
 		case OPT_DURATION: case OPT_SECONDS_OR_ZERO: case OPT_INTERVAL: meta = " SECONDS"; break;
 		case OPT_BYTES: case OPT_RING_MEMORY: meta = " BYTES"; break;
 		case OPT_CONGESTION: meta = " NAME"; break;
@@ -267,6 +272,7 @@ void parse_client_options(int argc, char **argv, const char *prog, struct client
 	o->receive = RECEIVE_message;
 	o->interval_s = INTERVAL_DEFAULT_S;
 	o->setup_timeout_s = HANDSHAKE_TIMEOUT_S;
+	o->rounds = 1;
 	struct opt_spec specs[] = {
 		{"--connect", OPT_ADDR, &o->connect, 1, 0},
 		{"--port", OPT_PORT, &o->port, 0, 0},
@@ -277,6 +283,7 @@ void parse_client_options(int argc, char **argv, const char *prog, struct client
 		{"--duration", OPT_DURATION, &o->duration_s, 1, 0},
 		{"--warmup", OPT_SECONDS_OR_ZERO, &o->warmup_s, 1, 0},
 		{"--steady-max", OPT_SECONDS_OR_ZERO, &o->steady_max_s, 0, 0},
+		{"--rounds", OPT_ROUNDS, &o->rounds, 0, 0},
 		{"--interval", OPT_INTERVAL, &o->interval_s, 0, 0},
 		{"--setup-timeout", OPT_DURATION, &o->setup_timeout_s, 0, 0},
 		{"--receive", OPT_RECEIVE, &o->receive, 0, 0},
@@ -292,6 +299,9 @@ void parse_client_options(int argc, char **argv, const char *prog, struct client
 		fail(prog, "--port: required, or --port-from (see --help)");
 	if (!o->port_from)
 		endpoint_parse(&o->ep, o->connect, o->port);
+	if (o->duration_s / o->rounds < DURATION_MIN_S)
+		fail(prog, "--rounds: %u rounds split the %g s window into %g s each, under the %g s a window needs",
+		     o->rounds, o->duration_s, o->duration_s / o->rounds, DURATION_MIN_S);
 	check_congestion(prog, o->congestion);
 }
 

@@ -37,6 +37,7 @@ struct client_options {
 	double duration_s;
 	double warmup_s;   /* fixed warm-up; with steady_max_s, the least warm-up */
 	double steady_max_s; /* > 0: after warmup_s, open the window once the rates are steady, at most this later */
+	unsigned rounds;   /* the window split over this many fresh sets of connections, one after another */
 	double interval_s; /* the rate is reported per interval of this length */
 	double setup_timeout_s; /* how long the server may take to answer the hello (it builds its ring first) */
 	int receive;   /* enum receive_strategy (registry.h) */
