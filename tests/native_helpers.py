@@ -107,17 +107,19 @@ class ClientRun:
 
 def client_argv(addr: str, port: int, mode: str, msg_size: int, threads: int = 1, duration: float = 0.2,
                 warmup: float = 0.05, verify: bool = True, sanitize: bool = False,
-                receive: str | None = None) -> list[str]:
+                receive: str | None = None, extra: list[str] | tuple = ()) -> list[str]:
     argv = [str(client_binary(sanitize)), "--connect", addr, "--port", str(port), "--msg-size", str(msg_size),
             "--mode", mode, "--threads", str(threads), "--duration", str(duration), "--warmup", str(warmup),
-            "--json"]
+            "--json", *extra]
     return argv + (["--verify"] if verify else []) + (["--receive", receive] if receive else [])
 
 
 def run_client(addr: str, port: int, mode: str, msg_size: int, *, threads: int = 1, duration: float = 0.2,
                warmup: float = 0.05, verify: bool = True, sanitize: bool = False,
-               prefix: list[str] | tuple = (), timeout: float = 120, receive: str | None = None) -> ClientRun:
-    argv = [*prefix, *client_argv(addr, port, mode, msg_size, threads, duration, warmup, verify, sanitize, receive)]
+               prefix: list[str] | tuple = (), timeout: float = 120, receive: str | None = None,
+               extra: list[str] | tuple = ()) -> ClientRun:
+    argv = [*prefix, *client_argv(addr, port, mode, msg_size, threads, duration, warmup, verify, sanitize, receive,
+                                  extra)]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=_env(sanitize))
     lines = [line for line in proc.stdout.splitlines() if line.strip()]
     result = json.loads(lines[-1]) if lines and lines[-1].startswith("{") else None

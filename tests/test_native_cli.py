@@ -61,6 +61,10 @@ BAD = [
     ("client", with_flag(CLIENT_OK, "--duration", "nan"), "--duration"),
     ("client", with_flag(CLIENT_OK, "--duration", "3601"), "--duration"),
     ("client", with_flag(CLIENT_OK, "--warmup", "-1"), "--warmup"),
+    ("client", CLIENT_OK + ["--rounds", "0"], "--rounds"),
+    ("client", CLIENT_OK + ["--rounds", "17"], "--rounds"),
+    ("client", CLIENT_OK + ["--rounds", "two"], "--rounds"),
+    ("client", with_flag(CLIENT_OK, "--duration", "0.3") + ["--rounds", "4"], "--rounds"),  # 0.075 s each
     ("client", CLIENT_OK + ["--setup-timeout", "0"], "--setup-timeout"),
     ("client", CLIENT_OK + ["--setup-timeout", "soon"], "--setup-timeout"),
     ("client", with_flag(CLIENT_OK, "--port", "0"), "--port"),

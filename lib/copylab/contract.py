@@ -52,6 +52,7 @@ _L = native_limits()
 # Limits shared by `copylab run`, the grid schema and the native programs' own flags (limits.h)
 MSG_SIZE_RANGE = (_L["MSG_SIZE_MIN"], _L["MSG_SIZE_MAX"])       # bytes; 8: one byte per field
 THREADS_RANGE = (1, _L["THREADS_MAX"])
+ROUNDS_RANGE = (1, _L["ROUNDS_MAX"])                            # fresh sets of connections a window is split over
 DURATION_RANGE = (_L["DURATION_MIN_S"], _L["SECONDS_MAX"])      # measured seconds
 WARMUP_RANGE = (0.0, _L["WARMUP_MAX_S"])                        # seconds discarded before the window
 STEADY_MAX_RANGE = (0.0, _L["WARMUP_MAX_S"])                    # how much later a steady state may open it
@@ -140,13 +141,15 @@ EXTRA = (
     _numeric("ring_messages", "distinct messages the sender's connections cycled through (the fewest of any)"),
     _text("working_set_level", "the cache level the working set was placed by (L1d/2, L2/2, LLC/2, LLC*4: "
                                "cachelevels.py, resolved from the host's caches), empty when given in bytes"),
+    _numeric("rounds", "fresh sets of connections the window was split over, one after another, each after its "
+                       "own warm-up (copylab's client; 1 for the peers): warmup_s and duration_s are their sums"),
     _numeric("steady_max_s", "how much later than warmup_s a steady state was awaited (0: fixed warm-up)"),
     _text("warmup_end", "what ended the warm-up: fixed, steady (the rates settled), bound (steady_max_s "
                         "reached), timer or peer (the peer's own)"),
     _numeric("interval_s", "length of the reporting intervals inside the window"),
     _numeric("intervals", "whole intervals inside the window"),
     _numeric("interval_cv", "coefficient of variation of the window's interval rates (throughput; round "
-                            "trips in latency mode)"),
+                            "trips in latency mode); over several rounds, about each round's own mean (pooled)"),
     _text("bimodal", "True when the window's interval values fall into two levels (Hartigan's dip test, p < 0.05)"),
     _numeric("level_low", "the lower level of a bimodal window (Gbit/s; latency mode: mean round trip, us)"),
     _numeric("level_high", "the higher level of a bimodal window"),

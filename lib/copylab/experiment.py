@@ -23,7 +23,7 @@ from .hosts import SshSettings
 from .topology import attach_params, choose_topology, open_topology
 
 SPEC_FIELDS = ("impl", "mode", "msg_size", "threads", "rep", "duration_s", "warmup_s", "pin_server",
-               "pin_client", "verify", "receive", "profile", "congestion", "working_set", "working_set_level", "steady_max_s", "rps")
+               "pin_client", "verify", "receive", "profile", "congestion", "working_set", "working_set_level", "steady_max_s", "rounds", "rps")
 
 
 def spec_from_params(params: dict, topology: str) -> PointSpec:

@@ -35,13 +35,22 @@ class Series:
     counts: list[float] = field(default_factory=list)  # latency: round trips per interval
     window_first: int = 0
     window_last: int = -1  # inclusive; -1 with window_first 0: no whole interval in the window
+    # a run of several rounds (the client's --rounds): each later round's (first, last), its series
+    # following the one before in values
+    later_windows: list[tuple[int, int]] = field(default_factory=list)
+
+    def windows(self) -> list[list[float]]:
+        """Each round's whole intervals inside its window."""
+        return [[v for v in self.values[first:last + 1] if v == v]
+                for first, last in [(self.window_first, self.window_last), *self.later_windows]]
 
     def window(self) -> list[float]:
-        return [v for v in self.values[self.window_first:self.window_last + 1] if v == v]
+        return [v for values in self.windows() for v in values]
 
     def to_dict(self) -> dict:
         return {"interval_s": self.interval_s, "values": self.values, "counts": self.counts,
-                "window_first": self.window_first, "window_last": self.window_last}
+                "window_first": self.window_first, "window_last": self.window_last,
+                "later_windows": [list(w) for w in self.later_windows]}
 
 
 def whole_intervals(interval_s: float, start_s: float, end_s: float) -> tuple[int, int]:
@@ -51,16 +60,32 @@ def whole_intervals(interval_s: float, start_s: float, end_s: float) -> tuple[in
     return first, last
 
 
-def from_bytes(interval_s: float, bytes_per_interval: list, window_start_s: float, duration_s: float) -> Series:
-    """Throughput series (Gbit/s) from bytes per interval."""
+def round_windows(interval_s: float, lengths: list[int], warmups_s: list[float], window_s: float) -> list[tuple[int, int]]:
+    """(first, last) of each round's whole intervals inside its window, the rounds' series one after
+    another (lengths intervals each, its window opening warmups_s after its start)."""
+    out, offset = [], 0
+    for length, warmup in zip(lengths, warmups_s):
+        first, last = whole_intervals(interval_s, warmup, warmup + window_s)
+        out.append((offset + first, offset + min(last, length - 1)))
+        offset += length
+    return out
+
+
+def from_bytes(interval_s: float, bytes_per_interval: list, window_start_s: float, duration_s: float,
+               rounds: list[tuple[int, int]] | None = None) -> Series:
+    """Throughput series (Gbit/s) from bytes per interval; rounds: each round's window (round_windows)."""
     values = [b * 8 / interval_s / 1e9 for b in bytes_per_interval]
+    if rounds:
+        return Series(interval_s, values, [], *rounds[0], later_windows=rounds[1:])
     first, last = whole_intervals(interval_s, window_start_s, window_start_s + duration_s)
     return Series(interval_s, values, [], first, min(last, len(values) - 1))
 
 
 def from_round_trips(interval_s: float, counts: list, means_us: list, window_start_s: float,
-                     duration_s: float) -> Series:
+                     duration_s: float, rounds: list[tuple[int, int]] | None = None) -> Series:
     values = [math.nan if m is None else float(m) for m in means_us]
+    if rounds:
+        return Series(interval_s, values, [float(c) for c in counts], *rounds[0], later_windows=rounds[1:])
     first, last = whole_intervals(interval_s, window_start_s, window_start_s + duration_s)
     return Series(interval_s, values, [float(c) for c in counts], first, min(last, len(values) - 1))
 
@@ -98,16 +123,33 @@ def summarise(series: Series | None) -> dict:
            "level_low": math.nan, "level_high": math.nan, "level_high_share": math.nan}
     if series is None:
         return out
-    window = series.window()
+    rounds = series.windows()
+    window = [v for values in rounds for v in values]
     out.update(interval_s=series.interval_s, intervals=len(window))
-    if len(window) >= 2 and np.mean(window) > 0:
-        out["interval_cv"] = float(np.std(window, ddof=1) / np.mean(window))
-    if len(window) < MIN_INTERVALS:
+    cv = within_cv(rounds)
+    if cv is not None:
+        out["interval_cv"] = cv
+    tested = [values for values in rounds if len(values) >= MIN_INTERVALS]
+    if not tested:
         return out
-    levels = two_levels(window)
-    bimodal = (levels is not None and BIMODAL_MIN_SHARE <= levels[2] <= 1 - BIMODAL_MIN_SHARE
-               and diptest.diptest(np.asarray(window, float))[1] < BIMODAL_P)
-    out["bimodal"] = bool(bimodal)
-    if bimodal:
-        out.update(level_low=levels[0], level_high=levels[1], level_high_share=levels[2])
+    out["bimodal"] = False
+    for values in tested:  # a round that switched between two levels inside its window
+        levels = two_levels(values)
+        if (levels is not None and BIMODAL_MIN_SHARE <= levels[2] <= 1 - BIMODAL_MIN_SHARE
+                and diptest.diptest(np.asarray(values, float))[1] < BIMODAL_P):
+            out.update(bimodal=True, level_low=levels[0], level_high=levels[1], level_high_share=levels[2])
+            break
     return out
+
+
+def within_cv(rounds: list[list[float]]) -> float | None:
+    """The intervals' spread within the windows: the pooled standard deviation of each round's
+    intervals about that round's own mean, over the mean (one round: its plain CV). The levels the
+    rounds settle at differ; that is the spread between connections, not within a window."""
+    usable = [np.asarray(v, float) for v in rounds if len(v) >= 2]
+    dof = sum(len(v) - 1 for v in usable)
+    mean = float(np.mean(np.concatenate(usable))) if usable else 0.0
+    if not dof or mean <= 0:
+        return None
+    pooled = sum(float(((v - v.mean()) ** 2).sum()) for v in usable) / dof
+    return math.sqrt(pooled) / mean

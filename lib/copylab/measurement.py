@@ -399,9 +399,9 @@ def stretched_window(ctx: Context) -> Failure | None:
     lasted far longer on the wall clock than asked (the client was stopped, or starved of CPU)
     measured something else than the window: the point fails, naming both durations."""
     window = ctx.window
-    if ctx.runner.window_source != "client" or window.opened_at is None or window.closed_at is None:
+    if ctx.runner.window_source != "client" or not window.segments:
         return None
-    wall, asked = window.closed_at - window.opened_at, ctx.spec.duration_s
+    wall, asked = window.open_s, ctx.spec.duration_s
     if wall <= asked + max(STRETCH_SLACK_S, STRETCH_FACTOR * asked):
         return None
     return (ErrorKind.STRETCHED, f"the window lasted {wall:.2f} s of wall clock for a {asked:g} s window (a side "
@@ -448,7 +448,7 @@ def empty_row(spec, topology: str) -> dict:
                point_id=spec.point_id(), run_kind="profile" if spec.profile else "measure", topology=topology,
                pin_server=spec.pin_server or "", pin_client=spec.pin_client or "", warmup_s=spec.warmup_s,
                receive=spec.receive, verified="", congestion=spec.congestion, srv_congestion="",
-               cli_congestion="", steady_max_s=spec.steady_max_s, rps=bool(spec.rps),
+               cli_congestion="", steady_max_s=spec.steady_max_s, rounds=spec.rounds, rps=bool(spec.rps),
                working_set_bytes=spec.working_set if spec.impl in contract.IMPLS else math.nan,
                working_set_level=spec.working_set_level if spec.impl in contract.IMPLS else "", warmup_end="",
                bimodal="", receive_note="", cycles_source="", counters_note="", window_source="", profile_mode="", profile_event="",

@@ -36,6 +36,9 @@ class PointSpec:
     # such a working set is held exactly: the ring may grow past the default bound (ring_memory)
     working_set_level: str = ""
     steady_max_s: float = 0.0  # > 0: after warmup_s, open the window once the rates are steady, at most this later
+    # the window split over this many fresh sets of connections, one after another, each after its own
+    # warm-up: each connection settles at its own level, so a pass averages that many (copylab's client)
+    rounds: int = 1
     rps: bool = False  # netns, pinned: each side's receive softirq work on its own CPUs (RPS)
 
     def validate(self) -> "PointSpec":
@@ -51,6 +54,11 @@ class PointSpec:
         contract.check_congestion("congestion", self.congestion)
         contract.check_int("working_set", self.working_set, contract.WORKING_SET_RANGE)
         contract.check_seconds("steady_max_s", self.steady_max_s, contract.STEADY_MAX_RANGE)
+        contract.check_int("rounds", self.rounds, contract.ROUNDS_RANGE)
+        if self.duration_s / self.rounds < contract.DURATION_RANGE[0]:
+            raise CopylabError(f"rounds: {self.rounds} rounds split the {self.duration_s:g} s window into "
+                               f"{self.duration_s / self.rounds:.3g} s each, under the {contract.DURATION_RANGE[0]:g} s "
+                               "a window needs")
         if self.rps and (self.pin_server is None or self.pin_client is None):
             raise CopylabError("rps: steers each side's receive work to its pinned CPUs, so it needs "
                                "pin_server and pin_client")
@@ -62,6 +70,8 @@ class PointSpec:
             raise CopylabError(f"impl {self.impl}: measures {peer_mode} mode only, not {self.mode}")
         if peer_mode and self.mode == "latency" and self.threads != 1:
             raise CopylabError(f"impl {self.impl}: its server answers one client at a time, so threads must be 1")
+        if peer_mode and self.rounds != 1:
+            raise CopylabError(f"impl {self.impl}: runs one connection set per run, so rounds must be 1")
         if peer_mode and self.receive != "message":
             raise CopylabError(f"impl {self.impl}: reads one message per call; receive must be 'message'")
         return self
@@ -81,6 +91,8 @@ class PointSpec:
                  f"rep{self.rep}", f"d{self.duration_s:g}s", warmup, self.topology, f"cc{self.congestion}"]
         if self.impl in contract.IMPLS:
             parts.append(f"ws{self.working_set}B")
+        if self.rounds > 1:
+            parts.append(f"k{self.rounds}")
         if self.rps:
             parts.append("rps")
         if self.pin_server is not None or self.pin_client is not None:

@@ -361,43 +361,60 @@ def cpu_times(stat: Path = Path("/proc/stat")) -> dict[int, tuple[int, int, int]
 
 class Window:
     """The measured window, shared by every perf session of a point: open() and close() reach
-    them all at once (each at most once), and the busy share of the pinned CPUs is read at both."""
+    them all at once, and the busy share of the pinned CPUs is read at both. A client of several
+    rounds (--rounds) opens and closes it once per round: the counters and the CPUs' shares then
+    cover the rounds' windows only, summed, and open_s is their total length."""
 
     def __init__(self, controls: list[PerfControl], cpus: dict[str, tuple[int, ...]] | None = None):
         self.controls = controls
         self.cpus = cpus or {}
         self._lock = threading.Lock()
         self._timers: list[threading.Timer] = []
-        self.opened_at = self.closed_at = None
+        self.opened_at = self.closed_at = None  # the first opening, the last closing
+        self.open_s = 0.0  # the time it was open, over every round
+        self.segments = 0
         self._stat_open: dict = {}
-        self._stat_close: dict = {}
+        self._spent: dict = {}  # cpu -> [busy, steal, total] jiffies over the segments closed so far
+        self._is_open = False
         self.source = ""
 
     def add_control(self, control: PerfControl) -> None:
         """A perf session that joined late (a profiler attached to a running program)."""
         with self._lock:
             self.controls.append(control)
-            if self.opened_at is not None and self.closed_at is None:
+            if self._is_open:
                 control.send("enable")
 
     def open(self, source: str) -> None:
         with self._lock:
-            if self.opened_at is not None:
+            if self._is_open:
                 return
             for control in self.controls:
                 control.send("enable")
             self._stat_open = cpu_times()
-            self.opened_at = time.monotonic()
+            self._is_open = True
+            self._segment_at = time.monotonic()
+            if self.opened_at is None:
+                self.opened_at = self._segment_at
             self.source = source
 
     def close(self) -> None:
         with self._lock:
-            if self.opened_at is None or self.closed_at is not None:
+            if not self._is_open:
                 return
             for control in self.controls:
                 control.send("disable")
-            self._stat_close = cpu_times()
+            closed = cpu_times()
             self.closed_at = time.monotonic()
+            self._is_open = False
+            self.open_s += self.closed_at - self._segment_at
+            self.segments += 1
+            for cpu, now in closed.items():
+                was = self._stat_open.get(cpu)
+                if was is not None:
+                    spent = self._spent.setdefault(cpu, [0, 0, 0])
+                    for part in range(3):
+                        spent[part] += now[part] - was[part]
 
     def open_in(self, seconds: float, source: str) -> None:
         self._later(seconds, lambda: self.open(source))
@@ -418,14 +435,14 @@ class Window:
     def _share(self, side: str, part: int) -> float:
         """Share of the side's pinned CPUs' time in the window spent in part (0 busy, 1 steal)."""
         cpus = self.cpus.get(side)
-        if not cpus or not self._stat_open or not self._stat_close:
+        if not cpus or not self._spent:
             return float("nan")
         spent = total = 0
         for cpu in cpus:
-            if cpu not in self._stat_open or cpu not in self._stat_close:
+            if cpu not in self._spent:
                 return float("nan")
-            spent += self._stat_close[cpu][part] - self._stat_open[cpu][part]
-            total += self._stat_close[cpu][2] - self._stat_open[cpu][2]
+            spent += self._spent[cpu][part]
+            total += self._spent[cpu][2]
         return spent / total if total > 0 else float("nan")
 
     def busy(self, side: str) -> float:

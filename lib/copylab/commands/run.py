@@ -32,6 +32,8 @@ def register(subparsers) -> None:
                    help=f"seconds discarded first (default {POINT_DEFAULTS['warmup_s']:g})")
     p.add_argument("--steady-max", type=float, default=POINT_DEFAULTS["steady_max_s"], metavar="S",
                    help="after --warmup, wait until the rates are steady, at most S seconds more (default 0: fixed)")
+    p.add_argument("--rounds", type=int, default=POINT_DEFAULTS["rounds"], metavar="K",
+                   help="split the window over K fresh sets of connections, one after another (default 1)")
     p.add_argument("--congestion", default=POINT_DEFAULTS["congestion"], metavar="NAME",
                    help=f"TCP congestion control of every connection (default {POINT_DEFAULTS['congestion']}; "
                         "'host': the host's own)")
@@ -80,7 +82,8 @@ def run_command(args) -> int:
                      duration_s=args.duration, warmup_s=args.warmup, topology=topology,
                      pin_server=args.pin_server, pin_client=args.pin_client, verify=args.verify,
                      receive=args.receive, profile=args.profile, congestion=args.congestion,
-                     working_set=args.working_set, steady_max_s=args.steady_max, rps=args.rps).validate()
+                     working_set=args.working_set, steady_max_s=args.steady_max, rounds=args.rounds,
+                     rps=args.rps).validate()
     if topology != "ssh":  # CPUs of this machine; on other hosts taskset says what it lacks
         usable = os.sched_getaffinity(0)  # before any namespace or program exists
         check_cpus_available("--pin-server", spec.pin_server, usable)

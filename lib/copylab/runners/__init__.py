@@ -74,8 +74,9 @@ class Runner:
         return None
 
     def run_seconds(self, spec) -> float:
-        """How long the client runs, at most, once connected (for the engine's deadline)."""
-        return spec.warmup_s + spec.steady_max_s + spec.duration_s
+        """How long the client runs, at most, once connected (for the engine's deadline): a warm-up
+        per round (the client's --rounds), and the window."""
+        return (spec.warmup_s + spec.steady_max_s) * getattr(spec, "rounds", 1) + spec.duration_s
 
     def expected_seconds(self, spec) -> float:
         """How long the client usually runs once connected (for the sweep's estimate)."""

@@ -6,7 +6,7 @@ import math
 
 from ..contract import CONGESTION_HOST, SERVER_KEYS, native_limits
 from ..errors import CopylabError, ErrorKind
-from ..intervals import from_bytes, from_round_trips
+from ..intervals import from_bytes, from_round_trips, round_windows
 from ..paths import BUILD_DIR, client_binary, server_binary
 from .. import registry
 from . import Result, Runner, WindowEvent, nan
@@ -45,7 +45,8 @@ class NativeRunner(Runner):
         argv = [f"{build_dir}/{client_binary(self.sanitize).name}", "--connect", addr, *where,
                 "--msg-size", str(spec.msg_size), "--mode", spec.mode, "--threads", str(spec.threads),
                 "--duration", f"{spec.duration_s:g}", "--warmup", f"{spec.warmup_s:g}",
-                "--steady-max", f"{spec.steady_max_s:g}", "--receive", spec.receive,
+                "--steady-max", f"{spec.steady_max_s:g}", *(["--rounds", str(spec.rounds)] if spec.rounds > 1 else []),
+                "--receive", spec.receive,
                 *self._congestion(spec), *setup_timeout(spec), "--announce-window", "--json"]
         return argv + (["--verify"] if spec.verify else [])
 
@@ -129,10 +130,21 @@ def _series(spec, cli: dict | None):
     start = cli.get("warmup_s")
     if start is None or (isinstance(start, float) and math.isnan(start)):
         return None
+    rounds = _rounds(spec, cli)
     if spec.mode == "latency" and cli.get("interval_rtts") is not None:
         return from_round_trips(cli["interval_s"], cli["interval_rtts"], cli.get("interval_rtt_mean_us") or [],
-                                start, spec.duration_s)
-    return from_bytes(cli["interval_s"], cli["interval_bytes"], start, spec.duration_s)
+                                start, spec.duration_s, rounds)
+    return from_bytes(cli["interval_s"], cli["interval_bytes"], start, spec.duration_s, rounds)
+
+
+def _rounds(spec, cli: dict) -> list[tuple[int, int]] | None:
+    """Each round's window in the client's series (its round_intervals and round_warmup_s); None for
+    one round, or when the client did not say (its series is then one window)."""
+    lengths, warmups = cli.get("round_intervals"), cli.get("round_warmup_s")
+    if spec.rounds <= 1 or not isinstance(lengths, list) or not isinstance(warmups, list) or \
+            len(lengths) != len(warmups) or any(w is None or w != w for w in warmups):
+        return None
+    return round_windows(cli["interval_s"], lengths, warmups, spec.duration_s / spec.rounds)
 
 
 SLOWEST_FILL_BYTES_S = 50e6  # a floor under any host's page-fault-and-fill rate (1 GiB in 20 s), loaded or not

@@ -7,7 +7,6 @@ import math
 from dataclasses import dataclass
 from types import SimpleNamespace
 
-from .. import registry
 from ..errors import CopylabError
 from ..fmt import fmt_num
 from ..contract import MAX_WALL_S, PEER_MODES, PER_POINT_OVERHEAD_S
@@ -70,9 +69,12 @@ def _matching(grid: Grid, values: dict) -> int:
 def estimate(grid: Grid) -> Estimate:
     variants = len(grid.receive) * len(grid.congestion)
     per_mode = len(grid.impls) * len(grid.msg_sizes) * len(grid.threads) * variants * len(grid.working_set)
-    # a steady-state warm-up is at most steady_max_s longer; latency points wait for none
-    seconds = {mode: grid.warmup_s + grid.duration_of(mode) + PER_POINT_OVERHEAD_S
-               + (grid.steady_max_s if mode == "throughput" else 0.0) for mode in grid.modes}
+    # a steady-state warm-up is at most steady_max_s longer; latency points wait for none. Rounds
+    # (a number) each warm up; auto holds the pass's cost (rounds.py), so counts as one
+    rounds = grid.rounds if isinstance(grid.rounds, int) else 1
+    seconds = {mode: (grid.warmup_s + (grid.steady_max_s if mode == "throughput" else 0.0))
+               * (rounds if mode == "throughput" else 1) + grid.duration_of(mode) + PER_POINT_OVERHEAD_S
+               for mode in grid.modes}
     point_s = sum(seconds.values()) / len(seconds)
     per_rep = per_mode * len(grid.modes)
     # the profiled runs are extra runs, one per selected point
@@ -121,15 +123,11 @@ def _peers(grid: Grid) -> tuple[int, float]:
 
 def point_seconds(spec) -> float:
     """What one point is expected to take: its warm-up (a steady-state one at most steady_max_s
-    longer) and window, or a reference program's own run, plus the per-point overhead and, for a
+    longer; one per round) and window, or a reference program's own run, plus the per-point overhead and, for a
     profiled run, perf record's."""
-    if registry.get(spec.impl).native:
-        run = spec.warmup_s + spec.steady_max_s + spec.duration_s
-    else:
-        from ..runners import runner_for
+    from ..runners import runner_for
 
-        run = runner_for(spec.impl).expected_seconds(spec)
-    return run + PER_POINT_OVERHEAD_S + (PROFILE_S if spec.profile else 0.0)
+    return runner_for(spec.impl).expected_seconds(spec) + PER_POINT_OVERHEAD_S + (PROFILE_S if spec.profile else 0.0)
 
 
 def check(est: Estimate, allow_large: bool) -> None:
