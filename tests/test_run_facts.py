@@ -88,25 +88,40 @@ def test_a_hostile_or_empty_meta_gives_a_section_not_a_traceback():
         == "Nothing was recorded about how this run went."
 
 
-def test_the_window_this_host_rewards_follows_its_spread():
-    """Per connection 10%, within the window 2% at 1 s, 0.4 s per run beyond the window: a mean per
-    second spent is narrowest at about sqrt(b c / a) = 0.13 s, so the section says shorter windows;
-    with the spread all within the window it says longer ones."""
-    from copylab.analysis.run_facts import window_choice
-
-    rng = np.random.default_rng(1)
+def _passes(rounds: int, per_connection: float, rng) -> list[dict]:
+    """40 passes of two points, each pass the mean of `rounds` connections whose levels spread by
+    per_connection (log sd), within the window 2% at 1 s."""
     rows = []
     for rep in range(40):
         for impl, level in (("a1", 10.0), ("a2", 8.0)):
+            # each round: its connection's level and its window's own 2% (over 1/rounds of a second)
+            gbps = level * float(np.mean(np.exp(rng.normal(0, per_connection, rounds)
+                                                + rng.normal(0, 0.02 * math.sqrt(rounds), rounds))))
             rows.append({"impl": impl, "mode": "throughput", "msg_size": 1024, "threads": 1, "rep": rep, "status": "ok",
-                         "throughput_gbps": level * math.exp(rng.normal(0, 0.10)), "interval_cv": 0.02 * math.sqrt(20),
-                         "interval_s": 0.05, "duration_s": 1.0, "warmup_s": 0.1})
-    meta = {"sessions": [{"time": {"by_kind": {"study": {"points": 80, "wall_s": 80 * 1.4, "measured_s": 80 * 1.1}}}}]}
-    found = window_choice(pd.DataFrame(rows), meta)
-    assert 0.07 < found["per_connection_cv"] < 0.14 and math.isclose(found["within_cv"], 0.02, rel_tol=0.01)
-    assert math.isclose(found["run_cost_s"], 0.4, rel_tol=0.01) and 0.05 < found["best_window_s"] < 0.3
-    text = how_this_run_went(run_facts(pd.DataFrame(rows), meta))
-    assert "shorter windows and more passes would decide more per minute" in text
-    calm = [{**r, "throughput_gbps": 10.0 if r["impl"] == "a1" else 8.0, "interval_cv": 0.5} for r in rows]
-    assert window_choice(pd.DataFrame(calm), meta)["best_window_s"] is None, "no per-connection level: no optimum"
-    assert window_choice(pd.DataFrame(rows).drop(columns="interval_cv"), meta)["per_connection_cv"] is None
+                         "throughput_gbps": gbps, "interval_cv": 0.02 * math.sqrt(20), "interval_s": 0.05,
+                         "duration_s": 1.0, "warmup_s": 0.1 * rounds, "rounds": rounds})
+    return rows
+
+
+def test_the_spread_between_connections_is_read_through_the_rounds_that_averaged_it():
+    """Per connection 10%, within the window 2% at 1 s: a pass of 3 rounds shows about 10%/sqrt(3)
+    between passes, and the section gives the per-connection 10%, the rounds taken and whether this
+    run's own spread calls for the same (with the calibration's round cost)."""
+    from copylab.analysis.run_facts import window_choice
+
+    rng = np.random.default_rng(1)
+    meta = {"params": {"duration_s": 1.0},
+            "rounds": {"rounds": 3, "duration_s": 1.0, "why": "3 rounds of 0.33 s per pass", "round_cost_s": 0.25}}
+    for rounds in (1, 3):
+        found = window_choice(pd.DataFrame(_passes(rounds, 0.10, rng)), meta)
+        assert 0.06 < found["per_connection_cv"] < 0.14, (rounds, found["per_connection_cv"])
+        assert math.isclose(found["within_cv"], 0.02, rel_tol=0.01) and found["rounds"] == rounds
+        assert found["best_rounds"] >= 2, "connections 10% apart: a split pays"
+    text = how_this_run_went(run_facts(pd.DataFrame(_passes(3, 0.10, rng)), meta))
+    assert "split its window over 3 fresh sets of connections" in text and "(chosen before the first point: 3 rounds" in text
+    calm = _passes(3, 0.0, rng)  # split, on a host whose connections settled alike
+    found = window_choice(pd.DataFrame(calm), meta)
+    assert found["best_rounds"] == 1, "connections alike: one long window"
+    assert "this run's own spread calls for 1 round of 1.00 s" in how_this_run_went(run_facts(pd.DataFrame(calm), meta))
+    assert window_choice(pd.DataFrame(calm), {})["best_rounds"] is None, "no calibration: no round cost to weigh"
+    assert window_choice(pd.DataFrame(calm).drop(columns="interval_cv"), meta)["per_connection_cv"] is None

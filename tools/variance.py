@@ -15,7 +15,8 @@ factors: each candidate factor's levels against the baseline (cubic, 0.5 s windo
 server per run, address-space randomisation on), the levels alternating in a freshly shuffled order
 per repetition: the effect on the mean (ratio with a Welch interval) and on the run-to-run spread
 (coefficient of variation, and the ratio of the log variances with an F interval). Factors:
-congestion (cubic, bbr), window (0.5, 1, 2 s), warmup (fixed 0.1 s, fixed 1 s, steady up to 1 s),
+congestion (cubic, bbr), window (0.5, 1, 2 s), rounds (1 x 1 s, 2 x 0.4 s, 3 x 0.2 s at a
+steady warm-up), warmup (fixed 0.1 s, fixed 1 s, steady up to 1 s),
 rps (each side's receive softirq work on its own CPU), pinning (0/1 vs none), reuse (one server for
 all runs, programs run directly), aslr (setarch -R, programs run directly), threads (1, 2, 8);
 the namespaces' TCP settings rmem (tcp_rmem max 4 MiB, 1 MiB, 256 KiB vs autotuned), wmem,
@@ -61,6 +62,11 @@ LEVELS = {
     "rps": {"off": {}, "on": {"rps": True}},
     "pinning": {"pinned 0/1": {}, "not pinned": {"pin_server": None, "pin_client": None}},
     "threads": {"as point": {}, "2": {"threads": 2}, "8": {"threads": 8}},
+    # a pass's window over fresh sets of connections (the client's --rounds), each after a steady
+    # warm-up as the default grid's, at about the same cost per pass (sweep/rounds.py)
+    "rounds": {"1 x 1 s": {"duration_s": 1.0, "steady_max_s": 0.4},
+               "2 x 0.4 s": {"duration_s": 0.8, "rounds": 2, "steady_max_s": 0.4},
+               "3 x 0.2 s": {"duration_s": 0.6, "rounds": 3, "steady_max_s": 0.4}},
 }
 # Settings of the namespaces' TCP (net.ipv4 sysctls are per namespace) and of the guest's idle
 # loop, applied to both sides for the run and put back after it.

@@ -80,6 +80,8 @@ class GridSchema(BaseModel):
     # each is a level of the grid (the sweep's working-set axis)
     working_set: Union[int, str, Annotated[list[Union[int, str]], Field(min_length=1)]] = POINT_DEFAULTS["working_set"]
     steady_max_s: _seconds(contract.STEADY_MAX_RANGE) = POINT_DEFAULTS["steady_max_s"]
+    # a throughput pass's window over this many fresh connection sets, or auto (rounds.py)
+    rounds: Union[Annotated[int, Field(ge=1, le=contract.ROUNDS_RANGE[1])], Literal["auto"]] = POINT_DEFAULTS["rounds"]
     rps: bool = POINT_DEFAULTS["rps"]
     placement: bool = True  # runs taken while the two pinned CPUs are near (placement.py)
     equivalence_margin: Annotated[float, Field(gt=0.0, le=1.0, allow_inf_nan=False)] = 0.10
@@ -187,9 +189,10 @@ class GridSchema(BaseModel):
         return value
 
     @model_validator(mode="after")
-    def _rps_needs_pinning(self):
+    def _point_settings(self):
         if self.rps and (self.pin_server is None or self.pin_client is None):
             raise ValueError("rps steers each side's receive work to its pinned CPUs: set pin_server and pin_client")
+        _rounds_fit(self.rounds, self.duration_s)
         return self
 
     @model_validator(mode="after")
@@ -211,6 +214,13 @@ class GridSchema(BaseModel):
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return str(value)  # a roll number written without quotes
         return value
+
+
+def _rounds_fit(rounds, duration_s: float) -> None:
+    low = contract.DURATION_RANGE[0]
+    if isinstance(rounds, int) and duration_s / rounds < low:
+        raise ValueError(f"rounds: {rounds} rounds split the {duration_s:g} s window into "
+                         f"{duration_s / rounds:.3g} s each, under the {low:g} s a window needs")
 
 
 def _working_sets(value):
@@ -257,6 +267,7 @@ class Grid:
     working_set: tuple[int, ...] = (POINT_DEFAULTS["working_set"],)  # bytes, one per level of the axis
     working_set_levels: tuple[str, ...] = ("",)  # the cache level each was placed by ("" : given in bytes)
     steady_max_s: float = POINT_DEFAULTS["steady_max_s"]
+    rounds: int | str = POINT_DEFAULTS["rounds"]  # "auto" until the sweep chooses (rounds.py)
     rps: bool = POINT_DEFAULTS["rps"]
     placement: bool = True
     equivalence_margin: float = 0.10
@@ -348,7 +359,14 @@ class Grid:
                          pin_client=self.pin_client, verify=self.verify, receive=receive, congestion=congestion,
                          working_set=self.working_set[ws], working_set_level=self.working_set_levels[ws], rps=self.rps,
                          # the steady-state test is for streams; round trips take a fixed warm-up
-                         steady_max_s=self.steady_max_s if mode == "throughput" else 0.0)
+                         steady_max_s=self.steady_max_s if mode == "throughput" else 0.0,
+                         rounds=self.rounds_of(impl, mode))
+
+    def rounds_of(self, impl: str, mode: str) -> int:
+        """A throughput pass of copylab's senders splits its window over the grid's rounds (1 until
+        an auto choice is made); round trips and the peers take one connection set."""
+        native = impl not in contract.PEER_MODES
+        return self.rounds if isinstance(self.rounds, int) and mode == "throughput" and native else 1
 
     def to_dict(self) -> dict:
         out = {key: getattr(self, key) for key in _FIELDS}

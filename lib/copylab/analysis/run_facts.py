@@ -13,7 +13,6 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..contract import DURATION_RANGE
 from ..fmt import fmt_size
 from .roles import STUDY, name
 
@@ -64,17 +63,21 @@ def precision(df: pd.DataFrame) -> dict:
 
 
 def window_choice(df: pd.DataFrame, meta: dict) -> dict:
-    """What this host's spread says about the window (Kalibera and Jones's levels, per throughput point
-    of the study): the run-to-run variance of log throughput splits into what the window's own
+    """Where this host's spread comes from (Kalibera and Jones's levels, per throughput point of the
+    study): the run-to-run variance of log throughput over passes splits into what the windows' own
     intervals explain (b / T: interval_cv squared times interval_s, per second of window) and a
-    per-connection level (a: the rest); each run also costs c seconds beyond its window (warm-up and
-    the sweep's measured overhead). The variance of a mean per second spent, (a + b / T)(T + c), is
-    least at T* = sqrt(b c / a): the window this host rewards. Medians over the points; None where
-    a point has fewer than 3 passes or the series were not recorded."""
-    out = {"window_s": None, "per_connection_cv": None, "within_cv": None, "run_cost_s": None, "best_window_s": None}
+    per-connection level (a: a pass of K rounds averages K levels, so a = K times the rest). The
+    sweep's rule (rounds.py) applied to this run's own a and b, with the round cost its
+    calibration measured, says whether the rounds it chose still hold. Medians over the points; None
+    where a point has fewer than 3 passes or the series were not recorded."""
+    out = {"window_s": None, "per_connection_cv": None, "within_cv": None, "rounds": None, "rounds_why": None,
+           "round_cost_s": None, "best_rounds": None, "best_duration_s": None}
+    chosen = _dict(meta.get("rounds"))
+    out["rounds_why"] = chosen.get("why") if isinstance(chosen.get("why"), str) else None
     tp = df[(df["mode"] == "throughput") & df["impl"].isin(STUDY) & (df["status"] == "ok")].copy()
-    for column in ("throughput_gbps", "interval_cv", "interval_s", "duration_s", "warmup_s"):
+    for column in ("throughput_gbps", "interval_cv", "interval_s", "duration_s", "warmup_s", "rounds"):
         tp[column] = _numeric(tp, column)
+    tp["rounds"] = tp["rounds"].fillna(1.0)
     tp = tp[(tp["throughput_gbps"] > 0) & tp["interval_cv"].notna() & (tp["interval_s"] > 0)]
     if tp.empty:
         return out
@@ -85,20 +88,21 @@ def window_choice(df: pd.DataFrame, meta: dict) -> dict:
             continue
         within = float((g["interval_cv"] ** 2 * g["interval_s"] / g["duration_s"]).mean())  # b / T, averaged
         total = float(g["log"].var(ddof=1))
-        per_point.append((max(total - within, 0.0), within * float(g["duration_s"].mean())))
+        per_point.append((max(total - within, 0.0) * float(g["rounds"].median()),
+                          within * float(g["duration_s"].mean())))
     if not per_point:
         return out
     a = float(np.median([p[0] for p in per_point]))
     b = float(np.median([p[1] for p in per_point]))
-    window = float(tp["duration_s"].median())
-    study = _dict(_dict(_dict(_last_session(meta).get("time")).get("by_kind")).get("study"))
-    points, wall, measured = (_number(study.get(k)) for k in ("points", "wall_s", "measured_s"))
-    overhead = (wall - measured) / points if points and wall is not None and measured is not None else None
-    cost = float(tp["warmup_s"].median()) + (max(overhead, 0.0) if overhead is not None else 0.0)
+    window = float(_dict(meta.get("params")).get("duration_s") or tp["duration_s"].median())
     out.update(window_s=window, per_connection_cv=math.sqrt(a), within_cv=math.sqrt(b / window),
-               run_cost_s=cost if overhead is not None else None)
-    if overhead is not None and a > 0:  # never below the shortest window the programs take
-        out["best_window_s"] = max(math.sqrt(b * cost / a), DURATION_RANGE[0])
+               rounds=int(tp["rounds"].median()))
+    cost = _number(chosen.get("round_cost_s"))
+    if cost is not None and cost > 0:
+        from ..rounds import choose
+
+        best = choose(a, b, cost, window)
+        out.update(round_cost_s=cost, best_rounds=best.rounds, best_duration_s=best.duration_s)
     return out
 
 

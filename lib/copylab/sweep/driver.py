@@ -40,6 +40,7 @@ from ..topology import Topology, check_congestion_usable, choose_topology, open_
 from . import budget as budgeting
 from . import estimate as est
 from . import folder
+from . import rounds
 from .accounting import Accounting, measured_seconds
 from .groups import FIRST_GROUP_SECONDS, GROUP_SECONDS, run_group, take_group
 from .hostload import HostLoad
@@ -106,6 +107,7 @@ class Sweep:
 
     def __init__(self, grid: Grid, topology: str, out: Path, force: bool, progress: bool, say):
         self.grid, self.topology, self.out, self.say = grid, topology, out, say
+        self.asked = grid  # the grid as written; self.grid with its auto rounds made a number (rounds.py)
         self.runs, self.pending, self.work = out / "runs", out / ".pending", out / ".work"
         self.specs = {spec.point_id(): spec for spec in grid.points(topology)}
         self.rows: dict[str, dict] = {}
@@ -121,6 +123,7 @@ class Sweep:
         self.remote: Topology | None = None  # topology ssh: the hosts, connected before anything else
         self.mixed_builds = False  # keep finished points of another native build (--mixed-builds)
         self.skipped = 0  # points an earlier session finished
+        self.recorded_rounds: dict | None = None  # a resumed sweep's rounds, as its meta.json recorded them
         self.missing_peers: dict[str, str] = {}  # peer -> why this host cannot run it
         self.plan: PerfPlan | None = None  # what perf can count here (perf.probe)
         self.summary: SweepSummary | None = None  # set however the session ends
@@ -132,6 +135,8 @@ class Sweep:
     def run(self) -> SweepSummary:
         # the budget bounds the whole sweep: a resumed one counts its earlier sessions' time
         self.clock = SweepClock(self.grid.budget_min, 0.0 if self.force else earlier_wall(self.out))
+        if not self.force:
+            rounds.settle(self)  # a resumed sweep's points are those of its recorded rounds
         started = time.monotonic()
         status = "failed"
         stack = contextlib.ExitStack()
@@ -255,6 +260,7 @@ def session(sweep: Sweep, stack: contextlib.ExitStack, started: float) -> None:
     probe(sweep, len(queue))
     sweep.placing = SweepPlacement(sweep)
     sweep.placing.calibrate()
+    queue = rounds.resolve(sweep, queue)  # how a throughput pass spends its seconds here
     sweep.accounting.start(time.monotonic() - started)
     sweep._start_bar()
     profiled = [pid for pid in queue if sweep.specs[pid].profile]

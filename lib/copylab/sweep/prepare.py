@@ -102,8 +102,8 @@ def _start_meta(sweep, plan, to_measure: int, **extra) -> None:
     previous = folder.previous_meta(sweep.out)
     sweep.meta = SweepMeta(sweep.out / "meta.json", previous, {
         **hostmeta.host_meta(), "perf_events": sweep.plan.supported, "cycles_source": sweep.plan.cycles_source,
-        "perf_note": sweep.plan.note, "params_file": sweep.grid.source, "params": sweep.grid.to_dict(),
-        "grid_fingerprint": folder.fingerprint(sweep.grid), "topology": sweep.topology,
+        "perf_note": sweep.plan.note, "params_file": sweep.asked.source, "params": sweep.asked.to_dict(),
+        "grid_fingerprint": folder.fingerprint(sweep.asked), "topology": sweep.topology,
         "peers_missing": sweep.missing_peers, **extra})
     sweep.meta.open_session(to_measure=to_measure)
 

@@ -6,9 +6,6 @@ from __future__ import annotations
 from ...fmt import md_escape, plural
 from ..run_facts import CV_TARGET, STEAL_FLAG, STEAL_HEAVY
 
-WINDOW_SLACK = 1.5  # a best window within this factor of the grid's is no reason to change it
-
-
 def _pct(x: float) -> str:
     """12%, 4.5%, 8%: whole percents from 10%, one decimal below, no trailing .0."""
     text = f"{100 * x:.0f}" if x >= 0.1 else f"{100 * x:.1f}".removesuffix(".0")
@@ -118,7 +115,8 @@ def _precision(facts: dict) -> str:
 
 
 def _spread(facts: dict) -> str:
-    """Where the spread comes from, and the window this host rewards (run_facts.window_choice)."""
+    """Where the spread comes from, how the passes split their windows, and whether this run's own
+    spread calls for the same split (run_facts.window_choice)."""
     per_connection, within, window = facts["window_per_connection_cv"], facts["window_within_cv"], facts["window_window_s"]
     if per_connection is None or within is None:
         return ""
@@ -126,13 +124,19 @@ def _spread(facts: dict) -> str:
             "connection settles at" + (", the runs kept while apart included" if facts["kept_apart"] else "") +
             f"), within a {window:.2g} s window {_pct(within)} (its 50 ms intervals, taken as independent: a lower "
             "bound)")
-    best, cost = facts["window_best_window_s"], facts["window_run_cost_s"]
-    if best is not None and cost is not None:
-        text += (f"; each run costs {cost:.2f} s beyond its window, so the narrowest intervals per second spent come "
-                 f"from windows of about {best:.2g} s")
-        if not window / WINDOW_SLACK <= best <= window * WINDOW_SLACK:
-            text += (f", not this grid's {window:.2g} s: on this host, {'shorter' if best < window else 'longer'} "
-                     f"windows and {'more' if best < window else 'fewer'} passes would decide more per minute")
+    k = facts["window_rounds"]
+    if k and k > 1:
+        text += f". Each throughput pass split its window over {k} fresh sets of connections, one after another"
+    elif k == 1:
+        text += ". Each throughput pass measured one set of connections"
+    if facts["window_rounds_why"]:
+        text += f" (chosen before the first point: {md_escape(facts['window_rounds_why'])})"
+    best = facts["window_best_rounds"]
+    if best is not None and k is not None:
+        text += (f"; this run's own spread calls for the same ({plural(best, 'round')})" if best == k else
+                 f"; by the same rule, this run's own spread calls for {plural(best, 'round')} of "
+                 f"{facts['window_best_duration_s'] / best:.2f} s (the host's spread at the calibration and over the "
+                 "sweep differ, or the estimates' sampling error)")
     return text + "."
 
 

@@ -1,0 +1,123 @@
+"""The sweep's side of the rounds (rounds.py): a calibration before the first point measures the
+host's per-connection and within-window spread and a round's cost, and the grid's `rounds: auto`
+becomes the number rounds.choose() gives. CALIBRATION_POINTS throughput runs of CALIBRATION_ROUNDS
+short rounds each, through the engine the sweep uses (about 5 s). A resumed sweep keeps the choice
+its folder records, so its points stay the same points.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+from ..contract import ROUNDS_RANGE
+from ..rounds import Choice, choose, components
+
+CALIBRATION_ROUNDS = 6
+CALIBRATION_WINDOW_S = 0.2
+CALIBRATION_POINTS = 2
+
+
+def calibration_specs(grid, topology: str) -> list:
+    """CALIBRATION_POINTS throughput points of copylab's senders, spread over the grid's sizes."""
+    from ..pointspec import PointSpec
+
+    sizes = sorted(grid.msg_sizes)
+    picks = [(grid.impls[i % len(grid.impls)], sizes[min(len(sizes) - 1, (i + 1) * len(sizes) // (CALIBRATION_POINTS + 1))])
+             for i in range(CALIBRATION_POINTS)]
+    return [PointSpec(impl=impl, mode="throughput", msg_size=size, threads=min(grid.threads),
+                      duration_s=CALIBRATION_ROUNDS * CALIBRATION_WINDOW_S, warmup_s=grid.warmup_s,
+                      topology=topology, pin_server=grid.pin_server, pin_client=grid.pin_client,
+                      congestion=grid.congestion[0], working_set=grid.working_set[0],
+                      working_set_level=grid.working_set_levels[0], steady_max_s=grid.steady_max_s,
+                      rounds=CALIBRATION_ROUNDS).validate()
+            for impl, size in picks]
+
+
+def calibration_run(raw: dict) -> dict | None:
+    """What components() needs from one run's record: its series and the client's round_gap_s."""
+    series = raw.get("series")
+    if not series:
+        return None
+    values = series["values"]
+    windows = [(series["window_first"], series["window_last"]), *map(tuple, series.get("later_windows", []))]
+    gaps = _client_result(raw).get("round_gap_s") or []
+    return {"rounds": [values[f:l + 1] for f, l in windows], "interval_s": series["interval_s"], "gaps": gaps}
+
+
+def calibrate(sweep) -> Choice:
+    """Measure the host's spread and choose (see the module's docstring); one line on what it chose."""
+    from ..point import run_point
+    from ..topology import open_topology
+
+    grid, started = sweep.grid, time.monotonic()
+    runs = []
+    with open_topology(sweep.topology, grid.ssh) as topo:
+        for spec in calibration_specs(grid, sweep.topology):
+            row, raw = run_point(spec, sweep.plan, topo)
+            run = calibration_run(raw) if row.get("status") == "ok" else None
+            if run:
+                runs.append(run)
+    found = components(runs)
+    seconds = time.monotonic() - started
+    if found is None:
+        return Choice(1, grid.duration_s, f"one connection per pass: the calibration measured too little "
+                                          f"({len(runs)} of {CALIBRATION_POINTS} runs) in {seconds:.0f} s")
+    choice = choose(*found, window_s=grid.duration_s)
+    return replace(choice, why=f"{choice.why} (calibration: {len(runs)} runs of {CALIBRATION_ROUNDS} rounds, "
+                              f"{seconds:.0f} s)")
+
+
+def _client_result(raw: dict) -> dict:
+    """The client's JSON result from a run's record: its last JSON line ({} when none)."""
+    import json
+
+    for line in reversed(((raw.get("client") or {}).get("stdout") or "").splitlines()):
+        if line.strip().startswith("{"):
+            try:
+                return json.loads(line)
+            except ValueError:
+                continue
+    return {}
+
+
+def settle(sweep) -> None:
+    """A resumed sweep of rounds: auto takes the choice its folder's meta.json records, before
+    anything is loaded, so its points are the points it measured."""
+    from .folder import previous_meta
+
+    earlier = previous_meta(sweep.out).get("rounds")
+    if sweep.grid.rounds != "auto" or not isinstance(earlier, dict):
+        return
+    k, duration = earlier.get("rounds"), earlier.get("duration_s")
+    if isinstance(k, int) and not isinstance(k, bool) and ROUNDS_RANGE[0] <= k <= ROUNDS_RANGE[1] and \
+            isinstance(duration, (int, float)) and k * 0.1 <= duration <= sweep.grid.duration_s + 1:
+        sweep.recorded_rounds = earlier
+        _apply(sweep, k, float(duration))
+
+
+def _apply(sweep, rounds: int, duration_s: float) -> None:
+    sweep.grid = replace(sweep.grid, rounds=rounds, duration_s=duration_s)
+    sweep.specs = {spec.point_id(): spec for spec in sweep.grid.points(sweep.topology)}
+
+
+def resolve(sweep, queue: list[str]) -> list[str]:
+    """The grid's rounds made a number for this sweep and recorded in meta.json; the queue with it.
+    auto: a resumed sweep kept its folder's choice (settle); a folder holding points measured with
+    no recorded choice keeps one round (its points stay the same points); else calibrate()."""
+    grid = sweep.grid
+    if grid.rounds != "auto":
+        sweep.meta.update(rounds=sweep.recorded_rounds or {"rounds": grid.rounds, "duration_s": grid.duration_s,
+                                                           "why": "set by the grid"})
+        return queue
+    if sweep.skipped:  # grid.rounds stays auto: its points take one round (Grid.rounds_of)
+        sweep.meta.update(rounds=Choice(1, grid.duration_s, "one connection per pass: this folder holds points "
+                                                            "measured before any choice was recorded").to_dict())
+        return queue
+    choice = calibrate(sweep)
+    sweep.meta.update(rounds=choice.to_dict())
+    sweep.log(f"rounds: {choice.why}")
+    _apply(sweep, choice.rounds, choice.duration_s)
+    sweep.specs = {pid: s for pid, s in sweep.specs.items() if s.impl not in sweep.missing_peers}
+    return [pid for pid in sweep.specs if pid not in sweep.rows or sweep.rows[pid].get("status") != "ok"
+            or sweep.force]
