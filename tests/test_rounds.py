@@ -191,3 +191,23 @@ def test_client_rounds_are_fresh_connections_one_after_another(native_build, san
     assert got["warmup_s"] == pytest.approx(sum(got["round_warmup_s"]))
     assert got["duration_s"] == pytest.approx(0.6, abs=0.02)  # three 0.2 s windows, not the rounds' whole span
     assert got["throughput_gbps"] == pytest.approx(got["bytes"] * 8 / got["duration_s"] / 1e9)
+
+
+def test_the_report_says_a_window_of_rounds_and_the_window_the_rule_set():
+    import pandas as pd
+
+    from copylab.contract import COLUMNS
+    from copylab.report_display import measurement_markdown
+
+    rows = [{"impl": "a1", "mode": "throughput", "msg_size": 64, "threads": 1, "rep": r, "duration_s": 0.8,
+             "warmup_s": 0.5, "warmup_end": "steady", "rounds": 2, "receive": "message"} for r in range(3)]
+    rows += [{"impl": "a1", "mode": "latency", "msg_size": 64, "threads": 1, "rep": r, "duration_s": 0.25,
+              "warmup_s": 0.1, "warmup_end": "fixed", "rounds": 1, "receive": "message"} for r in range(3)]
+    meta = {"params": {"duration_s": 1.0, "latency_duration_s": 0.25, "rounds": "auto"},
+            "rounds": {"rounds": 2, "duration_s": 0.8, "why": "2 rounds of 0.40 s per pass"}}
+    frame = pd.DataFrame(rows).reindex(columns=list(COLUMNS))
+    frame[["profile_mode", "pin_server", "pin_client"]] = ""
+    text = measurement_markdown(meta, frame)
+    assert "0.800 s in throughput mode, split over 2 rounds of 0.400 s" in text
+    assert "per run, summed over its rounds" in text
+    assert "0.250 s in latency mode (median" in text

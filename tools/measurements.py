@@ -72,7 +72,7 @@ def _cell(text: str) -> str:
 
 SWEEP_COLUMNS = ["sweep (start, UTC)", "wall", "base passes + extra", "median CV (points within 8%)",
                  "Q4/Q5 undecided", "overhead", "placement: line; set aside; kept apart", "steal > 10%",
-                 "other programs"]
+                 "other programs", "rounds per throughput pass (calibration: between connections)"]
 
 
 def from_sweeps(folders: list[Path], title: str, command: str, conditions: str, walls: dict[str, str]) -> dict:
@@ -107,13 +107,24 @@ def from_sweeps(folders: list[Path], title: str, command: str, conditions: str, 
             f"{session.get('overhead')}x ({session.get('overhead_without_placement')}x without placement)",
             f"{'one mode' if line is None else f'{line:.0f} ns'}; {facts['runs_set_aside']}; {facts['kept_apart']}",
             f"{facts['steal_over_flag']} of {facts['steal_rows']} runs",
-            f"{100 * facts['other_programs']:.1f}%" if facts["other_programs"] is not None else "?"])
+            f"{100 * facts['other_programs']:.1f}%" if facts["other_programs"] is not None else "?",
+            _rounds(meta.get("rounds"))])
         virt = meta.get("virtualization") if isinstance(meta.get("virtualization"), dict) else {}
         host = host or system_summary(meta) + (f" · {virt['hypervisor_vendor']} guest" if virt.get("hypervisor_vendor") else "")
     values = [{"quantity": f"wall time: {label}", "value": value} for label, value in walls.items()]
     values.append({"quantity": "sweeps", "value": str(len(folders))})
     return {"title": title, "date": rows[0][0][:10] if rows else "?", "host": host or "?", "command": command,
             "conditions": conditions, "values": values, "table": {"columns": SWEEP_COLUMNS, "rows": rows}}
+
+
+def _rounds(chosen) -> str:
+    """'2 x 0.40 s (8.8%)': the rounds a throughput pass took and the calibration's per-connection
+    spread ('1' for a sweep before rounds)."""
+    if not isinstance(chosen, dict) or not isinstance(chosen.get("rounds"), int):
+        return "1"
+    k, cv = chosen["rounds"], chosen.get("per_connection_cv")
+    text = f"{k} x {chosen['duration_s'] / k:.2f} s"
+    return text + (f" ({100 * cv:.1f}%)" if isinstance(cv, (int, float)) else "")
 
 
 def main() -> int:

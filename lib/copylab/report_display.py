@@ -164,7 +164,7 @@ def measurement_markdown(meta: dict, df) -> str:
     receive = sorted(set(df["receive"].dropna())) or ["message (not recorded)"]
     lines = [
         f"- **Window:** warm-up discarded {_warmups(df, warmups)}; then a measured window of "
-        f"{_windows(df, params)}; perf counts both sides over the same window, which "
+        f"{_windows(df, params, meta.get('rounds'))}; perf counts both sides over the same window, which "
         "copylab's client announces as it opens and closes it.",
         f"- **Repetitions:** {int(reps.min()) if len(reps) else 0}–{int(reps.max()) if len(reps) else 0} per point"
         + (", each repetition a freshly shuffled pass over the grid in blocks (a cell's implementations back to "
@@ -190,16 +190,26 @@ def measurement_markdown(meta: dict, df) -> str:
     return "\n".join(lines)
 
 
-def _windows(df, params: dict) -> str:
+def _windows(df, params: dict, chosen=None) -> str:
     """Each mode's window as set and as measured (median): the modes' windows differ (latency_duration_s),
-    so one median over both would describe neither."""
+    so one median over both would describe neither. A throughput window of several rounds says so, and
+    the window the sweep's rounds rule set it to (meta.json rounds) where the grid left it to the rule."""
     parts = []
+    chosen = chosen if isinstance(chosen, dict) else {}
     for mode, key in (("throughput", "duration_s"), ("latency", "latency_duration_s")):
-        measured = pd.to_numeric(df.loc[df["mode"] == mode, "duration_s"], errors="coerce").dropna()
+        rows = df[df["mode"] == mode]
+        measured = pd.to_numeric(rows["duration_s"], errors="coerce").dropna()
         if measured.empty:
             continue
         set_to = params.get(key) or params.get("duration_s")
+        if mode == "throughput" and params.get("rounds") == "auto" and isinstance(chosen.get("duration_s"), (int, float)):
+            set_to = chosen["duration_s"]
         text = f"{fmt_num(set_to)} s in {mode} mode" if isinstance(set_to, (int, float)) else f"{mode} mode"
+        rounds = pd.to_numeric(rows.get("rounds", pd.Series(dtype=float)), errors="coerce").dropna()
+        if len(rounds) and rounds.median() > 1:
+            k = int(rounds.median())
+            text += (f", split over {k} rounds of {fmt_num(measured.median() / k)} s, each on fresh connections after its "
+                     "own warm-up" + (" (chosen for this host: How this run went)" if params.get("rounds") == "auto" else ""))
         parts.append(f"{text} (median measured {fmt_num(measured.median())} s)")
     return "; ".join(parts) or "n/a"
 
@@ -226,7 +236,9 @@ def _warmups(df, warmups) -> str:
     if steady is None or not steady.any():
         return _joined(warmups, "s")
     used = df.loc[steady, "warmup_s"].dropna()
-    text = (f"{fmt_num(used.min())}–{fmt_num(used.max())} s (until the rates were steady: "
+    rounds = pd.to_numeric(df.loc[steady].get("rounds", pd.Series(dtype=float)), errors="coerce").fillna(1)
+    per_run = " per run, summed over its rounds" if (rounds > 1).any() else ""
+    text = (f"{fmt_num(used.min())}–{fmt_num(used.max())} s{per_run} (until the rates were steady: "
             f"{int((df.loc[steady, 'warmup_end'] == 'steady').sum())} of {int(steady.sum())} runs; the rest at the bound)")
     return text + _fixed_warmups(df[~steady])
 
