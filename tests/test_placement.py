@@ -246,6 +246,7 @@ def test_the_sweep_counts_placement_apart_from_the_harness(monkeypatch):
 
 @pytest.mark.network
 @pytest.mark.root
+@pytest.mark.alone  # the probe bounces a line between CPUs 0 and 1: with other tests on them it cannot answer
 def test_a_pinned_point_records_where_its_cpus_were(native_build):
     from conftest import run_copylab
 
@@ -253,6 +254,7 @@ def test_a_pinned_point_records_where_its_cpus_were(native_build):
                        "--warmup", "0.1", "--pin-server", "0", "--pin-client", "1", "--json", timeout=120)
     assert proc.returncode == 0, proc.stderr
     row = json.loads(proc.stdout)
+    assert row["cpu_round_trip_ns"] is not None, row["placement_note"]  # not probed: the note says why
     assert 0 < row["cpu_round_trip_ns"] < math.inf and row["cpus_apart"] in ("True", "False")
     assert 0 < row["cpu_round_trip_before_ns"] <= row["cpu_round_trip_ns"]
     assert row["placement_note"] == "" and row["placement_s"] >= 0 and row["placement_retries"] in range(RETRIES + 1)
