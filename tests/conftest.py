@@ -6,6 +6,7 @@ import contextlib
 import fcntl
 import functools
 import os
+import resource
 import select
 import shutil
 import signal
@@ -306,7 +307,10 @@ def pytest_terminal_summary(terminalreporter, config):
 # longer than a few seconds. A test that does either unmarked fails, so `make check` (-m "not root
 # and not network and not slow") stays fast and harmless. `root` is held by running `make check`
 # without it (README). COPYLAB_MARKER_LOG=<file> records each test's seconds and namespace use.
-SLOW_LIMIT_S = 10.0  # far above the ~2 s a `slow` test takes: a loaded CI machine must not trip it
+SLOW_LIMIT_S = 10.0  # far above the ~2 s a `slow` test takes
+# ... and the CPU the test spent (its process and the children it waited for) beyond half that: a
+# loaded machine stretches a quick test's wall time, not its CPU time, so the check is not a timing
+SLOW_CPU_S = SLOW_LIMIT_S / 2
 _STARTED = pytest.StashKey[tuple]()
 
 
@@ -370,7 +374,24 @@ def pytest_collection_modifyitems(items):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
-    item.stash[_STARTED] = (_netns_watch().update(), time.monotonic())
+    item.stash[_STARTED] = (_netns_watch().update(), time.monotonic(), _cpu_seconds())
+
+
+def _cpu_seconds() -> float:
+    """CPU time of this process and of the children it has waited for."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def marker_problems(netns: bool, seconds: float, cpu: float, network: bool, slow: bool) -> list[str]:
+    """What a test's markers fail to say about it: a namespace made or removed without `network`;
+    over SLOW_LIMIT_S of wall time and SLOW_CPU_S of CPU without `slow`."""
+    wrong = []
+    if netns and not network:
+        wrong.append("created or removed a network namespace but is not marked `network`")
+    if seconds > SLOW_LIMIT_S and cpu > SLOW_CPU_S and not slow:
+        wrong.append(f"took {seconds:.0f} s ({cpu:.0f} s of CPU) but is not marked `slow`")
+    return wrong
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -379,18 +400,16 @@ def pytest_runtest_makereport(item, call):
     report = outcome.get_result()
     if call.when != "teardown" or _STARTED not in item.stash:
         return
-    before, started = item.stash[_STARTED]
+    before, started, cpu_before = item.stash[_STARTED]
     seconds, netns = time.monotonic() - started, _netns_watch().update() != before
+    cpu = _cpu_seconds() - cpu_before
     log = os.environ.get("COPYLAB_MARKER_LOG")
     if log:
         with open(log, "a") as handle:
             handle.write(f"{item.nodeid}\t{seconds:.2f}\t{int(netns)}\n")
         return
-    wrong = []
-    if netns and not item.get_closest_marker("network"):
-        wrong.append("created or removed a network namespace but is not marked `network`")
-    if seconds > SLOW_LIMIT_S and not item.get_closest_marker("slow"):
-        wrong.append(f"took {seconds:.0f} s but is not marked `slow`")
+    wrong = marker_problems(netns, seconds, cpu, network=item.get_closest_marker("network") is not None,
+                            slow=item.get_closest_marker("slow") is not None)
     if wrong and report.passed:
         report.outcome = "failed"
         report.longrepr = f"{item.nodeid}: " + "; ".join(wrong) + " (tests/conftest.py, markers)"

@@ -58,3 +58,17 @@ def test_the_analysis_package_says_what_each_of_its_modules_is():
     missing = [p.stem for p in (LIB / "analysis").glob("*.py")
                if p.stem != "__init__" and not re.search(rf"\b{p.stem}\b", doc)]
     assert not missing, f"analysis/__init__.py's docstring omits {missing}"
+
+
+def test_the_suites_markers_are_judged_by_what_a_test_did_not_by_a_loaded_clock():
+    """A test that made a namespace without `network` fails; one over the wall-time limit fails
+    without `slow` only when it also spent the CPU: a loaded machine stretches a quick test's wall
+    time, not its CPU time (the check is not a timing assertion)."""
+    from conftest import SLOW_CPU_S, SLOW_LIMIT_S, marker_problems
+
+    assert marker_problems(True, 1.0, 0.5, network=False, slow=False)[0].startswith("created or removed")
+    assert marker_problems(True, 1.0, 0.5, network=True, slow=False) == []
+    stretched = SLOW_LIMIT_S * 3
+    assert marker_problems(False, stretched, SLOW_CPU_S / 4, network=False, slow=False) == []  # a loaded host
+    assert "not marked `slow`" in marker_problems(False, stretched, SLOW_CPU_S * 2, network=False, slow=False)[0]
+    assert marker_problems(False, stretched, SLOW_CPU_S * 2, network=False, slow=True) == []
