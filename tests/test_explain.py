@@ -161,7 +161,7 @@ def test_a_bucket_cost_is_the_share_times_the_measured_points_cpu_not_the_profil
     """SYNTHETIC: the profiled run moved half the bytes of its point's passes on the same CPU time (profiled in
     another state), so its own CPU per byte is twice the point's. Every ns/B and µs per message of a bucket is
     its share of the busy samples times the MEASURED point's CPU per byte or per message (review H2)."""
-    from copylab.analysis.profiles import bucket_cost, outside_point
+    from copylab.analysis.profiles import apart_from_passes, bucket_cost
     run = ev.profile_row("a1", 65536, {"kernel_copy_from_user": 0.25, "idle": 0.0}, busy=(1.0, 0.9), messages=5_000)
     run["throughput_gbps"] = run["bytes"] * 8 / 1e9  # 2.6 Gbit/s in its 1 s window
     passes = ev.frame([ev.measured_row("a1", 65536, rep=r, gbps=g, busy=(1.0, 0.9)) for r, g in enumerate((8.0, 10.0))])
@@ -173,16 +173,17 @@ def test_a_bucket_cost_is_the_share_times_the_measured_points_cpu_not_the_profil
     assert bucket_cost(profiles, "srv", "kernel_copy_from_user", "message") == pytest.approx(0.25 * per_message)
     own = 0.25 * 1e9 / run["bytes"]  # the profiled run's own basis: what the old code gave
     assert bucket_cost(profiles, "srv", "kernel_copy_from_user") < own / 2
-    # the run lies below its point's range (8-10 Gbit/s): flagged with its ratio to the passes' mean
-    out = outside_point(profiles)
+    # the run lies far below its passes (8-10 Gbit/s): flagged with its ratio to the passes' mean
+    out = apart_from_passes(profiles, 0.10)
     assert len(out) == 1 and out["ratio"].iloc[0] == pytest.approx(run["throughput_gbps"] / 9.0)
     # a run without measured passes gets no cost at all, never its own basis
     assert math.isnan(bucket_cost(ev.with_passes([run], passes.iloc[0:0]), "srv", "kernel_copy_from_user"))
 
 
 def test_the_profile_section_sets_each_profiled_run_against_its_points_passes():
-    """SYNTHETIC: one profiled run inside its point's range, one outside; the profile section prints both
-    against their pass ranges and flags the one outside with where its shares are used."""
+    """SYNTHETIC: two profiled runs at their passes' mean, one at half their lowest; the profile section prints
+    each against its pass range and flags the one beyond the equivalence margin with where its shares are used,
+    by the rule the sentences follow (profiles.apart_from_passes)."""
     from copylab.analysis.study import study as build_study
     from copylab.analysis.text import profile
     grid = ev.throughput_grid({"a2": {}, "a3": {}}, passes=3, sizes=(65536,), threads=(1,))
@@ -199,8 +200,8 @@ def test_the_profile_section_sets_each_profiled_run_against_its_points_passes():
              if line.startswith("| A")}
     a3_line, a1_line = lines["A3 64 KiB"], lines["A1 64 KiB"]
     assert f"| {fmt_num(rows[2]['throughput_gbps'])} | {fmt_num(a3.min())}–{fmt_num(a3.max())} |" in a3_line
-    assert "1 run of 3 lie outside" in text and "(1 slower)" in text
-    assert "| outside |" in a3_line and "this section |" in a3_line and "| within |" in a1_line
+    assert "1 run of 3 lie beyond it" in text and "(1 slower)" in text and "margin (±10%)" in text
+    assert "| another state |" in a3_line and "this section |" in a3_line and "| as its passes |" in a1_line
 
 
 @pytest.mark.parametrize("at_64k, follows", [(0.2, True), (0.1, False)])

@@ -120,16 +120,6 @@ def point_cpu(passes: pd.DataFrame, side: str, per: str = "byte", mode=None) -> 
     return float(values.mean()) if len(values) else math.nan
 
 
-def outside_point(profiles: pd.DataFrame) -> pd.DataFrame:
-    """The profiled runs whose throughput lies outside their point's measured pass range (with_points),
-    with ratio = their throughput over the passes' mean."""
-    if POINT_LOW not in profiles or profiles.empty:
-        return profiles.iloc[0:0].assign(ratio=[])
-    gbps = profiles["throughput_gbps"].astype(float)
-    out = profiles[(gbps < profiles[POINT_LOW]) | (gbps > profiles[POINT_HIGH])]
-    return out.assign(ratio=out["throughput_gbps"].astype(float) / out[POINT_MEAN])
-
-
 def apart_from_passes(rows: pd.DataFrame, margin: float) -> pd.DataFrame:
     """The profiled runs among rows (with_points) whose throughput over their point's passes' mean lies outside
     the equivalence margin (below 1/(1+margin) or above 1+margin), with that ratio: a run that far from its passes

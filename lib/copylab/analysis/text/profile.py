@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ...fmt import fmt_num, fmt_size, markdown_table, md_escape, plural
-from ..profiles import POINT_HIGH, POINT_LOW, POINT_MEAN, POINT_PASSES, outside_point, profile_finding
+from ..profiles import POINT_HIGH, POINT_LOW, POINT_MEAN, POINT_PASSES, apart_from_passes, profile_finding
 from ..explain import bound_sentences
 from ..roles import BASE, ONE_COPY, ZERO_COPY, name
 
@@ -103,14 +103,16 @@ def used_in(study, impl: str, size: int) -> list[str]:
 
 def points_text(study) -> str:
     """Each profiled run's throughput against its point's measured passes (profiles.with_points), as a
-    table: a run outside their range was taken in another state (profiling overhead, or one the passes
-    did not meet), flagged as runs taken apart are, with where its shares are still used. Markdown."""
+    table: a run off their mean by more than the equivalence margin was taken in another state
+    (profiling overhead, or one the passes did not meet), flagged by the rule the sentences that use its
+    shares follow (profiles.apart_from_passes), with where its shares are still used. Markdown."""
     rows = study.profiles
     if POINT_PASSES not in rows or rows.empty:
         return ""
     rows = rows.sort_values(["impl", "msg_size", "threads"])
-    out = outside_point(rows)
+    out = apart_from_passes(rows, study.margin)
     outside = set(out.index)
+    margin = f"±{100 * study.margin:.0f}%"
     table = pd.DataFrame([{
         "path": name(r["impl"]), "size": fmt_size(int(r["msg_size"])), "threads": str(int(r["threads"])),
         "profiled run (Gbit/s)": float(r["throughput_gbps"]),
@@ -118,15 +120,16 @@ def points_text(study) -> str:
                             else "no passes"),
         "× passes' mean": float(r["throughput_gbps"]) / float(r[POINT_MEAN]) if r[POINT_PASSES] == r[POINT_PASSES]
         else float("nan"),
-        "state": "outside" if i in outside else "within",
+        "state": "another state" if i in outside else "as its passes",
         "shares used in": ", ".join(used_in(study, r["impl"], int(r["msg_size"]))) or "not cited"}
         for i, r in rows.iterrows()])
-    head = "Each profiled run's throughput against its point's measured passes (the lowest and highest pass)."
+    head = (f"Each profiled run's throughput against its point's measured passes (the lowest and highest pass); "
+            f"a run off their mean by more than the equivalence margin ({margin}) was in another state.")
     if out.empty:
-        return md_escape(head + " Every profiled run lies within its point's range.") + "\n\n" + markdown_table(table)
+        return md_escape(head + " Every profiled run lies within the margin.") + "\n\n" + markdown_table(table)
     slower = int((out["ratio"] < 1).sum())
     cited = sum(1 for _, r in out.iterrows() if used_in(study, r["impl"], int(r["msg_size"])))
-    tail = (f"{plural(len(out), 'run')} of {len(rows)} lie outside their point's range ({slower} slower), so they "
+    tail = (f"{plural(len(out), 'run')} of {len(rows)} lie beyond it ({slower} slower), so they "
             f"were profiled in another state than the measured passes (the profiler's overhead, or a state the "
             f"passes did not meet); the shares of {cited} of them are cited, as the best evidence there is, "
             "assuming they carry over to the measured state. Their costs per byte and per message are on the "
