@@ -211,3 +211,28 @@ def test_the_report_says_a_window_of_rounds_and_the_window_the_rule_set():
     assert "0.800 s in throughput mode, split over 2 rounds of 0.400 s" in text
     assert "per run, summed over its rounds" in text
     assert "0.250 s in latency mode (median" in text
+
+
+def test_a_new_sweep_takes_the_calibrations_choice_and_an_old_folder_keeps_one_round(monkeypatch, tmp_path):
+    grid = parse_grid({"name": "g", "impls": ["a1"], "modes": ["throughput", "latency"], "msg_sizes": [64],
+                       "threads": [1], "rounds": "auto", "profile": False})
+    recorded, said = {}, []
+    meta = SimpleNamespace(update=lambda **fields: recorded.update(fields))
+
+    def sweep(skipped: int):
+        specs = {s.point_id(): s for s in grid.points("netns")}
+        return SimpleNamespace(grid=grid, topology="netns", specs=specs, rows={}, force=False, skipped=skipped,
+                               missing_peers={}, meta=meta, log=said.append, recorded_rounds=None,
+                               rounds_calibration=[{"point": "p", "round_gbps": [1.0, 1.1]}])
+
+    monkeypatch.setattr(sweep_rounds, "calibrate", lambda s: rounds.Choice(2, 0.8, "2 rounds of 0.40 s per pass"))
+    old = sweep(skipped=3)
+    assert sweep_rounds.resolve(old, ["x"]) == ["x"] and old.grid.rounds == "auto"
+    assert recorded["rounds"]["rounds"] == 1 and "before any choice" in recorded["rounds"]["why"]
+    new = sweep(skipped=0)
+    queue = sweep_rounds.resolve(new, [])
+    assert {new.specs[p].rounds for p in queue if new.specs[p].mode == "throughput"} == {2}
+    assert {new.specs[p].duration_s for p in queue if new.specs[p].mode == "throughput"} == {0.8}
+    assert {new.specs[p].rounds for p in queue if new.specs[p].mode == "latency"} == {1}
+    assert recorded["rounds"]["calibration"] == [{"point": "p", "round_gbps": [1.0, 1.1]}]
+    assert said == ["rounds: 2 rounds of 0.40 s per pass"]

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from . import cachelevels, contract, userfiles, yamlsafe
 from .errors import CopylabError
+from .fmt import plural
 from .hosts import SshSettings, is_destination
 from .paths import PROJECT_ROOT
 from .memory import point_memory
@@ -399,7 +400,7 @@ class Grid:
                                       "netns", self.working_set.index(ws))
                     need = point_memory(impl, size, threads, ws, spec.ring_memory)
                     if need > best[0]:
-                        where = f"{impl}, {threads} threads x {size} B messages" + (
+                        where = f"{impl}, {plural(threads, 'thread')} x {size} B messages" + (
                             f", working set {level or ws} = {ws} B" if self.varies_working_set or level else "")
                         best = (need, where)
         return best

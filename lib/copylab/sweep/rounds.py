@@ -7,6 +7,7 @@ its folder records, so its points stay the same points.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import replace
 
@@ -51,11 +52,17 @@ def calibrate(sweep) -> Choice:
     from ..topology import open_topology
 
     grid, started = sweep.grid, time.monotonic()
-    runs = []
-    with open_topology(sweep.topology, grid.ssh) as topo:
+    runs, sweep.rounds_calibration = [], []
+    # topology ssh: the hosts the session connected (a second connection would take their addresses again)
+    scope = contextlib.nullcontext(sweep.remote) if sweep.remote is not None else open_topology(sweep.topology, grid.ssh)
+    with scope as topo:
         for spec in calibration_specs(grid, sweep.topology):
             row, raw = run_point(spec, sweep.plan, topo)
             run = calibration_run(raw) if row.get("status") == "ok" else None
+            sweep.rounds_calibration.append({
+                "point": spec.point_id(), "status": row.get("status"), "error": row.get("error") or "",
+                "round_gbps": [round(sum(r) / len(r), 3) for r in run["rounds"] if r] if run else [],
+                "round_gap_s": run["gaps"] if run else []})
             if run:
                 runs.append(run)
     found = components(runs)
@@ -115,7 +122,7 @@ def resolve(sweep, queue: list[str]) -> list[str]:
                                                             "measured before any choice was recorded").to_dict())
         return queue
     choice = calibrate(sweep)
-    sweep.meta.update(rounds=choice.to_dict())
+    sweep.meta.update(rounds={**choice.to_dict(), "calibration": sweep.rounds_calibration})
     sweep.log(f"rounds: {choice.why}")
     _apply(sweep, choice.rounds, choice.duration_s)
     sweep.specs = {pid: s for pid, s in sweep.specs.items() if s.impl not in sweep.missing_peers}
