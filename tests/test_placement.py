@@ -174,7 +174,7 @@ def test_an_unpinned_point_is_measured_once_with_why_it_was_not_probed():
 
 def test_measure_points_keeps_the_set_aside_run_under_apart(monkeypatch, tmp_path):
     trips = [50.0, 300.0, 50.0, 52.0]
-    monkeypatch.setattr(experiment, "CpuDistance", lambda history, allowance: ScriptedDistance(trips))
+    monkeypatch.setattr(experiment, "CpuDistance", lambda history, allowance, futile_waits=0: ScriptedDistance(trips))
     monkeypatch.setattr(experiment, "probe_topology", lambda topo: None)
     calls = []
 
@@ -272,7 +272,7 @@ def test_the_grid_key_placement_is_on_by_default_and_can_be_turned_off():
 
 
 def test_measure_points_with_placement_off_probes_nothing(monkeypatch, tmp_path):
-    monkeypatch.setattr(experiment, "CpuDistance", lambda history, allowance: ScriptedDistance([]))  # a probe would fail
+    monkeypatch.setattr(experiment, "CpuDistance", lambda history, allowance, futile_waits=0: ScriptedDistance([]))  # a probe would fail
     monkeypatch.setattr(experiment, "probe_topology", lambda topo: None)
 
     def fake_run_point(spec, plan, topo, workdir=None, profile_dir=None):
@@ -429,9 +429,12 @@ def _simulated_sweep(monkeypatch, apart_at, points=300, run_s=1.2):
     monkeypatch.setattr(placement, "time", clock)
     history = _host("second VM", 60)
     spent = kept_apart = near_set_aside = 0
+    last_apart = False
     for first in range(0, points, 20):
         allowance = max(placement.SHARE_OF_SWEEP * (clock.now + 20 * run_s) - spent, 0.0)
         distance = _SimulatedHost(clock, apart_at, history, allowance)
+        # as the sweep passes it (placing.group_params): a group after a run kept apart starts in the stretch
+        distance.futile_waits = placement.FUTILE_WAITS if last_apart else 0
         for _ in range(20):
             truth = []
 
@@ -441,6 +444,7 @@ def _simulated_sweep(monkeypatch, apart_at, points=300, run_s=1.2):
                 truth.append(start_far or apart_at(clock.now))
                 return {"status": "ok"}, {}
             attempts = placed(distance, (0, 1), "", run)
+            last_apart = attempts[-1][1]["cpus_apart"] == "True"
             kept_apart += truth[-1]
             near_set_aside += sum(not far for far in truth[:-1])
             spent += attempts[-1][1]["placement_s"]
@@ -523,3 +527,85 @@ def test_re_measuring_stops_only_once_apart_runs_are_decided_equivalent():
     assert wide["differs"] is None, "an interval containing 1 is not a decided 'no difference'"
     assert apart_effect(slower)["differs"] is True and apart_effect(slower)["high"] < 1
     assert apart_effect(tight, margin=0.001)["differs"] is True, "beyond a margin that small, 0.99x counts"
+
+
+def test_a_stretch_that_outlasts_waiting_stops_the_waits_until_the_cpus_come_together(monkeypatch):
+    """Apart for the first 100 s of simulated time: FUTILE_WAITS whole waits in a row end apart, then
+    runs are kept as they come (flagged) with no wait and no retry; once a probe finds the CPUs near,
+    waiting is worth it again."""
+    clock = _Clock()
+    monkeypatch.setattr(placement, "time", clock)
+    distance = _SimulatedHost(clock, lambda t: t < 100, _host("second VM"))
+
+    def run():
+        clock.sleep(1.2)
+        return {"status": "ok"}, {}
+    first = placed(distance, (0, 1), "", run)
+    assert distance.in_long_stretch and len(first) <= placement.FUTILE_WAITS + 1
+    waits_before = clock.now
+    later = [placed(distance, (0, 1), "", run) for _ in range(20)]
+    assert all(len(a) == 1 and a[-1][1]["cpus_apart"] == "True" and a[-1][1]["placement_wait_s"] == 0.0
+               for a in later)
+    assert clock.now - waits_before == pytest.approx(20 * 1.2)  # no second spent waiting in the stretch
+    clock.now = 150.0  # the stretch is over: the next run is taken near, and a wait is allowed again
+    near = placed(distance, (0, 1), "", run)
+    assert near[-1][1]["cpus_apart"] == "False" and not distance.in_long_stretch and distance.affordable
+
+
+@pytest.mark.parametrize("name, apart_at", [
+    ("long stretches, a third of the time (as on 2026-11-26 09:47)", lambda t: (t % 300) >= 200),
+    ("one long stretch at the start", lambda t: t < 150),
+])
+def test_long_stretches_cost_little_and_their_runs_are_taken_again_once_near(monkeypatch, name, apart_at):
+    """Stretches apart that outlast any wait: placement stops spending within them (far below its
+    quarter), and the runs kept meanwhile, measured again after the base passes in a near stretch
+    (the sweep's retake), come back near."""
+    spent, total, kept_apart, near_set_aside = _simulated_sweep(monkeypatch, apart_at)
+    assert not apart_at(total)  # both hosts are near when the base passes end
+    assert spent <= 0.06 * total, f"{name}: placement took {spent:.0f} of {total:.0f} s"
+    assert near_set_aside == 0 and kept_apart > 0
+    clock = placement.time  # the retake starts where the base passes ended (here in a near stretch)
+    distance = _SimulatedHost(clock, apart_at, _host("second VM"))
+    retaken = [placed(distance, (0, 1), "", lambda: (clock.sleep(1.2), ({"status": "ok"}, {}))[1])
+               for _ in range(kept_apart)]
+    assert sum(a[-1][1]["cpus_apart"] == "True" for a in retaken) == 0
+
+
+def test_a_run_kept_apart_is_set_aside_and_its_retake_counts_it(monkeypatch, tmp_path):
+    """The sweep's retake: the kept run moves to runs/apart/ under the next free number, the new run
+    counts it (and the runs set aside before it) among its point's runs set aside, and its whole
+    wall time is placement's, none of it measured."""
+    from types import SimpleNamespace
+
+    from copylab.pointspec import PointSpec
+    from copylab.sweep import accounting
+    from copylab.sweep.retake import retaken, set_aside
+    from copylab.sweep.records import record_path
+
+    runs = tmp_path / "runs"
+    (runs / "apart").mkdir(parents=True)
+    (runs / "apart" / "p.0.json").write_text("{}")  # set aside at once, earlier
+    record_path(runs, "p").write_text('{"row": {"placement_retries": 1}}')
+    assert set_aside(runs, "p") == runs / "apart" / "p.1.json" and not record_path(runs, "p").exists()
+    kept = {"status": "ok", "placement_retries": 1, "cpus_apart": "True"}
+    logged = []
+    sweep = SimpleNamespace(runs=runs, log=logged.append, placing=SimpleNamespace(
+        retaking={"p": {"row": kept, "moved": runs / "apart" / "p.1.json"}}))
+    # a re-take that failed gives the kept run its place back
+    assert retaken(sweep, "p", {"status": "failed", "error": "boom"}) is kept
+    assert record_path(runs, "p").read_text() == '{"row": {"placement_retries": 1}}' and "boom" in logged[0]
+    set_aside(runs, "p")
+    record_path(runs, "p").write_text('{"row": {"placement_retries": 0}}')  # the re-take's own record
+    row = retaken(sweep, "p", {"status": "ok", "placement_retries": 0})
+    assert row["placement_retries"] == 2 and json.loads(record_path(runs, "p").read_text())["row"] == row
+    clock = _Clock()
+    monkeypatch.setattr(accounting, "time", clock)
+    book = accounting.Accounting()
+    book.start(0.0)
+    spec = PointSpec(impl="a1", mode="throughput", msg_size=64, threads=1)
+    clock.sleep(1.5)
+    book.point(spec, {"warmup_s": 0.1, "duration_s": 1.0, "placement_s": 0.0})
+    clock.sleep(2.0)
+    book.point(spec, {"warmup_s": 0.1, "duration_s": 1.0, "placement_s": 0.0}, retake=True)
+    study = book.summary()["by_kind"]["study"]
+    assert (study["points"], study["measured_s"], study["wall_s"], study["placement_s"]) == (2, 1.1, 3.5, 2.0)

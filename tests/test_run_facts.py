@@ -125,3 +125,14 @@ def test_the_spread_between_connections_is_read_through_the_rounds_that_averaged
     assert "this run's own spread calls for 1 round of 1.00 s" in how_this_run_went(run_facts(pd.DataFrame(calm), meta))
     assert window_choice(pd.DataFrame(calm), {})["best_rounds"] is None, "no calibration: no round cost to weigh"
     assert window_choice(pd.DataFrame(calm).drop(columns="interval_cv"), meta)["per_connection_cv"] is None
+
+
+def test_the_runs_kept_apart_and_measured_again_are_said_with_how_many_the_budget_held():
+    meta = {"placement": {"why": "two modes", "retaken": {"kept_apart": 98, "measured_again": 61}}}
+    text = how_this_run_went(run_facts(_rows(), meta))
+    assert "After the base passes, 61 of the 98 runs kept while the CPUs were apart" in text
+    assert "as many as the budget held" in text
+    meta["placement"]["retaken"] = {"kept_apart": 3, "measured_again": 3}
+    assert "as many as the budget held" not in how_this_run_went(run_facts(_rows(), meta))
+    meta["placement"]["retaken"] = {"kept_apart": "many"}  # a hostile meta.json says nothing, raises nothing
+    assert "After the base passes" not in how_this_run_went(run_facts(_rows(), meta))

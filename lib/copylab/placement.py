@@ -20,9 +20,12 @@ together) and just after they stop; a run with either probe above the line is se
 kept, never in the statistics) and measured again, at most RETRIES times, while the placement
 allowance lasts: the sweep gives placement at most SHARE_OF_SWEEP of its time (waits and runs
 measured again), so a host that is apart most of the time costs a bounded share, never a doubled
-sweep. The rule reads a covariate the implementations cannot influence, the same way for every
-program, before the run's result is known, so it cannot favour one; a point still apart after its
-retries, or once the allowance is spent, keeps its flagged run.
+sweep. Where the host's stretches outlast waiting (FUTILE_WAITS whole waits in a row ended apart:
+on the development VM they lasted from a few seconds to over two minutes) no more is spent until a
+probe finds the CPUs near; the runs kept meanwhile are measured again after the base passes, while
+the budget lasts (sweep/placing.py). The rule reads a covariate the implementations cannot
+influence, the same way for every program, before the run's result is known, so it cannot favour
+one; a point still apart after its retries, or once the allowance is spent, keeps its flagged run.
 """
 
 from __future__ import annotations
@@ -56,6 +59,11 @@ WAIT_S = 2.0          # before a run: how long to wait for the CPUs to come toge
                       # stretches on the development VM ended within 2 s)
 WAIT_STEP_S = 0.1
 RETRIES = 2           # a run taken apart is measured again at most this often
+# waits that ended apart, one after another, before the stretch is taken as longer than waiting
+# can outlast: as many as one point may spend (before its run and each retry). Then no more waits
+# or runs measured again until a probe finds the CPUs near (the sweep measures the runs kept
+# meanwhile again after its base passes: sweep/placing.py, retake)
+FUTILE_WAITS = RETRIES + 1
 
 
 @dataclass(frozen=True)
@@ -142,12 +150,14 @@ class CpuDistance:
     """One cpuprobe per CPU pair, kept running for a group of points (a probe costs PROBE_MS), and
     the rule learned from every round trip seen (history: the sweep's earlier probes). allowance_s:
     the seconds placement may still spend (waits, runs measured again) before runs are kept as
-    they come."""
+    they come; futile_waits: whole waits in a row that ended apart so far (FUTILE_WAITS)."""
 
-    def __init__(self, history=(), allowance_s: float = math.inf):
+    def __init__(self, history=(), allowance_s: float = math.inf, futile_waits: int = 0):
         self.history: list[float] = [float(v) for v in history][-HISTORY:]
         self.allowance_s = allowance_s
         self.spent_s = 0.0
+        # waits in a row that ended with the CPUs still apart (a group may start inside a stretch)
+        self.futile_waits = futile_waits
         self._modes: Modes | None = None
         self._probes: dict[tuple[int, int], subprocess.Popen] = {}
 
@@ -221,8 +231,13 @@ class CpuDistance:
 
     @property
     def affordable(self) -> bool:
-        """May placement still spend time (wait, measure again)?"""
-        return self.spent_s < self.allowance_s
+        """May placement still spend time (wait, measure again)? Not in a stretch that outlasted
+        FUTILE_WAITS waits: there, waiting and measuring again buy nothing until it ends."""
+        return self.spent_s < self.allowance_s and not self.in_long_stretch
+
+    @property
+    def in_long_stretch(self) -> bool:
+        return self.futile_waits >= FUTILE_WAITS
 
     def wait_near(self, cpus: tuple[int, int], wait_s: float | None = None) -> tuple[float, float]:
         """Probe until the CPUs are near, wait_s (default WAIT_S) has passed or the allowance is
@@ -236,7 +251,14 @@ class CpuDistance:
             value = self.probe(cpus)
         waited = time.monotonic() - started
         self.spent_s += waited
+        if self.apart(value) and waited >= wait_s > 0:  # a whole wait, and still apart
+            self.futile_waits += 1
         return value, waited
+
+    def seen(self, *round_trips: float) -> None:
+        """Probes placed() took: a near one ends the stretch (waiting is worth it again)."""
+        if any(not self.apart(v) for v in round_trips):
+            self.futile_waits = 0
 
 
 OFF = "not probed: placement off (grid key placement, copylab run --no-placement)"
@@ -291,6 +313,7 @@ def placed(distance: CpuDistance, cpus: tuple[int, int] | None, reason: str, mea
             after = distance.probe(cpus)
         except CopylabError as exc:
             return done(result, placement_columns(None, len(attempts), f"not probed after the run: {exc}"), run_s)
+        distance.seen(before, after)
         where = Placement(before, after, distance.apart(before) or distance.apart(after), waited,
                           distance.modes.line_ns)
         columns = placement_columns(where, len(attempts))

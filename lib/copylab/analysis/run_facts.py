@@ -144,6 +144,8 @@ def run_facts(df: pd.DataFrame, meta: dict, profiles: pd.DataFrame | None = None
         "placement_why": placed.get("why") if isinstance(placed.get("why"), str) else None,
         "placement_line_ns": _number(placed.get("line_ns")),
         "apart_effect": _dict(placed.get("apart_effect")),
+        "retaken": {k: int(v) for k, v in _dict(placed.get("retaken")).items()
+                    if k in ("kept_apart", "measured_again") and _number(v) is not None},
         # the measured runs' and the profiled runs': the engine pairs both with their kept runs; the two counts
         # said apart, as the system configuration counts the measured ones only (review-fresh4 G5)
         "runs_set_aside": int(sum(_numeric(t, "placement_retries").fillna(0).sum()

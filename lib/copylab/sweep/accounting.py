@@ -43,14 +43,19 @@ class Accounting:
         self.setup_s = setup_s
         self._last = time.monotonic()
 
-    def point(self, spec, row: dict) -> None:
+    def point(self, spec, row: dict, retake: bool = False) -> None:
+        """retake: a run kept while the CPUs were apart, measured again after the base passes
+        (sweep/placing.py): its whole wall time is placement's, none of it measured."""
         now = time.monotonic()
         wall = now - (self._last if self._last is not None else now)
         self._last = now
         entry = self.by_kind.setdefault(kind_of(spec), [0, 0.0, 0.0, 0.0])
         entry[0] += 1
-        entry[1] += measured_seconds(spec, row)
         entry[2] += wall
+        if retake:
+            entry[3] += wall
+            return
+        entry[1] += measured_seconds(spec, row)
         placement = row.get("placement_s")
         entry[3] += placement if isinstance(placement, (int, float)) and math.isfinite(placement) else 0.0
 

@@ -40,6 +40,7 @@ from ..topology import Topology, check_congestion_usable, choose_topology, open_
 from . import budget as budgeting
 from . import estimate as est
 from . import folder
+from . import retake as retaking
 from . import rounds
 from .accounting import Accounting, measured_seconds
 from .groups import FIRST_GROUP_SECONDS, GROUP_SECONDS, run_group, take_group
@@ -210,11 +211,15 @@ class Sweep:
 
     def point_done(self, spec: PointSpec, row: dict) -> None:
         pid = spec.point_id()
+        retake = self.placing is not None and pid in self.placing.retaking
+        if retake:
+            row = retaking.retaken(self, pid, row)
         self.rows[pid] = row
         self.measured += 1
-        self.point_seconds += measured_seconds(spec, row)
-        self.clock.point(spec)
-        self.accounting.point(spec, row)
+        if not retake:  # a run measured again is placement's cost, not measuring nor the harness's pace
+            self.point_seconds += measured_seconds(spec, row)
+            self.clock.point(spec)
+        self.accounting.point(spec, row, retake=retake)
         ok = row.get("status") == "ok"
         self.failed += not ok
         with open(self.out / "sweep.log", "a") as log:
@@ -267,6 +272,7 @@ def session(sweep: Sweep, stack: contextlib.ExitStack, started: float) -> None:
     profiled = [pid for pid in queue if sweep.specs[pid].profile]
     sweep.clock.reserve_s = budgeting.pass_seconds([sweep.specs[p] for p in profiled])
     sweep.measure([pid for pid in queue if not sweep.specs[pid].profile])
+    retaking.retake(sweep)  # the runs kept while the CPUs were apart, now that the stretches have passed
     budgeting.spend(sweep)
     sweep.clock.reserve_s = 0.0
     sweep.measure(profiled)

@@ -60,6 +60,8 @@ class SweepPlacement:
         self.starved = False  # the budget had no room for placement (said once)
         self.pairs: list[tuple[float, float]] = []  # (set-aside, kept) speeds of one point
         self.effect = apart_effect([])  # do runs taken apart measure differently here?
+        self.retaking: dict[str, dict] = {}  # point id -> the row kept apart it replaces (retake)
+        self.retakes: dict | None = None  # how many runs kept apart there were, and measured again
 
     @property
     def active(self) -> bool:
@@ -102,7 +104,15 @@ class SweepPlacement:
                 self.starved = True
                 self.sweep.log("placement: no more waits or re-measurements: the points still to measure need "
                                "the rest of the budget")
-        return {"history": self.history[-rule.HISTORY:], "allowance_s": round(allowance, 2)}
+        return {"history": self.history[-rule.HISTORY:], "allowance_s": round(allowance, 2),
+                "futile_waits": self._stretch_goes_on()}
+
+    def _stretch_goes_on(self) -> int:
+        """rule.FUTILE_WAITS when the last run measured was kept while the CPUs were apart: the next
+        group starts as if inside a stretch longer than waiting (no wait, no run measured again), which
+        its first probe ends at no cost if the CPUs have come together since; else 0."""
+        last = next(reversed(self.sweep.rows.values()), None) if self.sweep.rows else None
+        return rule.FUTILE_WAITS if last is not None and str(last.get("cpus_apart")) == "True" else 0
 
     def learned(self, point_ids) -> None:
         """After a group: its probes (kept runs and runs set aside) join the history, and its set-aside
@@ -125,6 +135,7 @@ class SweepPlacement:
         self.sweep.meta.update(placement={
             **modes.to_dict(), "cpus": list(self.cpus) if self.cpus else None, "note": self.reason,
             "calibration": self.calibration, "mode_ratio": rule.MODE_RATIO, "apart_effect": self.effect,
+            "retaken": self.retakes, "futile_waits": rule.FUTILE_WAITS,
             "share_of_sweep": rule.SHARE_OF_SWEEP, "retries": rule.RETRIES, "wait_s": rule.WAIT_S})
 
     def _pairs(self, aside: list[tuple[str, dict]]) -> list[tuple[float, float]]:
