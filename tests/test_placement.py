@@ -609,3 +609,41 @@ def test_a_run_kept_apart_is_set_aside_and_its_retake_counts_it(monkeypatch, tmp
     book.point(spec, {"warmup_s": 0.1, "duration_s": 1.0, "placement_s": 0.0}, retake=True)
     study = book.summary()["by_kind"]["study"]
     assert (study["points"], study["measured_s"], study["wall_s"], study["placement_s"]) == (2, 1.1, 3.5, 2.0)
+
+
+def test_the_retake_measures_again_the_runs_kept_apart_that_the_budget_holds(tmp_path):
+    from types import SimpleNamespace
+
+    from copylab.pointspec import PointSpec
+    from copylab.sweep import estimate
+    from copylab.sweep.records import record_path
+    from copylab.sweep.retake import retake
+
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    specs, rows = {}, {}
+    for k, apart in enumerate(["True", "False", "True", "True", ""]):
+        spec = PointSpec(impl="a1", mode="throughput", msg_size=64 << k, threads=1)
+        specs[spec.point_id()] = spec
+        rows[spec.point_id()] = {"status": "ok", "cpus_apart": apart, "placement_retries": 0}
+        record_path(runs, spec.point_id()).write_text("{}")
+    one = estimate.point_seconds(next(iter(specs.values())))
+    measured, logged, recorded = [], [], []
+    placing = SimpleNamespace(active=True, effect={"differs": True}, retaking={}, retakes=None,
+                              record=lambda: recorded.append(dict(placing.retakes)))
+    sweep = SimpleNamespace(
+        placing=placing, rows=rows, specs=specs, runs=runs, log=logged.append, bar=SimpleNamespace(total=5),
+        accounting=None, measure=lambda pids: measured.append((list(pids), dict(placing.retaking))),
+        clock=SimpleNamespace(left=lambda: 2.5 * one, pace=lambda accounting: 1.0, reserve_s=0.0))
+    retake(sweep)
+    apart = [pid for pid, row in rows.items() if row["cpus_apart"] == "True"]
+    (pids, during), = measured
+    assert pids == apart[:2], "the first two of the three runs kept apart fit in the budget left"
+    assert set(during) == set(pids) and placing.retaking == {}
+    assert recorded == [{"kept_apart": 3, "measured_again": 2}] and sweep.bar.total == 7
+    assert sorted(p.name for p in (runs / "apart").iterdir()) == sorted(f"{pid}.0.json" for pid in pids)
+    assert "2 of the 3 runs kept while the CPUs were apart" in logged[0]
+    placing.effect["differs"] = False  # runs taken apart measure the same here: nothing to take again
+    measured.clear()
+    retake(sweep)
+    assert measured == []
