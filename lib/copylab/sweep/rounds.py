@@ -11,7 +11,7 @@ import contextlib
 import time
 from dataclasses import replace
 
-from ..contract import ROUNDS_RANGE
+from ..contract import DURATION_RANGE, ROUNDS_RANGE
 from ..rounds import Choice, choose, components
 
 CALIBRATION_ROUNDS = 6
@@ -97,8 +97,9 @@ def settle(sweep) -> None:
     if sweep.grid.rounds != "auto" or not isinstance(earlier, dict):
         return
     k, duration = earlier.get("rounds"), earlier.get("duration_s")
+    # the rule holds a pass's cost, so the window it sets is never longer than the grid's
     if isinstance(k, int) and not isinstance(k, bool) and ROUNDS_RANGE[0] <= k <= ROUNDS_RANGE[1] and \
-            isinstance(duration, (int, float)) and k * 0.1 <= duration <= sweep.grid.duration_s + 1:
+            isinstance(duration, (int, float)) and k * DURATION_RANGE[0] <= duration <= sweep.grid.duration_s + 1e-9:
         sweep.recorded_rounds = earlier
         _apply(sweep, k, float(duration))
 
