@@ -215,8 +215,8 @@ class Sweep:
         if retake:
             row = retaking.retaken(self, pid, row)
         self.rows[pid] = row
-        self.measured += 1
-        if not retake:  # a run measured again is placement's cost, not measuring nor the harness's pace
+        if not retake:  # a run measured again is placement's cost, not a point more, nor the harness's pace
+            self.measured += 1
             self.point_seconds += measured_seconds(spec, row)
             self.clock.point(spec)
         self.accounting.point(spec, row, retake=retake)

@@ -84,10 +84,12 @@ def _placement(facts: dict) -> str:
         text += " No run was set aside."
     retaken = facts.get("retaken") or {}
     if retaken.get("kept_apart"):
-        text += (f" After the base passes, {retaken['measured_again']} of the {plural(retaken['kept_apart'], 'run')} "
-                 "kept while the CPUs were apart (a stretch that outlasted waiting, or the allowance spent) "
-                 "were measured again, their time counted as placement's")
-        text += "." if retaken["measured_again"] == retaken["kept_apart"] else ", as many as the budget held."
+        kept, again = retaken["kept_apart"], retaken["measured_again"]
+        which = f"the {plural(kept, 'run')}" if again == kept else f"{again} of the {plural(kept, 'run')}"
+        text += (f" After the base passes, {which} kept while the CPUs were apart (a stretch that outlasted "
+                 f"waiting, or the allowance spent) {'was' if again == 1 else 'were'} measured again, their time "
+                 "counted as placement's")
+        text += "." if again == kept else ", as many as the budget held."
     if facts["kept_apart"]:
         text += f" {plural(facts['kept_apart'], 'run')} kept while apart (flagged `cpus_apart`)"
         if facts["kept_apart_ratio"] is not None:
