@@ -572,32 +572,39 @@ def test_long_stretches_cost_little_and_their_runs_are_taken_again_once_near(mon
 
 
 def test_a_run_kept_apart_is_set_aside_and_its_retake_counts_it(monkeypatch, tmp_path):
-    """The sweep's retake: the kept run moves to runs/apart/ under the next free number, the new run
-    counts it (and the runs set aside before it) among its point's runs set aside, and its whole
-    wall time is placement's, none of it measured."""
+    """The sweep's retake: the kept run waits as a pending copy under runs/apart/ (the next free number,
+    never a name the runs set aside at once take); once the new run lands it becomes a run set aside and
+    the new run counts it (and the runs set aside before it); a re-take that failed gives the kept run
+    its place back. The new run's whole wall time is placement's, none of it measured."""
     from types import SimpleNamespace
 
+    from copylab.experiment import PENDING, apart_path
     from copylab.pointspec import PointSpec
     from copylab.sweep import accounting
-    from copylab.sweep.retake import retaken, set_aside
     from copylab.sweep.records import record_path
+    from copylab.sweep.retake import retaken
 
     runs = tmp_path / "runs"
     (runs / "apart").mkdir(parents=True)
     (runs / "apart" / "p.0.json").write_text("{}")  # set aside at once, earlier
-    record_path(runs, "p").write_text('{"row": {"placement_retries": 1}}')
-    assert set_aside(runs, "p") == runs / "apart" / "p.1.json" and not record_path(runs, "p").exists()
+    kept_record = '{"row": {"placement_retries": 1}}'
     kept = {"status": "ok", "placement_retries": 1, "cpus_apart": "True"}
     logged = []
-    sweep = SimpleNamespace(runs=runs, log=logged.append, placing=SimpleNamespace(
-        retaking={"p": {"row": kept, "moved": runs / "apart" / "p.1.json"}}))
-    # a re-take that failed gives the kept run its place back
-    assert retaken(sweep, "p", {"status": "failed", "error": "boom"}) is kept
-    assert record_path(runs, "p").read_text() == '{"row": {"placement_retries": 1}}' and "boom" in logged[0]
-    set_aside(runs, "p")
+
+    def retaking():
+        pending = apart_path(runs / "apart", "p").with_suffix(".json" + PENDING)
+        pending.write_text(kept_record)
+        assert apart_path(runs / "apart", "p").name == "p.2.json", "a pending copy holds its number"
+        return SimpleNamespace(runs=runs, log=logged.append,
+                               placing=SimpleNamespace(retaking={"p": {"row": kept, "pending": pending}}))
+    record_path(runs, "p").write_text('{"row": {"status": "failed"}}')  # the failed re-take's record
+    assert retaken(retaking(), "p", {"status": "failed", "error": "boom"}) is kept
+    assert record_path(runs, "p").read_text() == kept_record and "boom" in logged[0]
+    assert sorted(p.name for p in (runs / "apart").iterdir()) == ["p.0.json"]
     record_path(runs, "p").write_text('{"row": {"placement_retries": 0}}')  # the re-take's own record
-    row = retaken(sweep, "p", {"status": "ok", "placement_retries": 0})
+    row = retaken(retaking(), "p", {"status": "ok", "placement_retries": 0})
     assert row["placement_retries"] == 2 and json.loads(record_path(runs, "p").read_text())["row"] == row
+    assert (runs / "apart" / "p.1.json").read_text() == kept_record
     clock = _Clock()
     monkeypatch.setattr(accounting, "time", clock)
     book = accounting.Accounting()
@@ -612,6 +619,9 @@ def test_a_run_kept_apart_is_set_aside_and_its_retake_counts_it(monkeypatch, tmp
 
 
 def test_the_retake_measures_again_the_runs_kept_apart_that_the_budget_holds(tmp_path):
+    """The runs kept apart that the budget holds, in order; an interrupted retake leaves every kept run
+    in its place (its pending copy removed); none while the CPUs are apart right now, nor where runs
+    taken apart measure the same."""
     from types import SimpleNamespace
 
     from copylab.pointspec import PointSpec
@@ -626,24 +636,41 @@ def test_the_retake_measures_again_the_runs_kept_apart_that_the_budget_holds(tmp
         spec = PointSpec(impl="a1", mode="throughput", msg_size=64 << k, threads=1)
         specs[spec.point_id()] = spec
         rows[spec.point_id()] = {"status": "ok", "cpus_apart": apart, "placement_retries": 0}
-        record_path(runs, spec.point_id()).write_text("{}")
+        record_path(runs, spec.point_id()).write_text(f'{{"kept": {k}}}')
     one = estimate.point_seconds(next(iter(specs.values())))
     measured, logged, recorded = [], [], []
-    placing = SimpleNamespace(active=True, effect={"differs": True}, retaking={}, retakes=None,
+    placing = SimpleNamespace(active=True, effect={"differs": True}, retaking={}, retakes=None, apart_now=lambda: "",
                               record=lambda: recorded.append(dict(placing.retakes)))
+
+    def interrupted(pids):
+        measured.append((list(pids), sorted(p.name for p in (runs / "apart").iterdir())))
+        raise KeyboardInterrupt
     sweep = SimpleNamespace(
         placing=placing, rows=rows, specs=specs, runs=runs, log=logged.append, bar=SimpleNamespace(total=5),
-        accounting=None, measure=lambda pids: measured.append((list(pids), dict(placing.retaking))),
+        accounting=None, measure=interrupted,
         clock=SimpleNamespace(left=lambda: 2.5 * one, pace=lambda accounting: 1.0, reserve_s=0.0))
-    retake(sweep)
+    with pytest.raises(KeyboardInterrupt):
+        retake(sweep)
     apart = [pid for pid, row in rows.items() if row["cpus_apart"] == "True"]
-    (pids, during), = measured
+    (pids, copies), = measured
     assert pids == apart[:2], "the first two of the three runs kept apart fit in the budget left"
-    assert set(during) == set(pids) and placing.retaking == {}
+    assert copies == sorted(f"{pid}.0.json.pending" for pid in pids)
+    assert list((runs / "apart").iterdir()) == [] and placing.retaking == {}
+    assert all(record_path(runs, pid).is_file() for pid in rows), "an interrupted retake loses no kept run"
     assert recorded == [{"kept_apart": 3, "measured_again": 2}] and sweep.bar.total == 7
-    assert sorted(p.name for p in (runs / "apart").iterdir()) == sorted(f"{pid}.0.json" for pid in pids)
     assert "2 of the 3 runs kept while the CPUs were apart" in logged[0]
-    placing.effect["differs"] = False  # runs taken apart measure the same here: nothing to take again
     measured.clear()
+    placing.apart_now = lambda: "the CPUs are apart now (330 ns): they would be taken apart again"
+    retake(sweep)
+    assert measured == [] and recorded[-1] == {"kept_apart": 3, "measured_again": 0} and "apart now" in logged[-1]
+    placing.effect["differs"] = False  # runs taken apart measure the same here: nothing to take again
     retake(sweep)
     assert measured == []
+
+
+def test_runs_set_aside_at_once_never_take_a_name_already_set_aside(tmp_path):
+    from copylab.experiment import PENDING, apart_path
+
+    (tmp_path / "p.0.json").write_text("{}")
+    (tmp_path / f"p.1.json{PENDING}").write_text("{}")
+    assert apart_path(tmp_path, "p") == tmp_path / "p.2.json"

@@ -138,5 +138,6 @@ def test_the_runs_kept_apart_and_measured_again_are_said_with_how_many_the_budge
     text = how_this_run_went(run_facts(_rows(), meta))
     assert "the 1 run kept while the CPUs were apart" in text and "spent) was measured again" in text
     assert "as many as the budget held" not in text
-    meta["placement"]["retaken"] = {"kept_apart": "many"}  # a hostile meta.json says nothing, raises nothing
-    assert "After the base passes" not in how_this_run_went(run_facts(_rows(), meta))
+    for hostile in ({"kept_apart": "many"}, {"kept_apart": 4}):  # a hostile meta.json says nothing, raises nothing
+        meta["placement"]["retaken"] = hostile
+        assert "After the base passes" not in how_this_run_went(run_facts(_rows(), meta))

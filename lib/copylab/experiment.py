@@ -91,9 +91,7 @@ def measure_points(points: list[dict], *, topology: str = "auto", topology_param
                     record = jsonable({"row": row, "raw": raw, "notebook": notebook})
                     kept = retries == len(attempts) - 1
                     if record_dir:
-                        folder = Path(record_dir) / ("" if kept else "apart")
-                        folder.mkdir(exist_ok=True)
-                        atomic_write_json(folder / f"{spec.point_id()}{'' if kept else f'.{retries}'}.json", record)
+                        write_record(Path(record_dir), spec.point_id(), record, kept)
                     if not kept:
                         say(f"[{k}/{len(specs)}] {spec.point_id()}: set aside, CPUs apart "
                             f"({columns['cpu_round_trip_ns']:.0f} ns, apart above {columns['cpu_apart_line_ns']:.0f} ns); "
@@ -106,6 +104,25 @@ def measure_points(points: list[dict], *, topology: str = "auto", topology_param
             for host in topo.hosts().values():
                 host.release()  # the window's controller session, when a host is remote
     return records
+
+
+def write_record(record_dir: Path, pid: str, record: dict, kept: bool) -> None:
+    """The point's record (kept), or a run of it set aside under apart/."""
+    folder = record_dir / ("" if kept else "apart")
+    folder.mkdir(exist_ok=True)
+    atomic_write_json(folder / f"{pid}.json" if kept else apart_path(folder, pid), record)
+
+
+def apart_path(folder: Path, pid: str) -> Path:
+    """Where the next run of pid set aside goes: folder/<point_id>.<n>.json, the first n free (the
+    runs set aside at once and a run kept apart that the sweep measured again later share the folder)."""
+    n = 0
+    while (folder / f"{pid}.{n}.json").exists() or (folder / f"{pid}.{n}.json{PENDING}").exists():
+        n += 1
+    return folder / f"{pid}.{n}.json"
+
+
+PENDING = ".pending"  # a run kept apart being measured again: set aside once the new run has landed
 
 
 def probe_topology(topo) -> "perfmod.PerfPlan":

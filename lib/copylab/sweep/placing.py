@@ -60,7 +60,8 @@ class SweepPlacement:
         self.starved = False  # the budget had no room for placement (said once)
         self.pairs: list[tuple[float, float]] = []  # (set-aside, kept) speeds of one point
         self.effect = apart_effect([])  # do runs taken apart measure differently here?
-        self.retaking: dict[str, dict] = {}  # point id -> the row kept apart it replaces (retake)
+        self.retaking: dict[str, dict] = {}  # point id -> the kept row and its pending copy (retake.py)
+        self.aside_seen: set[str] = set()  # runs/apart/ records already learned from (each once)
         self.retakes: dict | None = None  # how many runs kept apart there were, and measured again
 
     @property
@@ -147,8 +148,21 @@ class SweepPlacement:
                 pairs.append((first, kept))
         return pairs
 
+    def apart_now(self) -> str:
+        """Why runs kept apart should not be measured again this moment ("" when they may): one probe
+        finds the CPUs apart, or cannot probe."""
+        try:
+            with rule.CpuDistance(self.history) as distance:
+                value = distance.probe(self.cpus)
+                self.history = distance.history
+        except CopylabError as exc:
+            return f"the CPUs could not be probed: {exc}"
+        return f"the CPUs are apart now ({value:.0f} ns): they would be taken apart again" \
+            if distance.apart(value) else ""
+
     def _apart_rows(self, point_ids=None) -> list[tuple[str, dict]]:
-        """(point id, row) of every run set aside (runs/apart/<point_id>.<n>.json), of point_ids or all."""
+        """(point id, row) of every run set aside (runs/apart/<point_id>.<n>.json) not learned from
+        before, of point_ids or all: a point measured again has older ones, already counted."""
         folder = self.sweep.runs / "apart"
         if not folder.is_dir():
             return []
@@ -156,8 +170,9 @@ class SweepPlacement:
         rows = []
         for path in sorted(folder.glob("*.json")):
             pid = path.name.rsplit(".", 2)[0]
-            if wanted is not None and pid not in wanted:
+            if (wanted is not None and pid not in wanted) or path.name in self.aside_seen:
                 continue
+            self.aside_seen.add(path.name)
             row = read_row(path)
             if row is not None:
                 rows.append((pid, row))

@@ -12,7 +12,7 @@ from .. import buildinfo, hostmeta, userfiles
 from .. import perf as perfmod
 from ..contract import PEERS
 from ..errors import CopylabError
-from ..experiment import probe_topology
+from ..experiment import PENDING, probe_topology
 from ..fsutil import atomic_write_json
 from ..paths import NATIVE_DIR, NOTEBOOKS_DIR
 from ..point import remove_stale_workdirs
@@ -30,6 +30,8 @@ def plan_queue(sweep) -> list[str]:
     point ids still to measure (finished ones skipped unless --force)."""
     for stale in (sweep.pending, sweep.work, sweep.runs / ".pending"):
         shutil.rmtree(stale, ignore_errors=True)  # debris of an interrupted run
+    for copy in (sweep.runs / "apart").glob(f"*{PENDING}"):  # a run kept apart, its re-take never done
+        copy.unlink(missing_ok=True)
     sweep.work.mkdir()
     for ns in clean_leftovers()["removed_namespaces"]:
         sweep.say(f"removed namespace {ns} left by an earlier crashed run")

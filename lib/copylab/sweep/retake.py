@@ -2,18 +2,20 @@
 lasts (placement.py: a stretch that outlasted every wait one point may spend, or an allowance
 spent, keeps its runs flagged; by the end of the base passes such a stretch has usually passed).
 
-Each kept run becomes a run set aside (runs/apart/<point_id>.<n>.json, as if measured again at
-once), the new run takes its place and counts it among its point's runs set aside
-(placement_retries), and its whole wall time is placement's (accounting.py). A re-take that fails
-gives the kept run its place back: a finished result is never traded for a failure.
+Each kept run is copied to runs/apart/<point_id>.<n>.json.pending first; once the new run has
+landed in its place, the copy becomes a run set aside (as if measured again at once) and the new
+run counts it among its point's runs set aside (placement_retries). Its whole wall time is
+placement's (accounting.py). A re-take that fails gives the kept run its place back, and one never
+reached (the sweep interrupted) leaves it there: a finished result is never traded for a failure
+or lost. None is taken while the CPUs are apart right now: it would be taken apart again.
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
-from ..fsutil import atomic_write_json
+from ..experiment import PENDING, apart_path
+from ..fsutil import atomic_write_bytes, atomic_write_json
 from ..userfiles import loads_json
 from . import estimate as est
 from .records import record_path
@@ -21,7 +23,8 @@ from .records import record_path
 
 def retake(sweep) -> None:
     """The runs kept apart measured again, as many as the budget holds (the profiled runs still to
-    come kept in reserve); one line in sweep.log, the counts in meta.json's placement."""
+    come kept in reserve), unless the CPUs are apart right now; one line in sweep.log, the counts in
+    meta.json's placement."""
     placing = sweep.placing
     if placing is None or not placing.active or placing.effect["differs"] is False or sweep.clock.left() is None:
         return
@@ -37,44 +40,45 @@ def retake(sweep) -> None:
         if need + seconds <= left:
             chosen.append(pid)
             need += seconds
+    why = placing.apart_now() if chosen else ""
+    if why:  # measured again now, they would be taken apart again
+        chosen = []
     placing.retakes = {"kept_apart": len(kept), "measured_again": len(chosen)}
     placing.record()
     sweep.log(f"placement: {len(chosen)} of the {len(kept)} runs kept while the CPUs were apart measured again "
-              "after the base passes" + ("" if len(chosen) == len(kept) else ", as many as the budget holds"))
+              "after the base passes" + (f" ({why})" if why else
+                                         "" if len(chosen) == len(kept) else ", as many as the budget holds"))
+    if not chosen:
+        return
     sweep.bar.total += len(chosen)
-    for pid in chosen:
-        placing.retaking[pid] = {"row": sweep.rows[pid], "moved": set_aside(sweep.runs, pid)}
+    apart = sweep.runs / "apart"
+    apart.mkdir(exist_ok=True)
+    for pid in chosen:  # a copy: until the new run lands, the kept one stays the point's record
+        pending = apart_path(apart, pid).with_suffix(".json" + PENDING)
+        atomic_write_bytes(pending, record_path(sweep.runs, pid).read_bytes())
+        placing.retaking[pid] = {"row": sweep.rows[pid], "pending": pending}
     try:
         sweep.measure(chosen)
     finally:
+        for entry in placing.retaking.values():  # not reached (interrupted): the kept run keeps its place
+            entry["pending"].unlink(missing_ok=True)
         placing.retaking.clear()
 
 
 def retaken(sweep, pid: str, row: dict) -> dict:
-    """The row a re-take leaves for pid: the new run's, counting the run it replaced and the runs set
-    aside before that one (placement_retries), written back to its record; or, when the re-take
-    failed, the kept run's, its record back in place."""
-    before = sweep.placing.retaking[pid]
-    path = record_path(sweep.runs, pid)
+    """The row a re-take leaves for pid: the new run's, counting the run it replaced (now set aside)
+    and the runs set aside before that one (placement_retries), written back to its record; or,
+    when the re-take failed, the kept run's, its record back in place."""
+    entry = sweep.placing.retaking.pop(pid)
+    pending, path = entry["pending"], record_path(sweep.runs, pid)
     if row.get("status") != "ok":
-        os.replace(before["moved"], path)
+        os.replace(pending, path)
         sweep.log(f"placement: {pid} measured again failed ({row.get('error')}): the run kept apart stays")
-        return before["row"]
-    row["placement_retries"] = int(before["row"].get("placement_retries") or 0) + 1 + \
+        return entry["row"]
+    os.replace(pending, pending.with_name(pending.name.removesuffix(PENDING)))
+    row["placement_retries"] = int(entry["row"].get("placement_retries") or 0) + 1 + \
         int(row.get("placement_retries") or 0)
     record = loads_json(path.read_bytes())  # a resumed sweep reads its retries from there
     record["row"] = row
     atomic_write_json(path, record)
     return row
-
-
-def set_aside(runs: Path, pid: str) -> Path:
-    """Move a point's record to runs/apart/<point_id>.<n>.json (the next n free), as a run set aside."""
-    folder = runs / "apart"
-    folder.mkdir(exist_ok=True)
-    n = 0
-    while (folder / f"{pid}.{n}.json").exists():
-        n += 1
-    target = folder / f"{pid}.{n}.json"
-    os.replace(record_path(runs, pid), target)
-    return target

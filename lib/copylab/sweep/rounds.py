@@ -105,7 +105,11 @@ def settle(sweep) -> None:
 
 
 def _apply(sweep, rounds: int, duration_s: float) -> None:
-    sweep.grid = replace(sweep.grid, rounds=rounds, duration_s=duration_s)
+    """The grid with the rounds and the throughput window chosen; latency points keep their window
+    (the grid's duration_s when it sets no latency_duration_s of its own)."""
+    grid = sweep.grid
+    sweep.grid = replace(grid, rounds=rounds, duration_s=duration_s,
+                         latency_duration_s=grid.latency_duration_s or grid.duration_s)
     sweep.specs = {spec.point_id(): spec for spec in sweep.grid.points(sweep.topology)}
 
 

@@ -83,7 +83,7 @@ def _placement(facts: dict) -> str:
     else:
         text += " No run was set aside."
     retaken = facts.get("retaken") or {}
-    if retaken.get("kept_apart"):
+    if retaken.get("kept_apart") and "measured_again" in retaken:
         kept, again = retaken["kept_apart"], retaken["measured_again"]
         which = f"the {plural(kept, 'run')}" if again == kept else f"{again} of the {plural(kept, 'run')}"
         text += (f" After the base passes, {which} kept while the CPUs were apart (a stretch that outlasted "
