@@ -489,7 +489,7 @@ def test_a_sweep_learns_from_its_records_and_gives_each_group_an_allowance(tmp_p
     rows = {pid: {"status": "ok", "cpu_round_trip_before_ns": 55.0, "cpu_round_trip_after_ns": 56.0}}
     grid = SimpleNamespace(pin_server="0", pin_client="1", placement=True, equivalence_margin=0.10)
     sweep = SimpleNamespace(grid=grid, topology="netns", rows=rows, runs=runs, say=logged.append,
-                            log=logged.append, accounting=SimpleNamespace(placement=10.0),
+                            log=logged.append, accounting=SimpleNamespace(placement=10.0), last_row=None,
                             meta=SimpleNamespace(update=lambda **kw: updates.append(kw)))
     lat = pid.replace("throughput", "latency")
     (runs / "apart" / f"{lat}.0.json").write_text(json.dumps(
@@ -505,6 +505,12 @@ def test_a_sweep_learns_from_its_records_and_gives_each_group_an_allowance(tmp_p
     assert placing.group_params(20.0, 0.0, behind=False)["allowance_s"] == 0.0, "spent beyond its share"
     assert placing.group_params(40.0, 1000.0, behind=True)["allowance_s"] == 0.0
     assert any("points still to measure need the rest of the budget" in line for line in logged)
+    # a group after a run kept apart starts inside the stretch; after one taken near, or first in a session, not
+    assert params["futile_waits"] == 0
+    sweep.last_row = {"cpus_apart": "True"}
+    assert placing.group_params(40.0, 100.0, behind=False)["futile_waits"] == placement.FUTILE_WAITS
+    sweep.last_row = {"cpus_apart": "False"}
+    assert placing.group_params(40.0, 100.0, behind=False)["futile_waits"] == 0
 
 
 def test_re_measuring_stops_only_once_apart_runs_are_decided_equivalent():

@@ -126,6 +126,7 @@ class Sweep:
         self.skipped = 0  # points an earlier session finished
         self.recorded_rounds: dict | None = None  # a resumed sweep's rounds, as its meta.json recorded them
         self.rounds_calibration: list[dict] = []  # what the rounds' calibration measured (meta.json rounds)
+        self.last_row: dict | None = None  # the row measured last in this session (placing: a stretch going on)
         self.missing_peers: dict[str, str] = {}  # peer -> why this host cannot run it
         self.plan: PerfPlan | None = None  # what perf can count here (perf.probe)
         self.summary: SweepSummary | None = None  # set however the session ends
@@ -215,6 +216,7 @@ class Sweep:
         if retake:
             row = retaking.retaken(self, pid, row)
         self.rows[pid] = row
+        self.last_row = row
         if not retake:  # a run measured again is placement's cost, not a point more, nor the harness's pace
             self.measured += 1
             self.point_seconds += measured_seconds(spec, row)

@@ -112,7 +112,7 @@ class SweepPlacement:
         """rule.FUTILE_WAITS when the last run measured was kept while the CPUs were apart: the next
         group starts as if inside a stretch longer than waiting (no wait, no run measured again), which
         its first probe ends at no cost if the CPUs have come together since; else 0."""
-        last = next(reversed(self.sweep.rows.values()), None) if self.sweep.rows else None
+        last = self.sweep.last_row  # this session's; a resumed one starts out of any stretch
         return rule.FUTILE_WAITS if last is not None and str(last.get("cpus_apart")) == "True" else 0
 
     def learned(self, point_ids) -> None:
