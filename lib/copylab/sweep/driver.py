@@ -213,8 +213,7 @@ class Sweep:
     def point_done(self, spec: PointSpec, row: dict) -> None:
         pid = spec.point_id()
         retake = self.placing is not None and pid in self.placing.retaking
-        if retake:
-            row = retaking.retaken(self, pid, row)
+        row = retaking.retaken(self, pid, row) if retake else row
         self.rows[pid] = row
         self.last_row = row
         if not retake:  # a run measured again is placement's cost, not a point more, nor the harness's pace
