@@ -136,6 +136,8 @@ def test_round_windows_place_each_rounds_window_in_the_joined_series():
 
 
 def test_a_window_of_rounds_sums_its_segments(monkeypatch):
+    clock = SimpleNamespace(now=0.0)
+    monkeypatch.setattr("copylab.sides.time", SimpleNamespace(monotonic=lambda: clock.now))
     ticks = iter([{0: (0, 0, 0)}, {0: (10, 1, 20)}, {0: (10, 1, 20)}, {0: (30, 1, 40)}])
     monkeypatch.setattr("copylab.sides.cpu_times", lambda: next(ticks))
     sent = []
@@ -143,12 +145,14 @@ def test_a_window_of_rounds_sums_its_segments(monkeypatch):
     window = Window([control], {"srv": (0,)})
     for _ in range(2):
         window.open("client")
+        clock.now += 0.4  # open 0.4 s, then 1 s closed between the rounds
         window.close()
+        clock.now += 1.0
     window.close()  # a close with nothing open does nothing
     assert window.segments == 2 and sent == ["enable", "disable", "enable", "disable"]
     assert window.busy("srv") == pytest.approx(30 / 40)
     assert window.steal("srv") == pytest.approx(1 / 40)
-    assert window.open_s <= window.closed_at - window.opened_at
+    assert window.open_s == pytest.approx(0.8), "the rounds' windows, not the span between them"
 
 
 def test_a_grid_of_rounds_splits_throughput_passes_of_its_own_senders_only():
@@ -224,10 +228,10 @@ def test_a_new_sweep_takes_the_calibrations_choice_and_an_old_folder_keeps_one_r
     def sweep(skipped: int):
         specs = {s.point_id(): s for s in grid.points("netns")}
         return SimpleNamespace(grid=grid, topology="netns", specs=specs, rows={}, force=False, skipped=skipped,
-                               missing_peers={}, meta=meta, log=said.append, recorded_rounds=None,
-                               rounds_calibration=[{"point": "p", "round_gbps": [1.0, 1.1]}])
+                               missing_peers={}, meta=meta, log=said.append, recorded_rounds=None)
 
-    monkeypatch.setattr(sweep_rounds, "calibrate", lambda s: rounds.Choice(2, 0.8, "2 rounds of 0.40 s per pass"))
+    monkeypatch.setattr(sweep_rounds, "calibrate", lambda s: (rounds.Choice(2, 0.8, "2 rounds of 0.40 s per pass"),
+                                                              [{"point": "p", "round_gbps": [1.0, 1.1]}]))
     old = sweep(skipped=3)
     assert sweep_rounds.resolve(old, ["x"]) == ["x"] and old.grid.rounds == "auto"
     assert recorded["rounds"]["rounds"] == 1 and "before any choice" in recorded["rounds"]["why"]

@@ -370,12 +370,12 @@ class Window:
         self.cpus = cpus or {}
         self._lock = threading.Lock()
         self._timers: list[threading.Timer] = []
-        self.opened_at = self.closed_at = None  # the first opening, the last closing
         self.open_s = 0.0  # the time it was open, over every round
         self.segments = 0
         self._stat_open: dict = {}
         self._spent: dict = {}  # cpu -> [busy, steal, total] jiffies over the segments closed so far
         self._is_open = False
+        self._segment_at = 0.0
         self.source = ""
 
     def add_control(self, control: PerfControl) -> None:
@@ -394,8 +394,6 @@ class Window:
             self._stat_open = cpu_times()
             self._is_open = True
             self._segment_at = time.monotonic()
-            if self.opened_at is None:
-                self.opened_at = self._segment_at
             self.source = source
 
     def close(self) -> None:
@@ -405,9 +403,8 @@ class Window:
             for control in self.controls:
                 control.send("disable")
             closed = cpu_times()
-            self.closed_at = time.monotonic()
             self._is_open = False
-            self.open_s += self.closed_at - self._segment_at
+            self.open_s += time.monotonic() - self._segment_at
             self.segments += 1
             for cpu, now in closed.items():
                 was = self._stat_open.get(cpu)

@@ -125,7 +125,6 @@ class Sweep:
         self.mixed_builds = False  # keep finished points of another native build (--mixed-builds)
         self.skipped = 0  # points an earlier session finished
         self.recorded_rounds: dict | None = None  # a resumed sweep's rounds, as its meta.json recorded them
-        self.rounds_calibration: list[dict] = []  # what the rounds' calibration measured (meta.json rounds)
         self.last_row: dict | None = None  # the row measured last in this session (placing: a stretch going on)
         self.missing_peers: dict[str, str] = {}  # peer -> why this host cannot run it
         self.plan: PerfPlan | None = None  # what perf can count here (perf.probe)

@@ -46,20 +46,21 @@ def calibration_run(raw: dict) -> dict | None:
     return {"rounds": [values[f:l + 1] for f, l in windows], "interval_s": series["interval_s"], "gaps": gaps}
 
 
-def calibrate(sweep) -> Choice:
-    """Measure the host's spread and choose (see the module's docstring); one line on what it chose."""
+def calibrate(sweep) -> tuple[Choice, list[dict]]:
+    """Measure the host's spread and choose (see the module's docstring): the choice, and each
+    calibration run's point, status and per-round rates and gaps (meta.json rounds)."""
     from ..point import run_point
     from ..topology import open_topology
 
     grid, started = sweep.grid, time.monotonic()
-    runs, sweep.rounds_calibration = [], []
+    runs, evidence = [], []
     # topology ssh: the hosts the session connected (a second connection would take their addresses again)
     scope = contextlib.nullcontext(sweep.remote) if sweep.remote is not None else open_topology(sweep.topology, grid.ssh)
     with scope as topo:
         for spec in calibration_specs(grid, sweep.topology):
             row, raw = run_point(spec, sweep.plan, topo)
             run = calibration_run(raw) if row.get("status") == "ok" else None
-            sweep.rounds_calibration.append({
+            evidence.append({
                 "point": spec.point_id(), "status": row.get("status"), "error": row.get("error") or "",
                 "round_gbps": [round(sum(r) / len(r), 3) for r in run["rounds"] if r] if run else [],
                 "round_gap_s": run["gaps"] if run else []})
@@ -69,10 +70,10 @@ def calibrate(sweep) -> Choice:
     seconds = time.monotonic() - started
     if found is None:
         return Choice(1, grid.duration_s, f"one connection per pass: the calibration measured too little "
-                                          f"({len(runs)} of {CALIBRATION_POINTS} runs) in {seconds:.0f} s")
+                                          f"({len(runs)} of {CALIBRATION_POINTS} runs) in {seconds:.0f} s"), evidence
     choice = choose(*found, window_s=grid.duration_s)
     return replace(choice, why=f"{choice.why} (calibration: {len(runs)} runs of {CALIBRATION_ROUNDS} rounds, "
-                              f"{seconds:.0f} s)")
+                              f"{seconds:.0f} s)"), evidence
 
 
 def _client_result(raw: dict) -> dict:
@@ -126,8 +127,8 @@ def resolve(sweep, queue: list[str]) -> list[str]:
         sweep.meta.update(rounds=Choice(1, grid.duration_s, "one connection per pass: this folder holds points "
                                                             "measured before any choice was recorded").to_dict())
         return queue
-    choice = calibrate(sweep)
-    sweep.meta.update(rounds={**choice.to_dict(), "calibration": sweep.rounds_calibration})
+    choice, evidence = calibrate(sweep)
+    sweep.meta.update(rounds={**choice.to_dict(), "calibration": evidence})
     sweep.log(f"rounds: {choice.why}")
     _apply(sweep, choice.rounds, choice.duration_s)
     sweep.specs = {pid: s for pid, s in sweep.specs.items() if s.impl not in sweep.missing_peers}
