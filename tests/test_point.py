@@ -102,12 +102,20 @@ def test_no_perf_still_gives_a_row_with_the_reason(native_build, tmp_path):
 
 
 def _kill_later(pattern: str, delay: float, signum=signal.SIGKILL) -> threading.Thread:
+    """Signal the process matching pattern delay seconds after it appears (a loaded machine may take
+    longer than delay to start it: a clock started earlier would signal nobody); thread.killed lists
+    the pids signalled."""
     def kill():
+        deadline = time.monotonic() + 30.0
+        while not _pids_matching(pattern) and time.monotonic() < deadline:
+            time.sleep(0.02)
         time.sleep(delay)
         for pid in _pids_matching(pattern):
             os.kill(pid, signum)
+            thread.killed.append(pid)
 
     thread = threading.Thread(target=kill, daemon=True)
+    thread.killed = []
     thread.start()
     return thread
 
@@ -131,6 +139,7 @@ def test_killed_process_gives_failed_row_and_no_leftovers(native_build, plan, vi
     with netns_pair() as topo:
         row, _ = run_point(spec, plan, topo)
     killer.join()
+    assert killer.killed, f"{victim} never ran"
     assert row["status"] == "failed" and expect in row["error"], row["error"]
     assert time.monotonic() - started < 20
     assert _our_ns() == [] and benchmark_processes() == []
