@@ -558,6 +558,26 @@ def test_a_stretch_that_outlasts_waiting_stops_the_waits_until_the_cpus_come_tog
     assert near[-1][1]["cpus_apart"] == "False" and not distance.in_long_stretch and distance.affordable
 
 
+def test_no_run_is_started_apart_while_waiting_may_go_on(monkeypatch):
+    """Apart for the first 3.5 s: longer than one wait, shorter than FUTILE_WAITS of them. A run started
+    apart would be set aside for certain, so the wait goes on (as two whole waits) and the one run
+    measured is taken near (it was: wait, a run set aside, wait, a run kept)."""
+    clock = _Clock()
+    monkeypatch.setattr(placement, "time", clock)
+    distance = _SimulatedHost(clock, lambda t: t < 3.5, _host("second VM"))
+    starts = []
+
+    def run():
+        starts.append(clock.now)
+        clock.sleep(1.2)
+        return {"status": "ok"}, {}
+    attempts = placed(distance, (0, 1), "", run)
+    assert starts == [pytest.approx(3.5, abs=placement.WAIT_STEP_S + 1e-9)]
+    assert len(attempts) == 1 and attempts[0][1]["cpus_apart"] == "False"
+    assert attempts[0][1]["placement_wait_s"] == pytest.approx(starts[0])
+    assert distance.futile_waits == 0 and distance.affordable  # the near probes ended the stretch
+
+
 @pytest.mark.parametrize("name, apart_at", [
     ("long stretches, a third of the time (as on 2026-11-26 09:47)", lambda t: (t % 300) >= 200),
     ("one long stretch at the start", lambda t: t < 150),

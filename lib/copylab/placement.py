@@ -15,8 +15,9 @@ in that stretch, so no round trip of the near mode is ever above it. A host whos
 mode, however wide, sets nothing aside. The probes come from a short calibration at the start and
 every probe taken since.
 
-Each point is probed just before its programs start (waiting, up to WAIT_S, for the CPUs to come
-together) and just after they stop; a run with either probe above the line is set aside (its record
+Each point is probed just before its programs start (waiting for the CPUs to come together, a
+whole WAIT_S after another, since a run started apart would only be set aside) and just after they
+stop; a run with either probe above the line is set aside (its record
 kept, never in the statistics) and measured again, at most RETRIES times, while the placement
 allowance lasts: the sweep gives placement at most SHARE_OF_SWEEP of its time (waits and runs
 measured again), so a host that is apart most of the time costs a bounded share, never a doubled
@@ -240,19 +241,22 @@ class CpuDistance:
         return self.futile_waits >= FUTILE_WAITS
 
     def wait_near(self, cpus: tuple[int, int], wait_s: float | None = None) -> tuple[float, float]:
-        """Probe until the CPUs are near, wait_s (default WAIT_S) has passed or the allowance is
-        spent: (the last round trip, seconds waited)."""
+        """Probe until the CPUs are near or placement may spend no more: (the last round trip, seconds
+        waited). Each whole wait_s (default WAIT_S) that passes apart counts as a futile wait, and
+        FUTILE_WAITS of them in a row end it (a stretch longer than waiting): a run started apart
+        would be set aside for certain, so waiting on costs less than measuring it and then waiting."""
         wait_s = WAIT_S if wait_s is None else wait_s
-        started = time.monotonic()
+        started = whole = time.monotonic()
         value = self.probe(cpus)
-        while self.apart(value) and time.monotonic() - started < wait_s and \
+        while self.apart(value) and wait_s > 0 and not self.in_long_stretch and \
                 self.spent_s + time.monotonic() - started < self.allowance_s:
             time.sleep(WAIT_STEP_S)
             value = self.probe(cpus)
+            if self.apart(value) and time.monotonic() - whole >= wait_s:  # a whole wait, and still apart
+                self.futile_waits += 1
+                whole = time.monotonic()
         waited = time.monotonic() - started
         self.spent_s += waited
-        if self.apart(value) and waited >= wait_s > 0:  # a whole wait, and still apart
-            self.futile_waits += 1
         return value, waited
 
     def seen(self, *round_trips: float) -> None:
