@@ -240,6 +240,9 @@ static void drain_after_stop(struct worker *w)
 	ssize_t r;
 
 	for (;;) {
+		/* ACK the server's last bytes at once: A3 closes only when every zero-copy send has
+		 * completed, which waits for their ACK (a delayed one held each round ~40 ms). Best effort. */
+		(void)set_quickack(w->fd);
 		if (wait_readable_until(w->fd, deadline) < 0) {
 			if (errno == EAGAIN)
 				worker_fail(w, "protocol: the server did not close within %.1f s after STOP (%" PRIu64
@@ -367,6 +370,7 @@ static void expect_close(struct worker *w)
 	ssize_t r;
 
 	for (;;) {
+		(void)set_quickack(w->fd); /* as in drain_after_stop: the server's close need not wait for our ACK */
 		if (wait_readable_until(w->fd, deadline) < 0) {
 			if (errno == EAGAIN)
 				worker_fail(w, "protocol: the server did not close within %.0f s after STOP",

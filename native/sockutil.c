@@ -135,6 +135,12 @@ int set_nodelay(int fd)
 	return setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
+int set_quickack(int fd)
+{
+	int one = 1;
+	return setsockopt(fd, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof(one));
+}
+
 int set_recv_timeout(int fd, double seconds)
 {
 	struct timeval tv = {.tv_sec = (time_t)seconds,

@@ -26,6 +26,9 @@ int connect_to(const struct endpoint *ep, double timeout_s, const char *congesti
 /* The port a socket is bound to. */
 unsigned local_port(int fd);
 int set_nodelay(int fd);
+/* ACK at once instead of after the delayed-ACK timer (up to 40 ms); the kernel leaves this mode
+ * again on its own, so it is set before each receive it should cover. */
+int set_quickack(int fd);
 /* TCP congestion control of one socket (TCP_CONGESTION); -1 with errno on failure. */
 int set_congestion(int fd, const char *name);
 /* Its name into buf ("?" if it cannot be read). */

@@ -44,7 +44,7 @@ def test_ci_runs_exactly_the_readme_test_command():
 def test_debian_package_list_covers_the_tool_chain():
     script = (ROOT / "tools" / "install-debian-deps.sh").read_text()
     for pkg in ("gcc", "make", "linux-perf", "iproute2", "chromium", "pandoc", "texlive-xetex",
-                "texlive-fonts-recommended", "texlive-plain-generic", "poppler-utils"):
+                "texlive-fonts-recommended", "texlive-plain-generic", "poppler-utils", "strace"):
         assert re.search(rf"(^|\s){re.escape(pkg)}(\s|$)", script, re.M), f"{pkg} not installed by the Makefile"
 
 

@@ -14,6 +14,7 @@ packages=(
   fonts-noto-core fonts-noto-cjk fonts-symbola  # the PDF: Devanagari, CJK, Hebrew... names; emoji (XeTeX: Symbola)
   fonts-noto-color-emoji      # emoji in report.html and the figures (Chromium)
   poppler-utils               # pdftotext/pdftoppm: the report tests read the PDF
+  strace                      # the tests read the client's system calls (its ACKs after STOP)
   iperf3 sockperf             # the peers measured beside A1/A2/A3 (throughput, latency)
   openssh-client              # topology ssh: the other hosts
   openssh-server              # the tests emulate two ssh hosts in namespaces
