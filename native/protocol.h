@@ -16,8 +16,8 @@
 #define HELLO_SIZE 16 /* magic u32, version u16, mode u16, msg_size u64 */
 #define REPLY_SIZE 24 /* magic u32, status u16, impl u16, mode u16, version u16, limit u32, msg_size u64 */
 
-/* Throughput mode: the client ends the stream with this single byte. The server looks for it after
- * at least STOP_CHECK_BYTES sent (or one message, if larger), so after STOP the client drains at
+/* Throughput mode: the client ends the stream with this single byte. The server looks for it at the
+ * latest after STOP_CHECK_BYTES sent (or one message, if larger), so after STOP the client drains at
  * most that, one message in progress and what the two sockets' buffers hold. */
 #define STOP_BYTE 'S'
 #define STOP_CHECK_BYTES (256u * 1024)

@@ -8,6 +8,7 @@ import contextlib
 import json
 import os
 import select
+import signal
 import socket
 import subprocess
 import threading
@@ -320,3 +321,25 @@ def test_the_client_acks_at_once_once_it_has_sent_stop(native_build, tmp_path, m
     sent_stop = [i for i, call in enumerate(calls) if "sendto(" in call and stop in call]
     assert sent_stop, "\n".join(calls)
     assert any("TCP_QUICKACK, [1]" in call for call in calls[sent_stop[0] + 1:]), "\n".join(calls)
+
+
+def test_a_slow_sender_looks_for_stop_by_time_not_only_by_bytes(native_build, tmp_path):
+    """The server looks for STOP after 256 KiB sent or once a millisecond has passed, whichever first:
+    A3's zero-copy sends of 64 B needed ~100 ms per connection to reach 256 KiB, and each round's end
+    waited for the slowest. Traced (every system call slowed), the sender looks far more often than
+    once per 4096 messages."""
+    server = start_server("a3", "throughput", 64)
+    trace = tmp_path / "trace"
+    tracer = subprocess.Popen(["strace", "-f", "-e", "trace=recvfrom", "-o", str(trace), "-p", str(server.proc.pid)],
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        assert "attached" in tracer.stderr.readline()
+        run = run_client("127.0.0.1", server.port, "throughput", 64, duration=0.3, warmup=0.05)
+    finally:
+        tracer.send_signal(signal.SIGINT)
+        tracer.wait(timeout=30)
+        code, result = server.stop()
+    assert run.returncode == 0 and code == 0, run.stderr
+    looks = [call for call in trace.read_text().splitlines() if "recvfrom(" in call and ", 16, MSG_DONTWAIT" in call]
+    by_bytes = result["messages"] // (256 * 1024 // 64)
+    assert len(looks) > 2 * by_bytes + 3, f"{len(looks)} looks for STOP over {result['messages']} messages"
