@@ -457,3 +457,30 @@ def test_an_ending_signal_mid_run_unwinds_and_leaves_nothing(native_build, signu
     assert not [ns for ns in copylab_namespaces() if ns.startswith(f"copylab-{proc.pid}-")]
     assert not [cmd for cmd in benchmark_processes() if "--msg-size 65536 --mode throughput --threads 1 --duration 10"
                 in cmd]
+
+
+@pytest.mark.root
+@pytest.mark.network
+def test_a_point_of_rounds_has_each_rounds_window_where_the_client_put_it(native_build, plan):
+    """The client's round output (round_intervals, round_warmup_s, round_gap_s) through the engine: the
+    series holds one window per round, each inside its own round's intervals and as long as its share
+    of the window, and the calibration reads the same rounds and gaps from the record (sweep/rounds.py)."""
+    from copylab.sweep.rounds import calibration_run
+
+    spec = PointSpec(impl="a2", mode="throughput", msg_size=4096, threads=2, duration_s=0.6, warmup_s=0.1, rounds=3)
+    with netns_pair() as topo:
+        row, raw = run_point(spec, plan, topo)
+    assert row["status"] == "ok", row["error"]
+    client = json.loads(raw["client"]["stdout"].strip().splitlines()[-1])
+    assert row["rounds"] == 3 == len(client["round_intervals"])
+    series = raw["series"]
+    windows = [(series["window_first"], series["window_last"]), *map(tuple, series["later_windows"])]
+    starts = [sum(client["round_intervals"][:k]) for k in range(4)]
+    per_round = round(0.2 / series["interval_s"])  # intervals in one round's 0.2 s window
+    for k, (first, last) in enumerate(windows):
+        assert starts[k] <= first <= last < starts[k + 1], (k, windows, client["round_intervals"])
+        assert per_round - 2 <= last - first + 1 <= per_round, (k, windows)  # whole intervals inside it
+    run = calibration_run(raw)
+    assert [len(r) for r in run["rounds"]] == [last - first + 1 for first, last in windows]
+    assert run["gaps"] == client["round_gap_s"] and run["gaps"][0] is None
+    assert _our_ns() == []

@@ -30,6 +30,19 @@ PGID_NOTICE = "copylab-pgid"
 EXIT_NOTICE = "copylab-exit"
 
 
+
+def last_json_object(lines) -> dict | None:
+    """The last of lines that parses as a JSON object (a program's result line), or None: a live
+    side's stdout, or a record's (sweep/rounds.py)."""
+    for line in reversed(list(lines)):
+        line = line.strip()
+        if line.startswith("{"):
+            with contextlib.suppress(json.JSONDecodeError):
+                value = json.loads(line)
+                if isinstance(value, dict):
+                    return value
+    return None
+
 class Side:
     """One benchmark process group on this machine, its output collected as it comes."""
 
@@ -155,12 +168,7 @@ class Side:
 
     def json_output(self) -> dict | None:
         """The last line of stdout that parses as a JSON object."""
-        for line in reversed(self.stdout_lines):
-            line = line.strip()
-            if line.startswith("{"):
-                with contextlib.suppress(json.JSONDecodeError):
-                    return json.loads(line)
-        return None
+        return last_json_object(self.stdout_lines)
 
     def stdout(self) -> str:
         return "".join(self.stdout_lines)

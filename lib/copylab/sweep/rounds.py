@@ -13,6 +13,7 @@ from dataclasses import replace
 
 from ..contract import DURATION_RANGE, ROUNDS_RANGE
 from ..rounds import Choice, choose, components
+from ..sides import last_json_object
 
 CALIBRATION_ROUNDS = 6
 CALIBRATION_WINDOW_S = 0.2
@@ -42,7 +43,8 @@ def calibration_run(raw: dict) -> dict | None:
         return None
     values = series["values"]
     windows = [(series["window_first"], series["window_last"]), *map(tuple, series.get("later_windows", []))]
-    gaps = _client_result(raw).get("round_gap_s") or []
+    client = last_json_object(((raw.get("client") or {}).get("stdout") or "").splitlines()) or {}
+    gaps = client.get("round_gap_s") or []
     return {"rounds": [values[f:l + 1] for f, l in windows], "interval_s": series["interval_s"], "gaps": gaps}
 
 
@@ -74,19 +76,6 @@ def calibrate(sweep) -> tuple[Choice, list[dict]]:
     choice = choose(*found, window_s=grid.duration_s)
     return replace(choice, why=f"{choice.why} (calibration: {len(runs)} runs of {CALIBRATION_ROUNDS} rounds, "
                               f"{seconds:.0f} s)"), evidence
-
-
-def _client_result(raw: dict) -> dict:
-    """The client's JSON result from a run's record: its last JSON line ({} when none)."""
-    import json
-
-    for line in reversed(((raw.get("client") or {}).get("stdout") or "").splitlines()):
-        if line.strip().startswith("{"):
-            try:
-                return json.loads(line)
-            except ValueError:
-                continue
-    return {}
 
 
 def settle(sweep) -> None:
