@@ -490,7 +490,7 @@ def test_a_sweep_learns_from_its_records_and_gives_each_group_an_allowance(tmp_p
     grid = SimpleNamespace(pin_server="0", pin_client="1", placement=True, equivalence_margin=0.10)
     sweep = SimpleNamespace(grid=grid, topology="netns", rows=rows, runs=runs, say=logged.append,
                             log=logged.append, accounting=SimpleNamespace(placement=10.0), last_row=None,
-                            meta=SimpleNamespace(update=lambda **kw: updates.append(kw)))
+                            meta=SimpleNamespace(update=lambda **kw: updates.append(kw), previous={}))
     lat = pid.replace("throughput", "latency")
     (runs / "apart" / f"{lat}.0.json").write_text(json.dumps(
         {"row": {"status": "ok", "mode": "latency", "latency_p50_us": 80.0}}))
@@ -653,6 +653,7 @@ def test_the_retake_measures_again_the_runs_kept_apart_that_the_budget_holds(tmp
     from copylab.pointspec import PointSpec
     from copylab.sweep import estimate
     from copylab.sweep.records import record_path
+    from copylab.sweep.placing import earlier_retakes
     from copylab.sweep.retake import retake
 
     runs = tmp_path / "runs"
@@ -665,8 +666,8 @@ def test_the_retake_measures_again_the_runs_kept_apart_that_the_budget_holds(tmp
         record_path(runs, spec.point_id()).write_text(f'{{"kept": {k}}}')
     one = estimate.point_seconds(next(iter(specs.values())))
     measured, logged, recorded = [], [], []
-    placing = SimpleNamespace(active=True, effect={"differs": True}, retaking={}, retakes=None, apart_now=lambda: "",
-                              record=lambda: recorded.append(dict(placing.retakes)))
+    placing = SimpleNamespace(active=True, effect={"differs": True}, retaking={}, retakes=None, earlier_retakes=None,
+                              apart_now=lambda: "", record=lambda: recorded.append(dict(placing.retakes)))
 
     def interrupted(pids):
         measured.append((list(pids), sorted(p.name for p in (runs / "apart").iterdir())))
@@ -692,6 +693,13 @@ def test_the_retake_measures_again_the_runs_kept_apart_that_the_budget_holds(tmp
     placing.effect["differs"] = False  # runs taken apart measure the same here: nothing to take again
     retake(sweep)
     assert measured == []
+    # a resumed sweep: the earlier session measured 4 runs again; its counts carry on, those runs included
+    placing.effect["differs"], placing.apart_now = True, lambda: ""
+    placing.earlier_retakes = earlier_retakes({"placement": {"retaken": {"kept_apart": 6, "measured_again": 4}}})
+    with pytest.raises(KeyboardInterrupt):
+        retake(sweep)
+    assert recorded[-1] == {"kept_apart": 3 + 4, "measured_again": 2 + 4}
+    assert earlier_retakes({"placement": {"retaken": None}}) is None and earlier_retakes({"placement": 3}) is None
 
 
 def test_runs_set_aside_at_once_never_take_a_name_already_set_aside(tmp_path):

@@ -12,6 +12,7 @@ from .records import now
 class SweepMeta:
     def __init__(self, path: Path, previous: dict, fields: dict):
         self.path = path
+        self.previous = previous  # the earlier sessions' meta.json, for what a session carries on (placing.py)
         self.data = {**fields, "started_at": previous.get("started_at") or now(), "finished_at": None,
                      "status": "running", "sessions": list(previous.get("sessions", []))}
         self._closed = False

@@ -50,6 +50,15 @@ def apart_effect(pairs: list[tuple[float, float]], margin: float = 0.10) -> dict
     return out
 
 
+def earlier_retakes(previous_meta: dict) -> dict | None:
+    """The retake's counts an earlier session of the sweep recorded (meta.json placement.retaken)."""
+    placed = previous_meta.get("placement")
+    counts = placed.get("retaken") if isinstance(placed, dict) else None
+    if isinstance(counts, dict) and all(isinstance(counts.get(k), int) for k in ("kept_apart", "measured_again")):
+        return {k: counts[k] for k in ("kept_apart", "measured_again")}
+    return None
+
+
 class SweepPlacement:
     def __init__(self, sweep):
         self.sweep = sweep
@@ -62,7 +71,9 @@ class SweepPlacement:
         self.effect = apart_effect([])  # do runs taken apart measure differently here?
         self.retaking: dict[str, dict] = {}  # point id -> the kept row and its pending copy (retake.py)
         self.aside_seen: set[str] = set()  # runs/apart/ records already learned from (each once)
-        self.retakes: dict | None = None  # how many runs kept apart there were, and measured again
+        # how many runs kept apart there were, and measured again: the earlier sessions' (a resume), then the sweep's
+        self.earlier_retakes = earlier_retakes(sweep.meta.previous)
+        self.retakes: dict | None = self.earlier_retakes
 
     @property
     def active(self) -> bool:

@@ -43,7 +43,9 @@ def retake(sweep) -> None:
     why = placing.apart_now() if chosen else ""
     if why:  # measured again now, they would be taken apart again
         chosen = []
-    placing.retakes = {"kept_apart": len(kept), "measured_again": len(chosen)}
+    # over the whole sweep: the runs an earlier session measured again were kept apart too
+    earlier = (placing.earlier_retakes or {}).get("measured_again", 0)
+    placing.retakes = {"kept_apart": len(kept) + earlier, "measured_again": len(chosen) + earlier}
     placing.record()
     sweep.log(f"placement: {len(chosen)} of the {len(kept)} runs kept while the CPUs were apart measured again "
               "after the base passes" + (f" ({why})" if why else
