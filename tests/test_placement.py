@@ -621,8 +621,9 @@ def test_a_run_kept_apart_is_set_aside_and_its_retake_counts_it(monkeypatch, tmp
         pending = apart_path(runs / "apart", "p").with_suffix(".json" + PENDING)
         pending.write_text(kept_record)
         assert apart_path(runs / "apart", "p").name == "p.2.json", "a pending copy holds its number"
-        return SimpleNamespace(runs=runs, log=logged.append,
-                               placing=SimpleNamespace(retaking={"p": {"row": kept, "pending": pending}}))
+        return SimpleNamespace(runs=runs, log=logged.append, placing=SimpleNamespace(
+            retaking={"p": {"row": kept, "pending": pending}}, retake_points=points, record=lambda: None))
+    points = {"kept_apart": {"p"}, "measured_again": set()}
     record_path(runs, "p").write_text('{"row": {"status": "failed"}}')  # the failed re-take's record
     assert retaken(retaking(), "p", {"status": "failed", "error": "boom"}) is kept
     assert record_path(runs, "p").read_text() == kept_record and "boom" in logged[0]
@@ -630,6 +631,7 @@ def test_a_run_kept_apart_is_set_aside_and_its_retake_counts_it(monkeypatch, tmp
     record_path(runs, "p").write_text('{"row": {"placement_retries": 0}}')  # the re-take's own record
     row = retaken(retaking(), "p", {"status": "ok", "placement_retries": 0})
     assert row["placement_retries"] == 2 and json.loads(record_path(runs, "p").read_text())["row"] == row
+    assert points["measured_again"] == {"p"}, "counted once its new run has landed, not when the failed one came back"
     assert (runs / "apart" / "p.1.json").read_text() == kept_record
     clock = _Clock()
     monkeypatch.setattr(accounting, "time", clock)
@@ -653,7 +655,7 @@ def test_the_retake_measures_again_the_runs_kept_apart_that_the_budget_holds(tmp
     from copylab.pointspec import PointSpec
     from copylab.sweep import estimate
     from copylab.sweep.records import record_path
-    from copylab.sweep.placing import earlier_retakes
+    from copylab.sweep.placing import earlier_retakes, retake_counts
     from copylab.sweep.retake import retake
 
     runs = tmp_path / "runs"
@@ -666,8 +668,12 @@ def test_the_retake_measures_again_the_runs_kept_apart_that_the_budget_holds(tmp
         record_path(runs, spec.point_id()).write_text(f'{{"kept": {k}}}')
     one = estimate.point_seconds(next(iter(specs.values())))
     measured, logged, recorded = [], [], []
-    placing = SimpleNamespace(active=True, effect={"differs": True}, retaking={}, retakes=None, earlier_retakes=None,
-                              apart_now=lambda: "", record=lambda: recorded.append(dict(placing.retakes)))
+    placing = SimpleNamespace(active=True, effect={"differs": True}, retaking={}, retake_points=earlier_retakes({}),
+                              apart_now=lambda: "", record=lambda: recorded.append(counts(placing.retake_points)))
+
+    def counts(points):
+        got = retake_counts(points)
+        return got and {k: got[k] for k in ("kept_apart", "measured_again")}
 
     def interrupted(pids):
         measured.append((list(pids), sorted(p.name for p in (runs / "apart").iterdir())))
@@ -684,7 +690,8 @@ def test_the_retake_measures_again_the_runs_kept_apart_that_the_budget_holds(tmp
     assert copies == sorted(f"{pid}.0.json.pending" for pid in pids)
     assert list((runs / "apart").iterdir()) == [] and placing.retaking == {}
     assert all(record_path(runs, pid).is_file() for pid in rows), "an interrupted retake loses no kept run"
-    assert recorded == [{"kept_apart": 3, "measured_again": 2}] and sweep.bar.total == 7
+    # each run is counted as measured again once its new run lands (retaken): none did here
+    assert recorded == [{"kept_apart": 3, "measured_again": 0}] and sweep.bar.total == 7
     assert "2 of the 3 runs kept while the CPUs were apart" in logged[0]
     measured.clear()
     placing.apart_now = lambda: "the CPUs are apart now (330 ns): they would be taken apart again"
@@ -693,13 +700,17 @@ def test_the_retake_measures_again_the_runs_kept_apart_that_the_budget_holds(tmp
     placing.effect["differs"] = False  # runs taken apart measure the same here: nothing to take again
     retake(sweep)
     assert measured == []
-    # a resumed sweep: the earlier session measured 4 runs again; its counts carry on, those runs included
+    # a resumed sweep: its earlier session found runs x, y and the first of these kept apart, and measured x
+    # again before it was interrupted; the points carry on, each counted once
+    first = apart[0]
     placing.effect["differs"], placing.apart_now = True, lambda: ""
-    placing.earlier_retakes = earlier_retakes({"placement": {"retaken": {"kept_apart": 6, "measured_again": 4}}})
+    placing.retake_points = earlier_retakes({"placement": {"retaken": {
+        "kept_apart": 3, "measured_again": 1, "kept_apart_points": ["x", "y", first], "measured_again_points": ["x"]}}})
     with pytest.raises(KeyboardInterrupt):
         retake(sweep)
-    assert recorded[-1] == {"kept_apart": 3 + 4, "measured_again": 2 + 4}
-    assert earlier_retakes({"placement": {"retaken": None}}) is None and earlier_retakes({"placement": 3}) is None
+    assert recorded[-1] == {"kept_apart": 2 + 3, "measured_again": 1}
+    assert retake_counts(earlier_retakes({"placement": {"retaken": None}})) is None
+    assert retake_counts(earlier_retakes({"placement": 3})) is None
 
 
 def test_runs_set_aside_at_once_never_take_a_name_already_set_aside(tmp_path):

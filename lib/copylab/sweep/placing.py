@@ -50,13 +50,27 @@ def apart_effect(pairs: list[tuple[float, float]], margin: float = 0.10) -> dict
     return out
 
 
-def earlier_retakes(previous_meta: dict) -> dict | None:
-    """The retake's counts an earlier session of the sweep recorded (meta.json placement.retaken)."""
+def earlier_retakes(previous_meta: dict) -> dict[str, set[str]]:
+    """The points the retakes of the sweep's earlier sessions found kept apart, and those they
+    measured again (meta.json placement.retaken's lists); empty for a new sweep."""
     placed = previous_meta.get("placement")
-    counts = placed.get("retaken") if isinstance(placed, dict) else None
-    if isinstance(counts, dict) and all(isinstance(counts.get(k), int) for k in ("kept_apart", "measured_again")):
-        return {k: counts[k] for k in ("kept_apart", "measured_again")}
-    return None
+    recorded = placed.get("retaken") if isinstance(placed, dict) else None
+    points: dict[str, set[str]] = {"kept_apart": set(), "measured_again": set()}
+    for key in points:
+        ids = recorded.get(f"{key}_points") if isinstance(recorded, dict) else None
+        if isinstance(ids, list):
+            points[key] = {pid for pid in ids if isinstance(pid, str)}
+    return points
+
+
+def retake_counts(points: dict[str, set[str]]) -> dict | None:
+    """meta.json placement.retaken: how many runs were kept apart when a retake began and how many
+    of them were measured again, over the whole sweep, with their point ids (a resume carries
+    them on); None before any retake."""
+    if not points["kept_apart"]:
+        return None
+    return {"kept_apart": len(points["kept_apart"]), "measured_again": len(points["measured_again"]),
+            **{f"{key}_points": sorted(ids) for key, ids in points.items()}}
 
 
 class SweepPlacement:
@@ -71,9 +85,8 @@ class SweepPlacement:
         self.effect = apart_effect([])  # do runs taken apart measure differently here?
         self.retaking: dict[str, dict] = {}  # point id -> the kept row and its pending copy (retake.py)
         self.aside_seen: set[str] = set()  # runs/apart/ records already learned from (each once)
-        # how many runs kept apart there were, and measured again: the earlier sessions' (a resume), then the sweep's
-        self.earlier_retakes = earlier_retakes(sweep.meta.previous)
-        self.retakes: dict | None = self.earlier_retakes
+        # the runs a retake found kept apart, and those it measured again: the earlier sessions' too (a resume)
+        self.retake_points = earlier_retakes(sweep.meta.previous)
 
     @property
     def active(self) -> bool:
@@ -147,7 +160,7 @@ class SweepPlacement:
         self.sweep.meta.update(placement={
             **modes.to_dict(), "cpus": list(self.cpus) if self.cpus else None, "note": self.reason,
             "calibration": self.calibration, "mode_ratio": rule.MODE_RATIO, "apart_effect": self.effect,
-            "retaken": self.retakes, "futile_waits": rule.FUTILE_WAITS,
+            "retaken": retake_counts(self.retake_points), "futile_waits": rule.FUTILE_WAITS,
             "share_of_sweep": rule.SHARE_OF_SWEEP, "retries": rule.RETRIES, "wait_s": rule.WAIT_S})
 
     def _pairs(self, aside: list[tuple[str, dict]]) -> list[tuple[float, float]]:

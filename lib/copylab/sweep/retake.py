@@ -43,9 +43,7 @@ def retake(sweep) -> None:
     why = placing.apart_now() if chosen else ""
     if why:  # measured again now, they would be taken apart again
         chosen = []
-    # over the whole sweep: the runs an earlier session measured again were kept apart too
-    earlier = (placing.earlier_retakes or {}).get("measured_again", 0)
-    placing.retakes = {"kept_apart": len(kept) + earlier, "measured_again": len(chosen) + earlier}
+    placing.retake_points["kept_apart"].update(kept)  # each run measured again is counted as it lands (retaken)
     placing.record()
     sweep.log(f"placement: {len(chosen)} of the {len(kept)} runs kept while the CPUs were apart measured again "
               "after the base passes" + (f" ({why})" if why else
@@ -78,6 +76,8 @@ def retaken(sweep, pid: str, row: dict) -> dict:
         sweep.log(f"placement: {pid} measured again failed ({row.get('error')}): the run kept apart stays")
         return entry["row"]
     os.replace(pending, pending.with_name(pending.name.removesuffix(PENDING)))
+    sweep.placing.retake_points["measured_again"].add(pid)
+    sweep.placing.record()  # a sweep killed during its retake still says which runs were measured again
     row["placement_retries"] = int(entry["row"].get("placement_retries") or 0) + 1 + \
         int(row.get("placement_retries") or 0)
     record = loads_json(path.read_bytes())  # a resumed sweep reads its retries from there
