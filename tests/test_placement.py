@@ -455,6 +455,7 @@ def _simulated_sweep(monkeypatch, apart_at, points=300, run_s=1.2):
 @pytest.mark.parametrize("name, apart_at", [
     ("never apart", lambda t: False),
     ("apart a quarter of the time, 8 s stretches", lambda t: (t // 8) % 4 == 3),
+    ("apart a quarter of the time, 3 s stretches", lambda t: (t // 3) % 4 == 3),
     ("apart half the time, 30 s stretches", lambda t: (t // 30) % 2 == 1),
     ("apart three quarters of the time", lambda t: (t // 10) % 4 != 0),
     ("always apart after the first minute", lambda t: t > 60),
@@ -497,7 +498,7 @@ def test_a_sweep_learns_from_its_records_and_gives_each_group_an_allowance(tmp_p
     rows[lat] = {"status": "ok", "mode": "latency", "latency_p50_us": 40.0}
     placing = SweepPlacement(sweep)
     placing.learned([pid, lat])
-    assert placing.pairs == [(1 / 80.0, 1 / 40.0)], "a latency run set aside is half as fast as the one kept"
+    assert placing.pairs == [(1 / 80.0, 1 / 40.0, False)], "a latency run set aside is half as fast as the one kept"
     assert placing.history == [55.0, 56.0, 60.0, 310.0]
     assert updates[-1]["placement"]["probes"] == 4 and updates[-1]["placement"]["line_ns"] is None
     params = placing.group_params(group_s=40.0, elapsed_s=100.0, behind=False)
@@ -521,18 +522,23 @@ def test_re_measuring_stops_only_once_apart_runs_are_decided_equivalent():
 
     rng = np.random.default_rng(5)
     base = rng.lognormal(0, 0.1, (EFFECT_PAIRS * 3, 2))
-    same = [(float(v), float(w)) for v, w in base]
-    tight = [(k * float(np.exp(rng.normal(0, 0.02))), k) for _, k in same]  # apart runs as fast, little noise
-    slower = [(0.8 * a, k) for a, k in same]  # the development VM: apart runs ~0.8x
+    same = [(float(v), float(w), True) for v, w in base]
+    tight = [(k * float(np.exp(rng.normal(0, 0.02))), k, True) for _, k, _ in same]  # apart runs as fast, little noise
+    slower = [(0.8 * a, k, True) for a, k, _ in same]  # the development VM: apart runs ~0.8x
     assert apart_effect(tight[:EFFECT_PAIRS - 1])["differs"] is None, "too few pairs to judge"
     found = apart_effect(tight)
     assert found["differs"] is False and 1 / 1.1 <= found["low"] <= found["high"] <= 1.1, "smaller than the margin"
-    noisy = [(float(v), float(w)) for v, w in rng.lognormal(0, 0.2, (EFFECT_PAIRS + 3, 2))]
+    noisy = [(float(v), float(w), True) for v, w in rng.lognormal(0, 0.2, (EFFECT_PAIRS + 3, 2))]
     wide = apart_effect(noisy)  # 15 noisy pairs: an interval around 1, too wide to decide (as on this VM)
     assert wide["low"] < 1 / 1.1 or wide["high"] > 1.1
     assert wide["differs"] is None, "an interval containing 1 is not a decided 'no difference'"
     assert apart_effect(slower)["differs"] is True and apart_effect(slower)["high"] < 1
     assert apart_effect(tight, margin=0.001)["differs"] is True, "beyond a margin that small, 0.99x counts"
+    # runs that went apart while they ran (apart at one probe) were apart for part of it: their ratio leans
+    # towards 1, so they can show a difference but never decide its absence
+    partly = [(a, k, False) for a, k, _ in tight]
+    assert apart_effect(partly)["differs"] is not False and apart_effect(partly)["whole_pairs"] == 0
+    assert apart_effect([(a, k, False) for a, k, _ in slower])["differs"] is True
 
 
 def test_a_stretch_that_outlasts_waiting_stops_the_waits_until_the_cpus_come_together(monkeypatch):

@@ -14,7 +14,7 @@ packages=(
   fonts-noto-core fonts-noto-cjk fonts-symbola  # the PDF: Devanagari, CJK, Hebrew... names; emoji (XeTeX: Symbola)
   fonts-noto-color-emoji      # emoji in report.html and the figures (Chromium)
   poppler-utils               # pdftotext/pdftoppm: the report tests read the PDF
-  strace                      # the tests read the client's system calls (its ACKs after STOP)
+  strace                      # the tests read the programs' system calls (ACKs, looks for STOP)
   iperf3 sockperf             # the peers measured beside A1/A2/A3 (throughput, latency)
   openssh-client              # topology ssh: the other hosts
   openssh-server              # the tests emulate two ssh hosts in namespaces
@@ -22,7 +22,7 @@ packages=(
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
   missing=()
-  for cmd in cc make perf ip taskset chromium xelatex pandoc pdftoppm iperf3 sockperf ssh; do
+  for cmd in cc make perf ip taskset chromium xelatex pandoc pdftoppm strace iperf3 sockperf ssh; do
     command -v "$cmd" >/dev/null 2>&1 || missing+=("$cmd")
   done
   if [ ${#missing[@]} -gt 0 ]; then

@@ -56,14 +56,15 @@ HISTORY = 4000        # the most recent probes the rule learns from
 CALIBRATION_PROBES = 40
 CALIBRATION_SPACING_S = 0.05  # 40 probes over 2 s: long enough to see a short stretch of each mode
 SHARE_OF_SWEEP = 0.25  # placement (waits, runs measured again) costs at most this share of a sweep
-WAIT_S = 2.0          # before a run: how long to wait for the CPUs to come together (most apart
-                      # stretches on the development VM ended within 2 s)
+WAIT_S = 2.0          # one whole wait for the CPUs to come together (most apart stretches on the
+                      # development VM ended within 2 s); a wait before a run goes on for whole waits
 WAIT_STEP_S = 0.1
 RETRIES = 2           # a run taken apart is measured again at most this often
-# waits that ended apart, one after another, before the stretch is taken as longer than waiting
-# can outlast: as many as one point may spend (before its run and each retry). Then no more waits
-# or runs measured again until a probe finds the CPUs near (the sweep measures the runs kept
-# meanwhile again after its base passes: sweep/placing.py, retake)
+# whole waits that ended apart, one after another, before the stretch is taken as longer than
+# waiting can outlast: as many as one point spent before round six, when each retry had its wait
+# (now they come in a row before its run: at most 6 s). Then no more waits or runs measured again
+# until a probe finds the CPUs near (the sweep measures the runs kept meanwhile again after its
+# base passes: sweep/placing.py, retake)
 FUTILE_WAITS = RETRIES + 1
 
 

@@ -30,7 +30,6 @@ PGID_NOTICE = "copylab-pgid"
 EXIT_NOTICE = "copylab-exit"
 
 
-
 def last_json_object(lines) -> dict | None:
     """The last of lines that parses as a JSON object (a program's result line), or None: a live
     side's stdout, or a record's (sweep/rounds.py)."""
@@ -42,6 +41,7 @@ def last_json_object(lines) -> dict | None:
                 if isinstance(value, dict):
                     return value
     return None
+
 
 class Side:
     """One benchmark process group on this machine, its output collected as it comes."""

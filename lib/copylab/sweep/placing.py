@@ -11,6 +11,8 @@ Measuring again is worth its time only where runs taken apart measure differentl
 aside has a run kept in its place moments later, so the host answers that itself: once
 EFFECT_PAIRS such pairs are in (throughput, or the inverse of the p50 round trip), if the 95% interval of their ratio lies
 within the grid's equivalence margin, runs are no longer measured again (still probed and flagged) and the sweep says why.
+Only runs apart at both their probes can show that: a run that went apart while it ran (most runs
+set aside, since none is started apart while waiting may go on) was apart for part of it only.
 """
 
 from __future__ import annotations
@@ -28,26 +30,37 @@ from .records import read_row
 EFFECT_PAIRS = 12  # set-aside/kept pairs before the sweep judges whether apart runs differ here
 
 
-def apart_effect(pairs: list[tuple[float, float]], margin: float = 0.10) -> dict:
-    """(set-aside, kept) speeds of the same points (throughput, or 1 / p50 round trip) -> the geometric
-    mean ratio, its 95% interval and whether runs taken apart measure differently on this host: False
-    when the interval lies within the equivalence margin [1/(1+m), 1+m] (any difference is smaller
-    than the study decides on; no difference is decided, never assumed from a wide interval), True
-    when it excludes 1 beyond that, None otherwise or before EFFECT_PAIRS."""
-    logs = np.log([a / k for a, k in pairs if a > 0 and k > 0])
-    out = {"pairs": int(logs.size), "ratio": None, "low": None, "high": None, "differs": None, "margin": margin}
-    if logs.size < 2:
+def apart_effect(pairs: list[tuple[float, float, bool]], margin: float = 0.10) -> dict:
+    """(set-aside, kept, whole) speeds of the same points (throughput, or 1 / p50 round trip; whole:
+    the run set aside was apart at both its probes) -> the geometric mean ratio, its 95% interval and
+    whether runs taken apart measure differently on this host: False when the interval of the whole
+    pairs alone lies within the equivalence margin [1/(1+m), 1+m] (any difference is smaller than
+    the study decides on; no difference is decided, never assumed from a wide interval), True when
+    the interval excludes 1, None otherwise or before EFFECT_PAIRS pairs of the kind that decides. A run that went apart during its
+    run was apart for part of it only, which pulls its ratio towards 1: such pairs can show a
+    difference, never its absence."""
+    out = {"pairs": 0, "whole_pairs": 0, "ratio": None, "low": None, "high": None, "differs": None, "margin": margin}
+    every, ci = _log_ratio_interval(pairs)
+    whole, whole_ci = _log_ratio_interval([p for p in pairs if p[2]])
+    out.update(pairs=int(every.size), whole_pairs=int(whole.size))
+    if ci is None:
         return out
+    out.update(ratio=round(math.exp(every.mean()), 3), low=round(math.exp(ci.low), 3), high=round(math.exp(ci.high), 3))
+    if whole.size >= EFFECT_PAIRS and -math.log1p(margin) <= whole_ci.low and whole_ci.high <= math.log1p(margin):
+        out["differs"] = False  # any difference is smaller than the margin: not worth a re-measurement
+    elif every.size >= EFFECT_PAIRS and not ci.low <= 0.0 <= ci.high:
+        out["differs"] = True
+    return out
+
+
+def _log_ratio_interval(pairs) -> tuple[np.ndarray, object | None]:
+    """The pairs' log ratios and their mean's 95% interval (None for fewer than two)."""
+    logs = np.log([a / k for a, k, _ in pairs if a > 0 and k > 0])
+    if logs.size < 2:
+        return logs, None
     from scipy import stats  # here: every command that reads a sweep's records imports this module
 
-    ci = stats.ttest_1samp(logs, 0.0).confidence_interval(0.95)
-    out.update(ratio=round(math.exp(logs.mean()), 3), low=round(math.exp(ci.low), 3), high=round(math.exp(ci.high), 3))
-    if logs.size >= EFFECT_PAIRS:
-        if -math.log1p(margin) <= ci.low and ci.high <= math.log1p(margin):
-            out["differs"] = False  # any difference is smaller than the margin: not worth a re-measurement
-        elif not ci.low <= 0.0 <= ci.high:
-            out["differs"] = True
-    return out
+    return logs, stats.ttest_1samp(logs, 0.0).confidence_interval(0.95)
 
 
 def earlier_retakes(previous_meta: dict) -> dict[str, set[str]]:
@@ -81,7 +94,7 @@ class SweepPlacement:
         self.history: list[float] = []
         self.calibration: dict | None = None
         self.starved = False  # the budget had no room for placement (said once)
-        self.pairs: list[tuple[float, float]] = []  # (set-aside, kept) speeds of one point
+        self.pairs: list[tuple[float, float, bool]] = []  # (set-aside, kept, whole) speeds of one point
         self.effect = apart_effect([])  # do runs taken apart measure differently here?
         self.retaking: dict[str, dict] = {}  # point id -> the kept row and its pending copy (retake.py)
         self.aside_seen: set[str] = set()  # runs/apart/ records already learned from (each once)
@@ -163,13 +176,14 @@ class SweepPlacement:
             "retaken": retake_counts(self.retake_points), "futile_waits": rule.FUTILE_WAITS,
             "share_of_sweep": rule.SHARE_OF_SWEEP, "retries": rule.RETRIES, "wait_s": rule.WAIT_S})
 
-    def _pairs(self, aside: list[tuple[str, dict]]) -> list[tuple[float, float]]:
-        """(set-aside, kept) speeds: each run set aside beside the run kept in its place."""
+    def _pairs(self, aside: list[tuple[str, dict]]) -> list[tuple[float, float, bool]]:
+        """(set-aside, kept, whole) speeds: each run set aside beside the run kept in its place, and
+        whether it was apart at both its probes (apart_effect)."""
         pairs = []
         for pid, row in aside:
             first, kept = _speed(row), _speed(self.sweep.rows.get(pid, {}))
             if first is not None and kept is not None:
-                pairs.append((first, kept))
+                pairs.append((first, kept, _apart_throughout(row)))
         return pairs
 
     def apart_now(self) -> str:
@@ -211,3 +225,11 @@ def _speed(row: dict) -> float | None:
     if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
         return None
     return value if row.get("mode") == "throughput" else 1.0 / value
+
+
+def _apart_throughout(row: dict) -> bool:
+    """Was the run apart at both its probes, before and after (against the line in force)?"""
+    line = row.get("cpu_apart_line_ns")
+    probes = [row.get("cpu_round_trip_before_ns"), row.get("cpu_round_trip_after_ns")]
+    return isinstance(line, (int, float)) and math.isfinite(line) and \
+        all(isinstance(v, (int, float)) and math.isfinite(v) and v > line for v in probes)
