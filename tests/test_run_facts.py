@@ -136,7 +136,7 @@ def test_the_runs_kept_apart_and_measured_again_are_said_with_how_many_the_budge
     assert "After the base passes, the 3 runs kept while the CPUs were apart" in how_this_run_went(run_facts(_rows(), meta))
     meta["placement"]["retaken"] = {"kept_apart": 1, "measured_again": 1}
     text = how_this_run_went(run_facts(_rows(), meta))
-    assert "the 1 run kept while the CPUs were apart" in text and "spent) was measured again" in text
+    assert "the 1 run kept while the CPUs were apart" in text and "spent) was measured again, its time counted" in text
     assert "as many as the budget held" not in text
     for hostile in ({"kept_apart": "many"}, {"kept_apart": 4}):  # a hostile meta.json says nothing, raises nothing
         meta["placement"]["retaken"] = hostile

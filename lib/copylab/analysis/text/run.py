@@ -87,8 +87,8 @@ def _placement(facts: dict) -> str:
         kept, again = retaken["kept_apart"], retaken["measured_again"]
         which = f"the {plural(kept, 'run')}" if again == kept else f"{again} of the {plural(kept, 'run')}"
         text += (f" After the base passes, {which} kept while the CPUs were apart (a stretch that outlasted "
-                 f"waiting, or the allowance spent) {'was' if again == 1 else 'were'} measured again, their time "
-                 "counted as placement's")
+                 f"waiting, or the allowance spent) {'was' if again == 1 else 'were'} measured again, "
+                 f"{'its' if again == 1 else 'their'} time counted as placement's")
         text += "." if again == kept else ", as many as the budget held."
     if facts["kept_apart"]:
         text += f" {plural(facts['kept_apart'], 'run')} kept while apart (flagged `cpus_apart`)"
