@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
+import pytest
 from copylab.params import load_grid
 from copylab.sweep import estimate as est
 from copylab.sweep.driver import earlier_wall
@@ -43,3 +44,25 @@ def test_a_point_is_expected_to_take_its_window_or_its_peers_own_run():
     own = runner_for("sockperf").expected_seconds(sockperf)
     assert own >= 1.0 > 0.35 and est.point_seconds(sockperf) == own + est.PER_POINT_OVERHEAD_S, \
         "a peer runs whole seconds, not the grid's window"
+
+
+def test_the_pace_is_this_hosts_own_below_the_arithmetic_too():
+    """The pace is the wall time (placement left out) over the grid's arithmetic for the points done:
+    1 before any, and below 1 where the host settles before the steady-state warm-up's bound (it was
+    held at 1, so extra passes were planned a third too dear on 2026-11-26)."""
+    from types import SimpleNamespace
+
+    from copylab.pointspec import PointSpec
+    from copylab.sweep.budget import pass_seconds
+    from copylab.sweep.clock import SweepClock
+
+    clock = SweepClock(8.5)
+    spec = PointSpec(impl="a1", mode="throughput", msg_size=1024, threads=1, steady_max_s=0.4, rounds=2)
+    assert clock.pace(SimpleNamespace(wall=5.0, placement=0.0)) == 1.0, "no point measured yet"
+    for _ in range(10):
+        clock.point(spec)
+    arithmetic = 10 * pass_seconds([spec])
+    assert clock.pace(SimpleNamespace(wall=0.76 * arithmetic + 20.0, placement=20.0)) == pytest.approx(0.76)
+    assert clock.pace(SimpleNamespace(wall=1.3 * arithmetic, placement=0.0)) == pytest.approx(1.3)
+    assert clock.need([spec], SimpleNamespace(wall=0.76 * arithmetic, placement=0.0)) == \
+        pytest.approx(0.76 * pass_seconds([spec]))

@@ -36,7 +36,7 @@ def _time(facts: dict) -> str:
     if facts["pace"] is not None:
         text += (f"; its first points took {facts['pace']:.2f}x the time the estimate gave them (each run's warm-up, "
                  "window and a fixed allowance for starting and stopping it): above 1, this host is slower at that "
-                 "than the estimate assumes")
+                 "than the estimate assumes; below 1, its warm-ups settled before their bound")
     return text + "."
 
 
