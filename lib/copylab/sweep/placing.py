@@ -36,9 +36,9 @@ def apart_effect(pairs: list[tuple[float, float, bool]], margin: float = 0.10) -
     whether runs taken apart measure differently on this host: False when the interval of the whole
     pairs alone lies within the equivalence margin [1/(1+m), 1+m] (any difference is smaller than
     the study decides on; no difference is decided, never assumed from a wide interval), True when
-    the interval excludes 1, None otherwise or before EFFECT_PAIRS pairs of the kind that decides. A run that went apart during its
-    run was apart for part of it only, which pulls its ratio towards 1: such pairs can show a
-    difference, never its absence."""
+    the interval excludes 1, None otherwise or before EFFECT_PAIRS pairs of the kind that decides.
+    A run that went apart while it ran was apart for part of it only, which pulls its ratio towards
+    1: such pairs can show a difference, never its absence."""
     out = {"pairs": 0, "whole_pairs": 0, "ratio": None, "low": None, "high": None, "differs": None, "margin": margin}
     every, ci = _log_ratio_interval(pairs)
     whole, whole_ci = _log_ratio_interval([p for p in pairs if p[2]])
