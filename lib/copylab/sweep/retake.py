@@ -63,6 +63,7 @@ def retake(sweep) -> None:
         for entry in placing.retaking.values():  # not reached (interrupted): the kept run keeps its place
             entry["pending"].unlink(missing_ok=True)
         placing.retaking.clear()
+        placing.record()  # the runs measured again before an interruption too
 
 
 def retaken(sweep, pid: str, row: dict) -> dict:
@@ -76,8 +77,7 @@ def retaken(sweep, pid: str, row: dict) -> dict:
         sweep.log(f"placement: {pid} measured again failed ({row.get('error')}): the run kept apart stays")
         return entry["row"]
     os.replace(pending, pending.with_name(pending.name.removesuffix(PENDING)))
-    sweep.placing.retake_points["measured_again"].add(pid)
-    sweep.placing.record()  # a sweep killed during its retake still says which runs were measured again
+    sweep.placing.retake_points["measured_again"].add(pid)  # recorded after its group (placing.learned)
     row["placement_retries"] = int(entry["row"].get("placement_retries") or 0) + 1 + \
         int(row.get("placement_retries") or 0)
     record = loads_json(path.read_bytes())  # a resumed sweep reads its retries from there
