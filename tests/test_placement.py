@@ -490,7 +490,7 @@ def test_a_sweep_learns_from_its_records_and_gives_each_group_an_allowance(tmp_p
     rows = {pid: {"status": "ok", "cpu_round_trip_before_ns": 55.0, "cpu_round_trip_after_ns": 56.0}}
     grid = SimpleNamespace(pin_server="0", pin_client="1", placement=True, equivalence_margin=0.10)
     sweep = SimpleNamespace(grid=grid, topology="netns", rows=rows, runs=runs, say=logged.append,
-                            log=logged.append, accounting=SimpleNamespace(placement=10.0), last_row=None,
+                            log=logged.append, accounting=SimpleNamespace(placement_all=10.0), last_row=None,
                             meta=SimpleNamespace(update=lambda **kw: updates.append(kw), previous={}))
     lat = pid.replace("throughput", "latency")
     (runs / "apart" / f"{lat}.0.json").write_text(json.dumps(

@@ -19,6 +19,7 @@ from copylab import intervals
 from copylab.params import parse_grid
 from copylab.sides import Window
 from copylab import rounds
+from copylab.placement import CpuDistance
 from copylab.sweep import rounds as sweep_rounds
 from native_helpers import run_client, sanitizer_findings, start_server
 
@@ -217,6 +218,80 @@ def test_the_report_says_a_window_of_rounds_and_the_window_the_rule_set():
     assert "0.800 s in throughput mode, split over 2 rounds of 0.400 s" in text
     assert "per run, summed over its rounds" in text
     assert "0.250 s in latency mode (median" in text
+
+
+class _PlacedHost(CpuDistance):
+    """The calibration's placement on a stand-in host: its probes return the given round trips in
+    turn, learned from a bimodal host's history (near 50-60 ns, apart 300-370 ns)."""
+
+    def __init__(self, trips, history=(), allowance_s=math.inf):
+        super().__init__([50.0 + (k % 11) for k in range(60)] + [300.0 + 7 * (k % 10) for k in range(10)], allowance_s)
+        self.trips = list(trips)
+
+    def probe(self, cpus):
+        value = self.trips.pop(0)
+        self.observe(value)
+        return value
+
+
+def _calibration_record(levels: list[float], gap_s: float = 0.25) -> tuple[dict, dict]:
+    """A calibration run's row and raw record: per round four 50 ms intervals at its level."""
+    values, windows = [], []
+    for level in levels:
+        values += [0.0, level, level * 1.01, level * 0.99, level]
+        windows.append((len(values) - 4, len(values) - 1))
+    series = {"values": values, "interval_s": 0.05, "window_first": windows[0][0], "window_last": windows[0][1],
+              "later_windows": [list(w) for w in windows[1:]]}
+    client = json.dumps({"round_gap_s": [None] + [gap_s] * (len(levels) - 1)})
+    return {"status": "ok", "throughput_gbps": float(np.mean(levels))}, {"series": series, "client": {"stdout": client}}
+
+
+def _calibrating_sweep(monkeypatch, trips, records):
+    """A sweep stand-in whose calibration runs return records in turn, probed by trips."""
+    import contextlib
+
+    from copylab import point, topology
+    from copylab.sweep.accounting import Accounting
+
+    grid = parse_grid({"name": "g", "impls": ["a1", "a2"], "modes": ["throughput"], "msg_sizes": [64, 16384],
+                       "threads": [1], "rounds": "auto", "profile": False, "pin_server": "0", "pin_client": "1"})
+    monkeypatch.setattr(sweep_rounds, "CpuDistance", lambda history, allowance_s: _PlacedHost(trips, allowance_s=allowance_s))
+    monkeypatch.setattr(topology, "open_topology", lambda kind, ssh: contextlib.nullcontext(None))
+    monkeypatch.setattr(point, "run_point", lambda spec, plan, topo: records.pop(0))
+    placing = SimpleNamespace(cpus=(0, 1), reason="", history=[])
+    return SimpleNamespace(grid=grid, topology="netns", remote=None, plan=None, placing=placing,
+                           accounting=Accounting())
+
+
+def test_the_calibration_measures_again_a_run_taken_apart_and_chooses_from_near_runs(monkeypatch):
+    """At 13:33 and 13:52 (2026-11-26) a calibration run was taken while the vCPUs were apart (A2 16 KiB
+    at 6.8 Gbit/s in every round, near 12-14), one round flipping to 12.9: 18.7% between connections
+    where the sweep's near runs showed 4.5%. Its runs are placed as the sweep's: once the rule knows
+    the host's two modes (here from its history), one that ended apart is set aside and measured
+    again, and the choice comes from runs taken near."""
+    near_a1, near_a2 = [1.70, 1.72, 1.69, 1.71, 1.70, 1.72], [12.1, 12.3, 12.0, 12.2, 12.1, 12.2]
+    taken_apart = [6.8, 6.8, 6.7, 6.8, 6.7, 12.9]
+    records = [_calibration_record(near_a1), _calibration_record(taken_apart), _calibration_record(near_a2)]
+    # run 1: near at both probes; run 2: ended apart (set aside); its retry: near at both
+    sweep = _calibrating_sweep(monkeypatch, [52.0, 53.0, 51.0, 340.0, 52.0, 54.0], records)
+    choice, evidence = sweep_rounds.calibrate(sweep)
+    assert not records  # three runs: the one set aside was measured again
+    assert [e["set_aside"] for e in evidence] == [0, 1]
+    assert [e["cpus_apart"] for e in evidence] == ["False", "False"]
+    assert evidence[1]["round_gbps"] == pytest.approx(near_a2, rel=0.01)
+    assert choice.per_connection_cv < 0.02  # the near runs' spread, not the apart run's
+    assert sweep.accounting.placement_before_s > 0  # the run set aside is placement's cost
+    assert len(sweep.placing.history) == 70 + 6  # the sweep learns from the calibration's probes
+
+
+def test_a_calibration_run_kept_apart_does_not_feed_the_choice(monkeypatch):
+    """With no allowance left to measure again, a run kept apart is recorded and left out."""
+    monkeypatch.setattr(sweep_rounds, "RETRIES", 0)
+    records = [_calibration_record([1.7, 1.72, 1.69, 1.71, 1.70, 1.72]), _calibration_record([6.8, 6.8, 6.7, 6.8, 6.7, 12.9])]
+    sweep = _calibrating_sweep(monkeypatch, [52.0, 53.0, 340.0, 345.0], records)
+    choice, evidence = sweep_rounds.calibrate(sweep)
+    assert [e["cpus_apart"] for e in evidence] == ["False", "True"]
+    assert choice.per_connection_cv < 0.02
 
 
 def test_a_new_sweep_takes_the_calibrations_choice_and_an_old_folder_keeps_one_round(monkeypatch, tmp_path):

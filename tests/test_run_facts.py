@@ -52,6 +52,12 @@ def test_each_statement_follows_its_numbers():
     profiled = pd.DataFrame({"impl": ["a2"], "msg_size": [64], "threads": [1], "cpus_apart": ["True"]})
     assert "The profiled runs of A2 64 B x 1 were taken while the CPUs were apart" in \
         how_this_run_went(run_facts(_rows(), META, profiled))
+    # the rounds calibration's runs are placed too: their runs set aside and their seconds are placement's
+    calibrated = {**META, "rounds": {"calibration": [{"set_aside": 1}, {"set_aside": 0}]},
+                  "sessions": [{**META["sessions"][0], "time": {**META["sessions"][0]["time"], "setup_placement_s": 4.0}}]}
+    text = how_this_run_went(run_facts(_rows(), calibrated))
+    assert "3 measured runs and 1 calibration run taken while the CPUs were apart were set aside" in text
+    assert "at a cost of 36 s" in text
     # the profiled runs set aside count too, as the engine's pairs do (the report said 25 beside 27 pairs)
     assert run_facts(_rows(), META, profiled.assign(placement_retries=[2]))["runs_set_aside"] == 5
 

@@ -30,6 +30,10 @@ def _dict(value) -> dict:
     return value if isinstance(value, dict) else {}
 
 
+def _list(value) -> list:
+    return value if isinstance(value, list) else []
+
+
 def _numeric(df: pd.DataFrame, column: str) -> pd.Series:
     return pd.to_numeric(df[column], errors="coerce") if column in df else pd.Series(np.nan, index=df.index)
 
@@ -116,8 +120,10 @@ def run_facts(df: pd.DataFrame, meta: dict, profiles: pd.DataFrame | None = None
     """The numbers of the section, from the run's own files."""
     sessions = [s for s in meta.get("sessions", []) if isinstance(s, dict)] if isinstance(meta.get("sessions"), list) else []
     walls = [_number(s.get("wall_s")) for s in sessions]
+    # the points' and the set-up's (the rounds calibration is placed as the points are)
     placement_s = sum(_number(_dict(k).get("placement_s")) or 0.0
-                      for s in sessions for k in _dict(_dict(s.get("time")).get("by_kind")).values())
+                      for s in sessions for k in _dict(_dict(s.get("time")).get("by_kind")).values()) + \
+        sum(_number(_dict(s.get("time")).get("setup_placement_s")) or 0.0 for s in sessions)
     budget = _dict(meta.get("budget"))
     params = _dict(meta.get("params"))
     passes = [p for p in budget.get("passes", []) if isinstance(p, dict)] if isinstance(budget.get("passes"), list) else []
@@ -152,6 +158,9 @@ def run_facts(df: pd.DataFrame, meta: dict, profiles: pd.DataFrame | None = None
                                   for t in (df, profiles) if t is not None and len(t))),
         "profiled_set_aside": int(_numeric(profiles, "placement_retries").fillna(0).sum())
         if profiles is not None and len(profiles) else 0,
+        # the rounds calibration's runs, placed as the points are (meta.json rounds.calibration)
+        "calibration_set_aside": int(sum(_number(_dict(run).get("set_aside")) or 0
+                                         for run in _list(_dict(meta.get("rounds")).get("calibration")))),
         # the configuration table's placement row gives the learned modes where the round trips are recorded
         "round_trips_recorded": bool(_numeric(df, "cpu_round_trip_ns").notna().any()),
         "kept_apart": kept_apart, "kept_apart_ratio": apart_ratio,

@@ -36,6 +36,7 @@ def measured_seconds(spec, row: dict) -> float:
 @dataclass
 class Accounting:
     setup_s: float = 0.0
+    placement_before_s: float = 0.0  # the set-up's share of placement: the rounds calibration's waits and runs set aside
     by_kind: dict = field(default_factory=dict)  # kind -> [points, measured seconds, wall seconds, placement seconds]
     _last: float | None = None
 
@@ -69,7 +70,13 @@ class Accounting:
 
     @property
     def placement(self) -> float:
+        """The points' placement seconds (the pace of the points measured leaves them out)."""
         return sum(e[3] for e in self.by_kind.values())
+
+    @property
+    def placement_all(self) -> float:
+        """And the set-up's: what the host's vCPUs cost the whole sweep."""
+        return self.placement_before_s + self.placement
 
     def summary(self) -> dict:
         """{kind: {points, measured_s, wall_s, overhead, placement_s, overhead_without_placement}} and
@@ -79,10 +86,11 @@ class Accounting:
                       "overhead": round(w / m, 3) if m else None, "placement_s": round(p, 2),
                       "overhead_without_placement": round((w - p) / m, 3) if m else None}
                for kind, (n, m, w, p) in sorted(self.by_kind.items())}
-        return {"setup_s": round(self.setup_s, 2), "by_kind": out}
+        return {"setup_s": round(self.setup_s, 2), "setup_placement_s": round(self.placement_before_s, 2), "by_kind": out}
 
     def lines(self) -> list[str]:
         return [f"overhead {kind}: {e['points']} points, {e['wall_s']:.0f} s for {e['measured_s']:.0f} s measured "
                 f"({e['overhead']}x; {e['overhead_without_placement']}x without the {e['placement_s']:.0f} s spent "
                 "on the CPUs' placement)" for kind, e in self.summary()["by_kind"].items()] + \
-            [f"setup (build, perf probe): {self.setup_s:.0f} s"]
+            [f"setup (build, perf probe, calibrations): {self.setup_s:.0f} s, of which {self.placement_before_s:.0f} s "
+             "on the CPUs' placement"]

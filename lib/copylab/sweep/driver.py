@@ -239,7 +239,7 @@ class Sweep:
         if folder.still_there(self.out, self.runs):
             write_results(self.out, self.runs, self.rows)
         self.summary = SweepSummary(self.out, len(self.specs), self.measured, self.skipped,
-                                    self.failed, wall, self.point_seconds, self.accounting.placement)
+                                    self.failed, wall, self.point_seconds, self.accounting.placement_all)
         if self.measured and self.out.is_dir():
             with open(self.out / "sweep.log", "a") as log:
                 log.writelines(f"{now()} {line}\n" for line in self.accounting.lines())

@@ -130,7 +130,7 @@ class SweepPlacement:
     def group_params(self, group_s: float, elapsed_s: float, behind: bool, profiled: bool = False) -> dict:
         """The notebook's placement parameters for the next group: the round trips to learn from and
         the seconds placement may spend in it."""
-        spent = self.sweep.accounting.placement
+        spent = self.sweep.accounting.placement_all
         allowance = max(rule.SHARE_OF_SWEEP * (elapsed_s + group_s) - spent, 0.0)
         if self.effect["differs"] is False:
             allowance = 0.0

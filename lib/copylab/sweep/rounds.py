@@ -12,6 +12,7 @@ import time
 from dataclasses import replace
 
 from ..contract import DURATION_RANGE, ROUNDS_RANGE
+from ..placement import RETRIES, CpuDistance, placed
 from ..rounds import Choice, choose, components
 from ..sides import last_json_object
 
@@ -55,27 +56,59 @@ def calibrate(sweep) -> tuple[Choice, list[dict]]:
     from ..topology import open_topology
 
     grid, started = sweep.grid, time.monotonic()
-    runs, evidence = [], []
+    runs, evidence, apart = [], [], 0
+    specs = calibration_specs(grid, sweep.topology)
     # topology ssh: the hosts the session connected (a second connection would take their addresses again)
     scope = contextlib.nullcontext(sweep.remote) if sweep.remote is not None else open_topology(sweep.topology, grid.ssh)
-    with scope as topo:
-        for spec in calibration_specs(grid, sweep.topology):
-            row, raw = run_point(spec, sweep.plan, topo)
+    with scope as topo, _distance(sweep, specs) as distance:
+        for spec in specs:
+            cpus, reason = _cpus(sweep)
+            attempts = placed(distance, cpus, reason, lambda: run_point(spec, sweep.plan, topo))
+            (row, raw), columns = attempts[-1]
             run = calibration_run(raw) if row.get("status") == "ok" else None
             evidence.append({
                 "point": spec.point_id(), "status": row.get("status"), "error": row.get("error") or "",
                 "round_gbps": [round(sum(r) / len(r), 3) for r in run["rounds"] if r] if run else [],
-                "round_gap_s": run["gaps"] if run else []})
-            if run:
+                "round_gap_s": run["gaps"] if run else [], "cpus_apart": columns["cpus_apart"],
+                "set_aside": len(attempts) - 1, "placement_s": columns["placement_s"]})
+            if run and columns["cpus_apart"] == "True":  # the sweep's runs are taken near: so is its choice
+                apart += 1
+            elif run:
                 runs.append(run)
+        _learned(sweep, distance)
     found = components(runs)
     seconds = time.monotonic() - started
     if found is None:
+        kept_apart = f", {apart} taken while the CPUs were apart" if apart else ""
         return Choice(1, grid.duration_s, f"one connection per pass: the calibration measured too little "
-                                          f"({len(runs)} of {CALIBRATION_POINTS} runs) in {seconds:.0f} s"), evidence
+                                          f"({len(runs)} of {CALIBRATION_POINTS} runs{kept_apart}) in {seconds:.0f} s"), evidence
     choice = choose(*found, window_s=grid.duration_s)
     return replace(choice, why=f"{choice.why} (calibration: {len(runs)} runs of {CALIBRATION_ROUNDS} rounds, "
                               f"{seconds:.0f} s)"), evidence
+
+
+def _cpus(sweep) -> tuple[tuple[int, int] | None, str]:
+    placing = sweep.placing
+    if placing is None:
+        return None, "not probed: no placement in this session"
+    return placing.cpus, placing.reason
+
+
+def _distance(sweep, specs) -> CpuDistance:
+    """The placement rule as the sweep has learned it, allowed to wait and measure again as long as
+    the calibration's own runs take RETRIES times over (as a profiled run's group is): a run taken
+    while the vCPUs were apart would give the per-connection spread of another host state."""
+    from .estimate import point_seconds
+
+    history = sweep.placing.history if sweep.placing is not None else []
+    return CpuDistance(history, allowance_s=RETRIES * sum(point_seconds(s) for s in specs))
+
+
+def _learned(sweep, distance: CpuDistance) -> None:
+    """The calibration's probes join the sweep's history, and its placement seconds the accounts."""
+    if sweep.placing is not None:
+        sweep.placing.history = distance.history
+    sweep.accounting.placement_before_s += distance.spent_s
 
 
 def settle(sweep) -> None:

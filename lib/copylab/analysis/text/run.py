@@ -55,7 +55,8 @@ def _passes(facts: dict) -> str:
 
 
 def _placement(facts: dict) -> str:
-    if not (facts["placement_why"] or facts["runs_set_aside"] or facts["kept_apart"]):
+    calibration = facts.get("calibration_set_aside", 0)
+    if not (facts["placement_why"] or facts["runs_set_aside"] or calibration or facts["kept_apart"]):
         return ""
     text = "**Where the vCPUs were.**"
     if facts["placement_why"] and facts.get("round_trips_recorded"):
@@ -65,10 +66,12 @@ def _placement(facts: dict) -> str:
     elif facts["placement_why"]:
         text += f" Learned from this host's cache-line round trips: {md_escape(facts['placement_why'])}."
     aside, effect, wall = facts["runs_set_aside"], facts["apart_effect"], facts["wall_s"]
-    if aside:
+    if aside or calibration:
         # measured and profiled counted apart: the system configuration counts the measured ones (review-fresh4 G5)
         profiled = facts.get("profiled_set_aside", 0)
-        counts = [plural(n, f"{kind} run") for n, kind in ((aside - profiled, "measured"), (profiled, "profiled")) if n]
+        counts = [plural(n, f"{kind} run") for n, kind in
+                  ((aside - profiled, "measured"), (profiled, "profiled"), (calibration, "calibration")) if n]
+        aside += calibration
         text += (f" {' and '.join(counts)} taken while the CPUs were apart {'was' if aside == 1 else 'were'} set "
                  f"aside and measured again, at a cost of {facts['placement_s']:.0f} s")
         if wall:
