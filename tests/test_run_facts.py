@@ -133,6 +133,24 @@ def test_the_spread_between_connections_is_read_through_the_rounds_that_averaged
     assert window_choice(pd.DataFrame(calm).drop(columns="interval_cv"), meta)["per_connection_cv"] is None
 
 
+def test_a_calibration_taken_apart_is_named_by_the_line_learned_later():
+    """At 13:52 (2026-11-26) the sweep began wholly apart: the placement calibration's 40 probes found one
+    mode (310-324 ns), the rounds calibration could not be judged and read 18.7% between connections.
+    The report judges its runs again by the line the sweep learned by its end, and says so."""
+    rng = np.random.default_rng(3)
+    calibration = [{"point": "p1", "status": "ok", "round_trip_ns": [312.0, 318.0]},
+                   {"point": "p2", "status": "ok", "round_trip_ns": [51.0, 52.0]}]
+    meta = {"params": {"duration_s": 1.0}, "placement": {"line_ns": 140.0},
+            "rounds": {"rounds": 2, "duration_s": 0.8, "why": "2 rounds of 0.40 s per pass", "round_cost_s": 0.21,
+                       "calibration": calibration}}
+    text = how_this_run_went(run_facts(pd.DataFrame(_passes(2, 0.05, rng)), meta))
+    assert "1 of the calibration's 2 runs was taken while the CPUs were apart, by the line the sweep learned later" in text
+    one_mode = {**meta, "placement": {"line_ns": None}}
+    assert "calibration's 2 runs" not in how_this_run_went(run_facts(pd.DataFrame(_passes(2, 0.05, rng)), one_mode))
+    near = {**meta, "rounds": {**meta["rounds"], "calibration": calibration[1:]}}
+    assert "calibration's" not in how_this_run_went(run_facts(pd.DataFrame(_passes(2, 0.05, rng)), near))
+
+
 def test_the_runs_kept_apart_and_measured_again_are_said_with_how_many_the_budget_held():
     meta = {"placement": {"why": "two modes", "retaken": {"kept_apart": 98, "measured_again": 61}}}
     text = how_this_run_went(run_facts(_rows(), meta))

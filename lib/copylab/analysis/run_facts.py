@@ -66,6 +66,16 @@ def precision(df: pd.DataFrame) -> dict:
     return {"points": int(len(cv)), "median_cv": float(cv.median()), "within_target": int((cv <= CV_TARGET).sum())}
 
 
+def calibration_apart_by_the_line(chosen: dict, line_ns: float | None) -> dict:
+    """The rounds calibration's runs, and those a probe of which lies above the line the sweep learned
+    by its end: just after the placement calibration the rule often knows one mode (the vCPUs may be
+    wholly apart then), so it could not judge them when they were taken."""
+    runs = [_dict(run) for run in _list(chosen.get("calibration")) if _dict(run).get("status") == "ok"]
+    apart = 0 if line_ns is None else sum(
+        any((_number(v) or 0.0) > line_ns for v in _list(run.get("round_trip_ns"))) for run in runs)
+    return {"calibration_runs": len(runs), "calibration_apart": apart}
+
+
 def window_choice(df: pd.DataFrame, meta: dict) -> dict:
     """Where this host's spread comes from (Kalibera and Jones's levels, per throughput point of the
     study): the run-to-run variance of log throughput over passes splits into what the windows' own
@@ -75,9 +85,11 @@ def window_choice(df: pd.DataFrame, meta: dict) -> dict:
     calibration measured, says whether the rounds it chose still hold. Medians over the points; None
     where a point has fewer than 3 passes or the series were not recorded."""
     out = {"window_s": None, "per_connection_cv": None, "within_cv": None, "rounds": None, "rounds_why": None,
-           "round_cost_s": None, "best_rounds": None, "best_duration_s": None}
+           "round_cost_s": None, "best_rounds": None, "best_duration_s": None, "calibration_runs": 0,
+           "calibration_apart": 0}
     chosen = _dict(meta.get("rounds"))
     out["rounds_why"] = chosen.get("why") if isinstance(chosen.get("why"), str) else None
+    out.update(calibration_apart_by_the_line(chosen, _number(_dict(meta.get("placement")).get("line_ns"))))
     tp = df[(df["mode"] == "throughput") & df["impl"].isin(STUDY) & (df["status"] == "ok")].copy()
     for column in ("throughput_gbps", "interval_cv", "interval_s", "duration_s", "warmup_s", "rounds"):
         tp[column] = _numeric(tp, column)

@@ -70,7 +70,9 @@ def calibrate(sweep) -> tuple[Choice, list[dict]]:
                 "point": spec.point_id(), "status": row.get("status"), "error": row.get("error") or "",
                 "round_gbps": [round(sum(r) / len(r), 3) for r in run["rounds"] if r] if run else [],
                 "round_gap_s": run["gaps"] if run else [], "cpus_apart": columns["cpus_apart"],
-                "set_aside": len(attempts) - 1, "placement_s": columns["placement_s"]})
+                "set_aside": len(attempts) - 1, "placement_s": columns["placement_s"],
+                # the report judges them again by the line the sweep learns later (run_facts)
+                "round_trip_ns": [columns[k] for k in ("cpu_round_trip_before_ns", "cpu_round_trip_after_ns")]})
             if run and columns["cpus_apart"] == "True":  # the sweep's runs are taken near: so is its choice
                 apart += 1
             elif run:

@@ -142,6 +142,11 @@ def _spread(facts: dict) -> str:
         text += ". Each throughput pass measured one set of connections"
     if facts["window_rounds_why"]:
         text += f" (chosen before the first point: {md_escape(facts['window_rounds_why'])})"
+    apart, runs = facts.get("window_calibration_apart", 0), facts.get("window_calibration_runs", 0)
+    if apart:
+        text += (f"; {apart} of the calibration's {plural(runs, 'run')} {'was' if apart == 1 else 'were'} taken while "
+                 "the CPUs were apart, by the line the sweep learned later (the rule knew one mode then): its "
+                 "spread between connections is partly that state's")
     best = facts["window_best_rounds"]
     if best is not None and k is not None:
         text += (f"; this run's own spread calls for the same ({plural(best, 'round')})" if best == k else
