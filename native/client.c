@@ -13,7 +13,6 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +21,6 @@
 #include <unistd.h>
 
 #include "client.h"
-#include "cpudistance.h"
 #include "protocol.h"
 #include "registry.h"
 #include "timing.h"
@@ -269,26 +267,6 @@ static int finish(struct worker *ws, unsigned created)
 	return 0;
 }
 
-/* --probe-cpus: how far apart the two CPUs are now, between two rounds (nothing is measured then:
- * the last round's connections are closed, the next one's not yet open), so the harness sees a
- * stretch apart inside the run that its probes at the run's ends miss. NaN without the flag, or
- * when the probe cannot run (said once; the run goes on: a probe is an observation, not the run). */
-static double probe_between_rounds(void)
-{
-	static int warned;
-	const struct client_options *o = &rounds[0].opts;
-	char why[128];
-
-	if (o->probe_cpus[0] < 0)
-		return NAN;
-	double ns = cpu_round_trip_ns(o->probe_cpus[0], o->probe_cpus[1], o->probe_ms, why, sizeof(why));
-	if (ns >= 0)
-		return ns;
-	if (!warned++)
-		fprintf(stderr, "%s: --probe-cpus: %s; no probes between rounds\n", PROG, why);
-	return NAN;
-}
-
 /* The rounds one after another, each on its own --threads workers (ws holds them all); a round
  * that could not start or lost a connection ends the run. The number of workers started. */
 static unsigned run_rounds(struct worker *ws, int *status)
@@ -297,9 +275,7 @@ static unsigned run_rounds(struct worker *ws, int *status)
 
 	for (unsigned r = 0; r < this_run->opts.rounds; r++) {
 		struct worker *round_ws = ws + (size_t)r * per;
-		double probe = r > 0 ? probe_between_rounds() : NAN;
 		begin_round(r);
-		this_run->probe_before_ns = probe;
 		unsigned got = start_workers(round_ws, status);
 		int failed = got < per || *status != 0;
 		for (unsigned k = 0; k < got; k++) {

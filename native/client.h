@@ -34,7 +34,6 @@ struct run {
 	double window_s;            /* this round's window: --duration split over --rounds */
 	int64_t interval_ns;        /* length of one reporting interval */
 	unsigned nbins;             /* intervals from t_start to the latest possible end of the window */
-	double probe_before_ns;     /* --probe-cpus: the CPUs' round trip just before this round (NaN: none) */
 };
 
 /* One connection's counts per interval since t_start (written by its worker, read by the main

@@ -272,7 +272,7 @@ static int out_intervals(struct output *o, struct worker *ws, unsigned n)
 	const struct run *runs[ROUNDS_MAX];
 	unsigned nr = list_rounds(ws, n, runs), total = 0;
 	uint64_t counts[ROUNDS_MAX];
-	double warmups[ROUNDS_MAX], gaps[ROUNDS_MAX], probes[ROUNDS_MAX];
+	double warmups[ROUNDS_MAX], gaps[ROUNDS_MAX];
 
 	for (unsigned r = 0; r < nr; r++) {
 		int64_t warm_end = atomic_load(&runs[r]->t_warm_end);
@@ -281,7 +281,6 @@ static int out_intervals(struct output *o, struct worker *ws, unsigned n)
 		warmups[r] = warm_end == INT64_MAX ? NAN : ns_to_s(warm_end - runs[r]->t_start);
 		/* what a round costs beyond its window: the previous window's end to this one's start */
 		gaps[r] = warm_end == INT64_MAX || before == INT64_MAX ? NAN : ns_to_s(warm_end - before);
-		probes[r] = runs[r]->probe_before_ns;
 		total += (unsigned)counts[r];
 	}
 	uint64_t *bytes = calloc(total + 1, sizeof(*bytes));
@@ -302,8 +301,6 @@ static int out_intervals(struct output *o, struct worker *ws, unsigned n)
 	out_u64_array(o, "round_intervals", counts, nr);
 	out_num_array(o, "round_warmup_s", warmups, nr);
 	out_num_array(o, "round_gap_s", gaps, nr);
-	if (runs[0]->opts.probe_cpus[0] >= 0) /* --probe-cpus: null for the first round, or a probe that could not run */
-		out_num_array(o, "round_probe_ns", probes, nr);
 	free(bytes), free(rtt_mean), free(rtts);
 	return 0;
 }

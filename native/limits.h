@@ -26,8 +26,5 @@
 #define RECV_BULK_BYTES 262144         /* bytes per recv() with --receive bulk */
 #define STEADY_INTERVALS 4             /* intervals the steady-state test looks at */
 #define STEADY_TOLERANCE 0.10          /* their rates within this share of their mean: steady */
-#define PROBE_MS_MIN 0.1               /* milliseconds: the shortest cache-line probe (cpuprobe, client --probe-ms) */
-#define PROBE_MS_MAX 1000.0            /* milliseconds: the longest */
-#define PROBE_MS_DEFAULT 2.0           /* milliseconds: one probe, ~30,000 round trips at 60 ns */
 
 #endif

@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
-#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,8 +14,7 @@
 #include "registry.h"
 
 enum opt_kind { OPT_ADDR, OPT_PORT, OPT_PORT_OR_ZERO, OPT_MSG_SIZE, OPT_MODE, OPT_RECEIVE, OPT_THREADS, OPT_ROUNDS, OPT_DURATION,
-		OPT_SECONDS_OR_ZERO, OPT_INTERVAL, OPT_BYTES, OPT_RING_MEMORY, OPT_CONGESTION, OPT_PATH, OPT_CPU_PAIR,
-		OPT_MILLISECONDS, OPT_SWITCH };
+		OPT_SECONDS_OR_ZERO, OPT_INTERVAL, OPT_BYTES, OPT_RING_MEMORY, OPT_CONGESTION, OPT_PATH, OPT_SWITCH };
 
 struct opt_spec {
 	const char *name;
@@ -64,24 +62,6 @@ static int parse_seconds(const char *text, double min, double max, double *out)
 	if (errno != 0 || *end != '\0' || !isfinite(v) || v < min || v > max)
 		return -1;
 	*out = v;
-	return 0;
-}
-
-/* "A,B": two CPU numbers below CPU_SETSIZE. */
-static int parse_cpu_pair(const char *text, int *out)
-{
-	char first[16];
-	const char *comma = strchr(text, ',');
-	unsigned long long a, b;
-
-	if (!comma || (size_t)(comma - text) >= sizeof(first))
-		return -1;
-	memcpy(first, text, (size_t)(comma - text));
-	first[comma - text] = '\0';
-	if (parse_uint(first, 0, CPU_SETSIZE - 1, &a) < 0 || parse_uint(comma + 1, 0, CPU_SETSIZE - 1, &b) < 0)
-		return -1;
-	out[0] = (int)a;
-	out[1] = (int)b;
 	return 0;
 }
 
@@ -196,16 +176,6 @@ static void take_value(const char *prog, struct opt_spec *s, const char *value)
 			fail(prog, "%s: must be a file name, got ''", s->name);
 		*(const char **)s->dst = value;
 		break;
-	case OPT_CPU_PAIR:
-		if (parse_cpu_pair(value, (int *)s->dst) < 0)
-			fail(prog, "%s: must be two CPU numbers from 0 to %d, 'SERVER,CLIENT', got '%s'", s->name,
-			     CPU_SETSIZE - 1, value);
-		break;
-	case OPT_MILLISECONDS:
-		if (parse_seconds(value, PROBE_MS_MIN, PROBE_MS_MAX, (double *)s->dst) < 0)
-			fail(prog, "%s: must be a number of milliseconds from %g to %g, got '%s'", s->name, PROBE_MS_MIN,
-			     PROBE_MS_MAX, value);
-		break;
 	case OPT_SWITCH:
 		break;
 	}
@@ -227,8 +197,6 @@ static void usage_line(FILE *f, const char *prog, const struct opt_spec *specs, 
 		case OPT_BYTES: case OPT_RING_MEMORY: meta = " BYTES"; break;
 		case OPT_CONGESTION: meta = " NAME"; break;
 		case OPT_PATH: meta = " FILE"; break;
-		case OPT_CPU_PAIR: meta = " SERVER_CPU,CLIENT_CPU"; break;
-		case OPT_MILLISECONDS: meta = " MS"; break;
 		case OPT_SWITCH: break;
 		}
 		fprintf(f, specs[k].required ? " %s%s%s" : " [%s%s%s]", specs[k].name,
@@ -305,8 +273,6 @@ void parse_client_options(int argc, char **argv, const char *prog, struct client
 	o->interval_s = INTERVAL_DEFAULT_S;
 	o->setup_timeout_s = HANDSHAKE_TIMEOUT_S;
 	o->rounds = 1;
-	o->probe_cpus[0] = o->probe_cpus[1] = -1;
-	o->probe_ms = PROBE_MS_DEFAULT;
 	struct opt_spec specs[] = {
 		{"--connect", OPT_ADDR, &o->connect, 1, 0},
 		{"--port", OPT_PORT, &o->port, 0, 0},
@@ -324,8 +290,6 @@ void parse_client_options(int argc, char **argv, const char *prog, struct client
 		{"--congestion", OPT_CONGESTION, &o->congestion, 0, 0},
 		{"--verify", OPT_SWITCH, &o->verify, 0, 0},
 		{"--announce-window", OPT_SWITCH, &o->announce, 0, 0},
-		{"--probe-cpus", OPT_CPU_PAIR, o->probe_cpus, 0, 0},
-		{"--probe-ms", OPT_MILLISECONDS, &o->probe_ms, 0, 0},
 		{"--json", OPT_SWITCH, &o->json, 0, 0},
 	};
 	parse(argc, argv, prog, specs, (int)(sizeof(specs) / sizeof(specs[0])));

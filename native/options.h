@@ -44,8 +44,6 @@ struct client_options {
 	const char *congestion; /* TCP congestion control of every connection; NULL: the host's */
 	int verify;
 	int announce;  /* print "window open"/"window closed" on stderr for a harness */
-	int probe_cpus[2]; /* --probe-cpus: the server's and the client's CPU, probed between rounds; -1: none */
-	double probe_ms;   /* how long each such probe bounces its cache line */
 	int json;
 	struct endpoint ep;
 };

@@ -66,12 +66,6 @@ BAD = [
     ("client", CLIENT_OK + ["--rounds", "0"], "--rounds"),
     ("client", CLIENT_OK + ["--rounds", "17"], "--rounds"),
     ("client", CLIENT_OK + ["--rounds", "two"], "--rounds"),
-    ("client", CLIENT_OK + ["--probe-cpus", "0"], "--probe-cpus"),
-    ("client", CLIENT_OK + ["--probe-cpus", "0,x"], "--probe-cpus"),
-    ("client", CLIENT_OK + ["--probe-cpus", "-1,0"], "--probe-cpus"),
-    ("client", CLIENT_OK + ["--probe-cpus", "0,1024"], "--probe-cpus"),
-    ("client", CLIENT_OK + ["--probe-ms", "0"], "--probe-ms"),
-    ("client", CLIENT_OK + ["--probe-ms", "1001"], "--probe-ms"),
     ("client", with_flag(CLIENT_OK, "--duration", "0.3") + ["--rounds", "4"], "--rounds"),  # 0.075 s each
     ("client", CLIENT_OK + ["--setup-timeout", "0"], "--setup-timeout"),
     ("client", CLIENT_OK + ["--setup-timeout", "soon"], "--setup-timeout"),

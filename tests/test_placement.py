@@ -137,50 +137,6 @@ def test_the_run_waits_for_the_cpus_to_come_together(monkeypatch):
     assert attempts[0][1]["placement_wait_s"] > 0 and distance.trips == []
 
 
-def _run_with_client_probes(counter, between):
-    """A measure() whose client probed the CPUs between its rounds (round_probe_ns, null first)."""
-    def measure():
-        counter.append(1)
-        client = json.dumps({"round_probe_ns": [None, *between]})
-        return {"status": "ok", "throughput_gbps": float(len(counter))}, {"client": {"stdout": f"noise\n{client}\n"}}
-    return measure
-
-
-def test_a_run_apart_between_its_rounds_is_set_aside_though_near_at_both_ends():
-    """2026-11-26 15:30: A1 1 KiB rounds at 1.40-1.48 Gbit/s (apart) between rounds at 1.8 (near), the
-    probes at the run's ends near (48-54 ns): the client's probes between rounds see such a stretch."""
-    counter = []
-    distance = ScriptedDistance([50.0, 52.0, 51.0, 53.0])
-    measure = _run_with_client_probes(counter, [330.0])
-    attempts = placed(distance, (0, 1), "", lambda: measure() if len(counter) == 0 else
-                      _run_with_client_probes(counter, [55.0])())
-    (row, _), columns = attempts[-1]
-    assert len(attempts) == 2 and attempts[0][1]["cpus_apart"] == "True"
-    assert attempts[0][1]["cpu_round_trip_between_ns"] == 330.0 == attempts[0][1]["cpu_round_trip_ns"]
-    assert columns["cpus_apart"] == "False" and columns["cpu_round_trip_between_ns"] == 55.0
-    assert row["throughput_gbps"] == 2.0
-    assert 330.0 in distance.history and 55.0 in distance.history, "the rule learns from the client's probes"
-
-
-def test_a_run_of_one_round_has_no_probe_between_rounds():
-    (row, _), columns = placed(ScriptedDistance([50.0, 52.0]), (0, 1), "", ok_run([]))[-1]
-    assert math.isnan(columns["cpu_round_trip_between_ns"]) and columns["cpu_round_trip_ns"] == 52.0
-
-
-def test_the_client_is_asked_to_probe_between_rounds_only_where_there_are_rounds():
-    from copylab.pointspec import PointSpec
-    from copylab.runners import runner_for
-
-    one = PointSpec(impl="a1", mode="throughput", msg_size=64, threads=1, pin_server="0", pin_client="1").validate()
-    two = PointSpec(impl="a1", mode="throughput", msg_size=64, threads=1, pin_server="0", pin_client="1",
-                    rounds=2, duration_s=0.8).validate()
-    assert runner_for("a1").probe_argv(one, (0, 1)) == []
-    assert runner_for("a1").probe_argv(two, (0, 1)) == ["--probe-cpus", "0,1", "--probe-ms", f"{placement.PROBE_MS:g}"]
-    assert runner_for("iperf3").probe_argv(two, (0, 1)) == []
-    assert placement.between_probes(two, (0, 1)) == (0, 1)
-    assert placement.between_probes(PointSpec(**{**two.__dict__, "profile": True}), (0, 1)) is None
-
-
 def test_cpus_apart_through_every_retry_keep_the_last_run_flagged(monkeypatch):
     monkeypatch.setattr(placement, "WAIT_STEP_S", 0.001)
     monkeypatch.setattr(placement, "WAIT_S", 0.0)  # one probe before each run, apart every time
@@ -222,8 +178,7 @@ def test_measure_points_keeps_the_set_aside_run_under_apart(monkeypatch, tmp_pat
     monkeypatch.setattr(experiment, "probe_topology", lambda topo: None)
     calls = []
 
-    def fake_run_point(spec, plan, topo, workdir=None, profile_dir=None, probe_cpus=None):
-        assert probe_cpus == (0, 1), "the client probes the placed pair between rounds"
+    def fake_run_point(spec, plan, topo, workdir=None, profile_dir=None):
         calls.append(spec.point_id())
         row = empty_row(spec, topo.kind)
         row.update(status="ok", throughput_gbps=float(len(calls)), point_id=spec.point_id(), mode=spec.mode)
@@ -320,8 +275,7 @@ def test_measure_points_with_placement_off_probes_nothing(monkeypatch, tmp_path)
     monkeypatch.setattr(experiment, "CpuDistance", lambda history, allowance, futile_waits=0: ScriptedDistance([]))  # a probe would fail
     monkeypatch.setattr(experiment, "probe_topology", lambda topo: None)
 
-    def fake_run_point(spec, plan, topo, workdir=None, profile_dir=None, probe_cpus=None):
-        assert probe_cpus is None, "placement off: the client probes nothing either"
+    def fake_run_point(spec, plan, topo, workdir=None, profile_dir=None):
         row = empty_row(spec, topo.kind)
         row.update(status="ok", throughput_gbps=1.0)
         return row, {}

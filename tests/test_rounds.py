@@ -200,33 +200,6 @@ def test_client_rounds_are_fresh_connections_one_after_another(native_build, san
     assert got["throughput_gbps"] == pytest.approx(got["bytes"] * 8 / got["duration_s"] / 1e9)
 
 
-@pytest.mark.parametrize("sanitize", [False, True], ids=["build", "sanitizers"])
-def test_the_client_probes_the_cpus_between_rounds_only(native_build, sanitize):
-    """--probe-cpus: one cache-line probe in each gap between rounds (none before the first): the
-    engine's probes at a run's ends miss a stretch apart inside it (2026-11-26 15:30)."""
-    import os
-
-    server = start_server("a2", "throughput", 4096, sanitize=sanitize)
-    cpus = sorted(os.sched_getaffinity(0))[:2]
-    try:
-        run = run_client("127.0.0.1", server.port, "throughput", 4096, duration=0.6, warmup=0.05, sanitize=sanitize,
-                         extra=["--rounds", "3", "--probe-cpus", f"{cpus[0]},{cpus[-1]}", "--probe-ms", "1"])
-        gone = run_client("127.0.0.1", server.port, "throughput", 4096, duration=0.4, warmup=0.05, sanitize=sanitize,
-                          extra=["--rounds", "2", "--probe-cpus", f"{cpus[0]},{os.cpu_count() + 7}"])
-        alone = run_client("127.0.0.1", server.port, "throughput", 4096, duration=0.4, warmup=0.05, sanitize=sanitize,
-                           extra=["--rounds", "2"])
-    finally:
-        server.stop()
-    assert run.returncode == 0, run.stderr
-    assert not sanitizer_findings(run.stderr + gone.stderr + server.stderr())
-    probes = run.result["round_probe_ns"]
-    assert len(probes) == 3 and probes[0] is None and all(p is not None and 0 < p < 1e6 for p in probes[1:])
-    # a CPU that is not there: said once, the run goes on and its probes are empty
-    assert gone.returncode == 0 and gone.result["round_probe_ns"] == [None, None], gone.stderr
-    assert gone.stderr.count("--probe-cpus: cannot start a thread on CPU") == 1
-    assert "round_probe_ns" not in alone.result, "without the flag, no probe and no key"
-
-
 def test_the_report_says_a_window_of_rounds_and_the_window_the_rule_set():
     import pandas as pd
 
@@ -284,7 +257,7 @@ def _calibrating_sweep(monkeypatch, trips, records):
                        "threads": [1], "rounds": "auto", "profile": False, "pin_server": "0", "pin_client": "1"})
     monkeypatch.setattr(sweep_rounds, "CpuDistance", lambda history, allowance_s: _PlacedHost(trips, allowance_s=allowance_s))
     monkeypatch.setattr(topology, "open_topology", lambda kind, ssh: contextlib.nullcontext(None))
-    monkeypatch.setattr(point, "run_point", lambda spec, plan, topo, probe_cpus=None: records.pop(0))
+    monkeypatch.setattr(point, "run_point", lambda spec, plan, topo: records.pop(0))
     placing = SimpleNamespace(cpus=(0, 1), reason="", history=[])
     return SimpleNamespace(grid=grid, topology="netns", remote=None, plan=None, placing=placing,
                            accounting=Accounting())

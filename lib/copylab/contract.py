@@ -59,7 +59,6 @@ STEADY_MAX_RANGE = (0.0, _L["WARMUP_MAX_S"])                    # how much later
 WORKING_SET_RANGE = (1, _L["WORKING_SET_MAX"])                  # bytes of distinct messages cycled through
 WORKING_SET_DEFAULT = _L["WORKING_SET_DEFAULT"]
 INTERVAL_DEFAULT_S = _L["INTERVAL_DEFAULT_S"]
-PROBE_MS = _L["PROBE_MS_DEFAULT"]                             # one cache-line probe (cpuprobe, client --probe-ms)
 REPETITIONS_RANGE = (1, 100)
 SEED_RANGE = (0, 2**32 - 1)
 
@@ -183,12 +182,9 @@ EXTRA = (
     _numeric("srv_cpu_steal", "share of the sender's CPU time stolen by the hypervisor in the window"),
     _numeric("cli_cpu_steal", "share of the receiver's CPU time stolen by the hypervisor in the window"),
     _numeric("cpu_round_trip_ns", "round trip of a cache line between the sender's and the receiver's CPUs "
-                                  "(native/cpuprobe), the largest of the probes just before, just after and "
-                                  "between the rounds of the run"),
+                                  "(native/cpuprobe), the larger of the probes just before and just after the run"),
     _numeric("cpu_round_trip_before_ns", "that round trip just before the run (after any wait)"),
     _numeric("cpu_round_trip_after_ns", "that round trip just after the run"),
-    _numeric("cpu_round_trip_between_ns", "the largest of the client's probes between the run's rounds (--probe-cpus; "
-                                          "empty for a run of one round)"),
     _numeric("cpu_apart_line_ns", "the line the rule had learned from this host's round trips when the run was "
                                   "judged (placement.py); empty while the host showed one mode"),
     _text("cpus_apart", "True when a round trip exceeded that line: the hypervisor had put the two vCPUs "

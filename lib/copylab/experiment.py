@@ -16,7 +16,7 @@ from . import perf as perfmod
 from .errors import ErrorKind, MeasurementError
 from .fsutil import atomic_write_json, jsonable
 from .paths import OUTPUT_DIR
-from .placement import CpuDistance, between_probes, placed, probe_cpus
+from .placement import CpuDistance, placed, probe_cpus
 from .point import run_point
 from .pointspec import PointSpec
 from .hosts import SshSettings
@@ -86,8 +86,7 @@ def measure_points(points: list[dict], *, topology: str = "auto", topology_param
                 cpus, reason = probe_cpus(spec.pin_server, spec.pin_client, topo.kind, placement)
                 attempts = placed(distance, cpus, reason, lambda: run_point(
                     spec, plan, topo, workdir=workdir,
-                    profile_dir=Path(profile_dir) if profile_dir else OUTPUT_DIR / "profiles",
-                    probe_cpus=between_probes(spec, cpus)))
+                    profile_dir=Path(profile_dir) if profile_dir else OUTPUT_DIR / "profiles"))
                 for retries, ((row, raw), columns) in enumerate(attempts):
                     record = jsonable({"row": row, "raw": raw, "notebook": notebook})
                     kept = retries == len(attempts) - 1

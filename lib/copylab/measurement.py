@@ -75,7 +75,6 @@ class Context:
     workdir: Path
     runner: object
     profile_dir: Path | None = None
-    probe_cpus: tuple[int, int] | None = None  # placement's pair: the client probes it between rounds
     wake: threading.Event = field(default_factory=threading.Event)  # a side's exit wakes the supervisor
 
     def __post_init__(self):
@@ -156,9 +155,8 @@ def start_client(ctx: Context, port: int) -> Side:
         else:
             window.open(event.source)
 
-    probes = runner.probe_argv(spec, ctx.probe_cpus) if ctx.probe_cpus is not None else []
     client = ctx.start("client", spec.pin_client, runner.client_argv(
-        spec, ctx.topo.server_addr, port, ctx.dirs["client"], ctx.hosts["client"].build_dir) + probes, [on_line])
+        spec, ctx.topo.server_addr, port, ctx.dirs["client"], ctx.hosts["client"].build_dir), [on_line])
     timer = runner.timer_window(spec)
     if timer is not None:
         window.open_in(timer[0], runner.window_source)

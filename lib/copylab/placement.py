@@ -43,7 +43,7 @@ from .errors import CopylabError
 from .paths import BUILD_DIR
 
 PROBE = BUILD_DIR / "cpuprobe"
-PROBE_MS = contract.PROBE_MS  # one probe: ~30,000 round trips at 60 ns, the median of 256-trip chunks
+PROBE_MS = 2.0        # one probe: ~30,000 round trips at 60 ns, the median of 256-trip chunks
 # Apart means another cache domain (CCD, socket): on x86 hosts its round trip is several times a
 # shared cache's (the two VMs above: 5.7x and 6x between the modes' medians), while the levels of
 # one domain, and a near mode's own width, stay within 2x (62-125 ns on one VM). 2.5 lies between.
@@ -138,16 +138,14 @@ def _quantile(sorted_values: np.ndarray, start, length, q: float) -> np.ndarray:
 
 @dataclass
 class Placement:
-    """What a point's probes saw: the round trips before and after its run (ns), and between its rounds
-    (the client's, in the gaps where nothing is measured), whether any was apart; waited_s spent
-    before the run for the CPUs to come together."""
+    """What a point's probes saw: the round trips before and after its run (ns), whether either was
+    apart; waited_s spent before the run for the CPUs to come together."""
 
     before_ns: float
     after_ns: float
     apart: bool
     waited_s: float
     line_ns: float | None
-    between_ns: tuple[float, ...] = ()
 
 
 class CpuDistance:
@@ -320,12 +318,9 @@ def placed(distance: CpuDistance, cpus: tuple[int, int] | None, reason: str, mea
             after = distance.probe(cpus)
         except CopylabError as exc:
             return done(result, placement_columns(None, len(attempts), f"not probed after the run: {exc}"), run_s)
-        between = between_rounds(result[1])
-        for value in between:  # the client's probes: the rule learns from them as from its own
-            distance.observe(value)
-        distance.seen(before, after, *between)
-        where = Placement(before, after, any(distance.apart(v) for v in (before, after, *between)), waited,
-                          distance.modes.line_ns, tuple(between))
+        distance.seen(before, after)
+        where = Placement(before, after, distance.apart(before) or distance.apart(after), waited,
+                          distance.modes.line_ns)
         columns = placement_columns(where, len(attempts))
         if not where.apart or result[0].get("status") != "ok" or len(attempts) >= RETRIES \
                 or not distance.affordable:
@@ -335,43 +330,26 @@ def placed(distance: CpuDistance, cpus: tuple[int, int] | None, reason: str, mea
         attempts.append((result, columns))
 
 
-def between_probes(spec, cpus: tuple[int, int] | None) -> tuple[int, int] | None:
-    """The pair the client probes between a run's rounds: the placed pair, but not for a profiled run
-    (perf record samples the CPUs, and its runs are judged at their ends)."""
-    return None if cpus is None or getattr(spec, "profile", False) else cpus
-
-
-def between_rounds(raw: dict) -> list[float]:
-    """The client's probes between a run's rounds (its --probe-cpus: round_probe_ns), those that ran."""
-    from .sides import last_json_object
-
-    client = last_json_object(((raw.get("client") or {}).get("stdout") or "").splitlines()) or {}
-    values = client.get("round_probe_ns") or []
-    return [float(v) for v in values if isinstance(v, (int, float)) and math.isfinite(v) and v > 0]
-
-
 def placement_columns(where: Placement | None, retries: int, reason: str = "") -> dict:
     """The row's columns for a run's placement (reason: why it was not probed); retries: the runs
     of the point set aside before it."""
     if where is None:
         return {"cpu_round_trip_ns": math.nan, "cpu_round_trip_before_ns": math.nan,
-                "cpu_round_trip_after_ns": math.nan, "cpu_round_trip_between_ns": math.nan,
-                "cpu_apart_line_ns": math.nan, "cpus_apart": "",
+                "cpu_round_trip_after_ns": math.nan, "cpu_apart_line_ns": math.nan, "cpus_apart": "",
                 "placement_retries": retries, "placement_wait_s": math.nan, "placement_s": math.nan,
                 "placement_note": reason}
-    return {"cpu_round_trip_ns": round(max(where.before_ns, where.after_ns, *where.between_ns), 1),
+    return {"cpu_round_trip_ns": round(max(where.before_ns, where.after_ns), 1),
             "cpu_round_trip_before_ns": round(where.before_ns, 1), "cpu_round_trip_after_ns": round(where.after_ns, 1),
-            "cpu_round_trip_between_ns": round(max(where.between_ns), 1) if where.between_ns else math.nan,
             "cpu_apart_line_ns": math.nan if where.line_ns is None else where.line_ns,
             "cpus_apart": str(where.apart), "placement_retries": retries,
             "placement_wait_s": round(where.waited_s, 3), "placement_s": math.nan, "placement_note": ""}
 
 
 def round_trips(rows) -> list[float]:
-    """Every probe the rows carry (before and after each run, and the farthest between its rounds), in the order given."""
+    """Every probe the rows carry (before and after each run), in the order given."""
     out = []
     for row in rows:
-        for key in ("cpu_round_trip_before_ns", "cpu_round_trip_after_ns", "cpu_round_trip_between_ns"):
+        for key in ("cpu_round_trip_before_ns", "cpu_round_trip_after_ns"):
             value = row.get(key)
             if isinstance(value, (int, float)) and math.isfinite(value) and value > 0:
                 out.append(float(value))

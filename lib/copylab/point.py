@@ -31,10 +31,9 @@ __all__ = ["run_point", "empty_row", "kill_registered", "remove_stale_workdirs",
 
 
 def run_point(spec: PointSpec, plan: "perfmod.PerfPlan", topo: Topology, workdir: Path | None = None,
-              profile_dir: Path | None = None, probe_cpus: tuple[int, int] | None = None) -> tuple[dict, dict]:
+              profile_dir: Path | None = None) -> tuple[dict, dict]:
     """Measure one point. Returns (row, raw): raw holds both sides' argv, stdout, stderr and perf
-    text, and the run's interval series. The stages are measurement.py's. probe_cpus: placement's
-    pair, which the client probes between a run's rounds (placement.between_rounds reads them)."""
+    text, and the run's interval series. The stages are measurement.py's."""
     spec.validate()
     runner = runner_for(spec.impl, spec.sanitize)
     for host in dict.fromkeys(topo.hosts().values()):
@@ -46,7 +45,7 @@ def run_point(spec: PointSpec, plan: "perfmod.PerfPlan", topo: Topology, workdir
     # the FIFOs and perf files of this point; named by our pid so `clean` can tell stale ones
     workdir = workdir or Path(tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    ctx = Context(spec, plan, topo, workdir, runner, profile_dir, probe_cpus)
+    ctx = Context(spec, plan, topo, workdir, runner, profile_dir)
     server = client = None
     try:
         if ctx.profiler is not None:

@@ -73,7 +73,7 @@ def run_command(args) -> int:
     # here, not at the top: every command's parser is built at each start, and these cost a third of
     # a second of CPU (numpy, pydantic) that `copylab sweep` or a refusal has no use for
     from ..experiment import probe_topology, show, summary_line
-    from ..placement import MIN_PROBES, CpuDistance, between_probes, placed, probe_cpus
+    from ..placement import MIN_PROBES, CpuDistance, placed, probe_cpus
     from ..point import run_point
     from ..runners import runner_for
 
@@ -106,8 +106,7 @@ def run_command(args) -> int:
                 with contextlib.suppress(CopylabError):  # a probe that fails leaves the run unplaced, said in its row
                     distance.calibrate(cpus, probes=MIN_PROBES, spacing_s=0.01)
             attempts = placed(distance, cpus, reason, lambda: run_point(
-                spec, plan, topo, profile_dir=Path(args.profile_dir) if args.profile else None,
-                probe_cpus=between_probes(spec, cpus)))
+                spec, plan, topo, profile_dir=Path(args.profile_dir) if args.profile else None))
         for (row, raw), columns in attempts[:-1]:
             print(f"copylab run: note: set aside a run taken while the CPUs were apart ({columns['cpu_round_trip_ns']:.0f} "
                   f"ns round trip): {summary_line(row)}", file=sys.stderr)

@@ -63,11 +63,6 @@ class Runner:
     def client_argv(self, spec, addr: str, port: int, workdir: str, build_dir: str) -> list[str]:
         raise NotImplementedError
 
-    def probe_argv(self, spec, cpus: tuple[int, int]) -> list[str]:
-        """The client's flags to probe the CPUs' round trip between a run's rounds (placement.py),
-        where its client can; none by default."""
-        return []
-
     def server_ready(self, stream: str, line: str) -> bool:
         raise NotImplementedError
 

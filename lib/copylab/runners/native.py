@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ..contract import CONGESTION_HOST, PROBE_MS, SERVER_KEYS, native_limits
+from ..contract import CONGESTION_HOST, SERVER_KEYS, native_limits
 from ..errors import CopylabError, ErrorKind
 from ..intervals import from_bytes, from_round_trips, round_windows
 from ..paths import BUILD_DIR, client_binary, server_binary
@@ -49,12 +49,6 @@ class NativeRunner(Runner):
                 "--receive", spec.receive,
                 *self._congestion(spec), *setup_timeout(spec), "--announce-window", "--json"]
         return argv + (["--verify"] if spec.verify else [])
-
-    def probe_argv(self, spec, cpus: tuple[int, int]) -> list[str]:
-        """Between rounds only: a run of one round is probed at its ends by the engine."""
-        if spec.rounds <= 1:
-            return []
-        return ["--probe-cpus", f"{cpus[0]},{cpus[1]}", "--probe-ms", f"{PROBE_MS:g}"]
 
     def server_ready(self, stream, line) -> bool:
         return stream == "stderr" and line.startswith("listening on")

@@ -12,7 +12,7 @@ import time
 from dataclasses import replace
 
 from ..contract import DURATION_RANGE, ROUNDS_RANGE
-from ..placement import RETRIES, CpuDistance, between_probes, placed
+from ..placement import RETRIES, CpuDistance, placed
 from ..rounds import Choice, choose, components
 from ..sides import last_json_object
 
@@ -63,8 +63,7 @@ def calibrate(sweep) -> tuple[Choice, list[dict]]:
     with scope as topo, _distance(sweep, specs) as distance:
         for spec in specs:
             cpus, reason = _cpus(sweep)
-            attempts = placed(distance, cpus, reason,
-                              lambda: run_point(spec, sweep.plan, topo, probe_cpus=between_probes(spec, cpus)))
+            attempts = placed(distance, cpus, reason, lambda: run_point(spec, sweep.plan, topo))
             (row, raw), columns = attempts[-1]
             run = calibration_run(raw) if row.get("status") == "ok" else None
             evidence.append({
@@ -73,8 +72,7 @@ def calibrate(sweep) -> tuple[Choice, list[dict]]:
                 "round_gap_s": run["gaps"] if run else [], "cpus_apart": columns["cpus_apart"],
                 "set_aside": len(attempts) - 1, "placement_s": columns["placement_s"],
                 # the report judges them again by the line the sweep learns later (run_facts)
-                "round_trip_ns": [columns[k] for k in ("cpu_round_trip_before_ns", "cpu_round_trip_after_ns",
-                                                       "cpu_round_trip_between_ns")]})
+                "round_trip_ns": [columns[k] for k in ("cpu_round_trip_before_ns", "cpu_round_trip_after_ns")]})
             if run and columns["cpus_apart"] == "True":  # the sweep's runs are taken near: so is its choice
                 apart += 1
             elif run:
