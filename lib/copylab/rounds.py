@@ -11,6 +11,11 @@ beyond its window (reconnecting and warming up). The grid's pass (one window of 
 its cost, W + c, so the budget is unchanged: w = (W + c) / K - c. choose() takes the K with the
 least variance, and more than one only where that lowers the predicted spread by at least
 MIN_GAIN: where connections settle alike (a small against b / W) one long window is best.
+
+Consecutive connections are alike on some hosts (the host's state drifts over seconds; lag-1
+correlation 0.14-0.65 on the development VM, docs/methodology.md): a, measured from the rounds of
+one run about their run's mean, is then the part a split can average away, and the part they share
+is the same for every K. So the choice stands and the predicted CV is a lower bound.
 """
 
 from __future__ import annotations
@@ -67,7 +72,8 @@ def choose(a: float, b: float, cost_s: float, window_s: float, most: int = ROUND
         why = f"one connection per pass: {spread}; no split lowers the spread by {100 * MIN_GAIN:.0f}%"
     else:
         why = (f"{best} rounds of {w:.2f} s per pass (predicted CV {100 * predicted[best]:.1f}% against "
-               f"{100 * predicted[1]:.1f}% for one {window_s:g} s window): {spread}")
+               f"{100 * predicted[1]:.1f}% for one {window_s:g} s window, besides what consecutive connections "
+               f"share): {spread}")
     return Choice(best, round(best * w, 3), why, math.sqrt(a), math.sqrt(b / window_s), cost_s, predicted)
 
 
