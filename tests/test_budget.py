@@ -66,3 +66,28 @@ def test_the_pace_is_this_hosts_own_below_the_arithmetic_too():
     assert clock.pace(SimpleNamespace(wall=1.3 * arithmetic, placement=0.0)) == pytest.approx(1.3)
     assert clock.need([spec], SimpleNamespace(wall=0.76 * arithmetic, placement=0.0)) == \
         pytest.approx(0.76 * pass_seconds([spec]))
+
+
+def test_the_runs_kept_apart_in_an_extra_pass_are_measured_again_before_the_next(monkeypatch):
+    """15:55, 2026-11-26: a stretch apart that outlasted waiting in the first extra pass kept 8 runs apart (at
+    0.86x), and the retake ran only after the base passes: they stayed in the statistics. Each extra pass
+    is now followed by the retake, as the base passes are."""
+    from types import SimpleNamespace
+
+    from copylab.pointspec import PointSpec
+    from copylab.sweep import budget
+
+    grid = replace(load_grid("params/default.yaml"), repetitions=3)
+    spec = PointSpec(impl="a1", mode="throughput", msg_size=64, threads=1, rep=3).validate()
+    passes = [budget.PlannedPass(3, [spec], [], 1.0)]
+    monkeypatch.setattr(budget, "plan_pass", lambda *a, **k: passes.pop(0) if passes else None)
+    monkeypatch.setattr(budget, "wide_comparisons", lambda rows, grid: [])
+    events = []
+    monkeypatch.setattr(budget.retaking, "retake", lambda sweep, after: events.append(("retake", after)))
+    sweep = SimpleNamespace(
+        grid=grid, specs={}, rows={}, topology="netns", bar=SimpleNamespace(total=0), log=lambda text: None,
+        meta=SimpleNamespace(update=lambda **kw: None), accounting=None,
+        measure=lambda pids: events.append(("measure", tuple(pids))),
+        clock=SimpleNamespace(pace=lambda accounting: 1.0, left=lambda: 60.0, reserve_s=0.0))
+    budget.spend(sweep)
+    assert events == [("measure", (spec.point_id(),)), ("retake", "pass 3")]

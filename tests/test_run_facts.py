@@ -154,14 +154,15 @@ def test_a_calibration_taken_apart_is_named_by_the_line_learned_later():
 def test_the_runs_kept_apart_and_measured_again_are_said_with_how_many_the_budget_held():
     meta = {"placement": {"why": "two modes", "retaken": {"kept_apart": 98, "measured_again": 61}}}
     text = how_this_run_went(run_facts(_rows(), meta))
-    assert "After the base passes, 61 of the 98 runs kept while the CPUs were apart" in text
+    assert "After the passes they belonged to (the base passes, or an extra one), 61 of the 98 runs kept while the CPUs " \
+        "were apart" in text
     assert "as many as the budget held" in text
     meta["placement"]["retaken"] = {"kept_apart": 3, "measured_again": 3}
-    assert "After the base passes, the 3 runs kept while the CPUs were apart" in how_this_run_went(run_facts(_rows(), meta))
+    assert "extra one), the 3 runs kept while the CPUs were apart" in how_this_run_went(run_facts(_rows(), meta))
     meta["placement"]["retaken"] = {"kept_apart": 1, "measured_again": 1}
     text = how_this_run_went(run_facts(_rows(), meta))
     assert "the 1 run kept while the CPUs were apart" in text and "spent) was measured again, its time counted" in text
     assert "as many as the budget held" not in text
     for hostile in ({"kept_apart": "many"}, {"kept_apart": 4}):  # a hostile meta.json says nothing, raises nothing
         meta["placement"]["retaken"] = hostile
-        assert "After the base passes" not in how_this_run_went(run_facts(_rows(), meta))
+        assert "After the passes they belonged to" not in how_this_run_went(run_facts(_rows(), meta))

@@ -45,7 +45,7 @@ class Accounting:
         self._last = time.monotonic()
 
     def point(self, spec, row: dict, retake: bool = False) -> None:
-        """retake: a run kept while the CPUs were apart, measured again after the base passes
+        """retake: a run kept while the CPUs were apart, measured again after its pass
         (sweep/placing.py): its whole wall time is placement's, none of it measured."""
         now = time.monotonic()
         wall = now - (self._last if self._last is not None else now)

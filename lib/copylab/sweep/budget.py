@@ -32,6 +32,7 @@ from ..fmt import plural
 from ..params import Grid, shuffled_blocks
 from ..pointspec import PointSpec
 from . import estimate as est
+from . import retake as retaking
 
 MIN_BASE_PASSES = 3
 
@@ -164,6 +165,9 @@ def spend(sweep) -> None:
                               for w in planned.why))
         sweep.meta.update(budget=record)
         sweep.measure([s.point_id() for s in planned.specs])
+        # a stretch apart that outlasted waiting in this pass left its runs kept apart (0.86x their points'
+        # other passes at 15:55, 2026-11-26): measured again before another pass, as after the base passes
+        retaking.retake(sweep, after=f"pass {rep}")
         rep += 1
     sweep.log(f"budget: {record['stopped']}")
     sweep.meta.update(budget=record)

@@ -1,5 +1,5 @@
-"""After the base passes, the runs kept while the CPUs were apart, measured again while the budget
-lasts (placement.py: a stretch that outlasted every wait one point may spend, or an allowance
+"""After the base passes, and after each extra pass, the runs kept while the CPUs were apart,
+measured again while the budget lasts (placement.py: a stretch that outlasted every wait one point may spend, or an allowance
 spent, keeps its runs flagged; by the end of the base passes such a stretch has usually passed).
 
 Each kept run is copied to runs/apart/<point_id>.<n>.json.pending first; once the new run has
@@ -21,10 +21,10 @@ from . import estimate as est
 from .records import record_path
 
 
-def retake(sweep) -> None:
+def retake(sweep, after: str = "the base passes") -> None:
     """The runs kept apart measured again, as many as the budget holds (the profiled runs still to
-    come kept in reserve), unless the CPUs are apart right now; one line in sweep.log, the counts in
-    meta.json's placement."""
+    come kept in reserve), unless the CPUs are apart right now; one line in sweep.log (after: the
+    passes they follow, the base ones or an extra one), the counts in meta.json's placement."""
     placing = sweep.placing
     if placing is None or not placing.active or placing.effect["differs"] is False or sweep.clock.left() is None:
         return
@@ -46,7 +46,7 @@ def retake(sweep) -> None:
     placing.retake_points["kept_apart"].update(kept)  # each run measured again is counted as it lands (retaken)
     placing.record()
     sweep.log(f"placement: {len(chosen)} of the {len(kept)} runs kept while the CPUs were apart measured again "
-              "after the base passes" + (f" ({why})" if why else
+              f"after {after}" + (f" ({why})" if why else
                                          "" if len(chosen) == len(kept) else ", as many as the budget holds"))
     if not chosen:
         return
