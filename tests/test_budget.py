@@ -78,11 +78,16 @@ def test_the_runs_kept_apart_in_an_extra_pass_are_measured_again_before_the_next
     from copylab.sweep import budget
 
     grid = replace(load_grid("params/default.yaml"), repetitions=3)
-    spec = PointSpec(impl="a1", mode="throughput", msg_size=64, threads=1, rep=3).validate()
-    passes = [budget.PlannedPass(3, [spec], [], 1.0)]
-    monkeypatch.setattr(budget, "plan_pass", lambda *a, **k: passes.pop(0) if passes else None)
-    monkeypatch.setattr(budget, "wide_comparisons", lambda rows, grid: [])
     events = []
+    spec = PointSpec(impl="a1", mode="throughput", msg_size=64, threads=1, rep=3).validate()
+    later = replace(spec, rep=4)
+    passes = [budget.PlannedPass(3, [spec], [], 1.0), budget.PlannedPass(4, [later], [], 1.0)]
+
+    def plan_pass(*args, **kwargs):
+        events.append("plan")
+        return passes.pop(0) if passes else None
+    monkeypatch.setattr(budget, "plan_pass", plan_pass)
+    monkeypatch.setattr(budget, "wide_comparisons", lambda rows, grid: [])
     monkeypatch.setattr(budget.retaking, "retake", lambda sweep, after: events.append(("retake", after)))
     sweep = SimpleNamespace(
         grid=grid, specs={}, rows={}, topology="netns", bar=SimpleNamespace(total=0), log=lambda text: None,
@@ -90,4 +95,5 @@ def test_the_runs_kept_apart_in_an_extra_pass_are_measured_again_before_the_next
         measure=lambda pids: events.append(("measure", tuple(pids))),
         clock=SimpleNamespace(pace=lambda accounting: 1.0, left=lambda: 60.0, reserve_s=0.0))
     budget.spend(sweep)
-    assert events == [("measure", (spec.point_id(),)), ("retake", "pass 3")]
+    assert events == ["plan", ("measure", (spec.point_id(),)), ("retake", "pass 3"),
+                      "plan", ("measure", (later.point_id(),)), ("retake", "pass 4"), "plan"]

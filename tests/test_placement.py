@@ -716,6 +716,13 @@ def test_the_retake_measures_again_the_runs_kept_apart_that_the_budget_holds(tmp
     with pytest.raises(KeyboardInterrupt):
         retake(sweep)
     assert recorded[-1] == {"kept_apart": 2 + 3, "measured_again": 1}
+    # after a later extra pass the budget holds none of the same runs: nothing new, so no line (the
+    # retake follows every extra pass)
+    logged.clear()
+    calls = len(measured)
+    sweep.clock.left = lambda: 0.0
+    retake(sweep)
+    assert logged == [] and len(measured) == calls
     assert retake_counts(earlier_retakes({"placement": {"retaken": None}})) is None
     assert retake_counts(earlier_retakes({"placement": 3})) is None
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import subprocess
+import time
 from types import SimpleNamespace
 
 import numpy as np
@@ -246,6 +247,9 @@ def _calibration_record(levels: list[float], gap_s: float = 0.25) -> tuple[dict,
     return {"status": "ok", "throughput_gbps": float(np.mean(levels))}, {"series": series, "client": {"stdout": client}}
 
 
+RUN_S = 0.05
+
+
 def _calibrating_sweep(monkeypatch, trips, records):
     """A sweep stand-in whose calibration runs return records in turn, probed by trips."""
     import contextlib
@@ -257,7 +261,10 @@ def _calibrating_sweep(monkeypatch, trips, records):
                        "threads": [1], "rounds": "auto", "profile": False, "pin_server": "0", "pin_client": "1"})
     monkeypatch.setattr(sweep_rounds, "CpuDistance", lambda history, allowance_s: _PlacedHost(trips, allowance_s=allowance_s))
     monkeypatch.setattr(topology, "open_topology", lambda kind, ssh: contextlib.nullcontext(None))
-    monkeypatch.setattr(point, "run_point", lambda spec, plan, topo: records.pop(0))
+    def run_point(spec, plan, topo):
+        time.sleep(RUN_S)  # a run's time: a run set aside costs it (placement's)
+        return records.pop(0)
+    monkeypatch.setattr(point, "run_point", run_point)
     placing = SimpleNamespace(cpus=(0, 1), reason="", history=[])
     return SimpleNamespace(grid=grid, topology="netns", remote=None, plan=None, placing=placing,
                            accounting=Accounting())
@@ -280,18 +287,20 @@ def test_the_calibration_measures_again_a_run_taken_apart_and_chooses_from_near_
     assert [e["cpus_apart"] for e in evidence] == ["False", "False"]
     assert evidence[1]["round_gbps"] == pytest.approx(near_a2, rel=0.01)
     assert choice.per_connection_cv < 0.02  # the near runs' spread, not the apart run's
-    assert sweep.accounting.placement_before_s > 0  # the run set aside is placement's cost
+    assert sweep.accounting.placement_before_s >= RUN_S  # the run set aside is placement's cost
     assert len(sweep.placing.history) == 70 + 6  # the sweep learns from the calibration's probes
 
 
 def test_a_calibration_run_kept_apart_does_not_feed_the_choice(monkeypatch):
-    """With no allowance left to measure again, a run kept apart is recorded and left out."""
+    """With no allowance to measure again (RETRIES x nothing), a run kept apart is recorded, left out of
+    the choice, and said in its why."""
     monkeypatch.setattr(sweep_rounds, "RETRIES", 0)
     records = [_calibration_record([1.7, 1.72, 1.69, 1.71, 1.70, 1.72]), _calibration_record([6.8, 6.8, 6.7, 6.8, 6.7, 12.9])]
     sweep = _calibrating_sweep(monkeypatch, [52.0, 53.0, 340.0, 345.0], records)
     choice, evidence = sweep_rounds.calibrate(sweep)
-    assert [e["cpus_apart"] for e in evidence] == ["False", "True"]
+    assert [e["cpus_apart"] for e in evidence] == ["False", "True"] and [e["set_aside"] for e in evidence] == [0, 0]
     assert choice.per_connection_cv < 0.02
+    assert "1 run of 6 rounds, 1 more taken while the CPUs were apart and left out" in choice.why
 
 
 def test_a_new_sweep_takes_the_calibrations_choice_and_an_old_folder_keeps_one_round(monkeypatch, tmp_path):

@@ -67,10 +67,12 @@ def precision(df: pd.DataFrame) -> dict:
 
 
 def calibration_apart_by_the_line(chosen: dict, line_ns: float | None) -> dict:
-    """The rounds calibration's runs, and those a probe of which lies above the line the sweep learned
-    by its end: just after the placement calibration the rule often knows one mode (the vCPUs may be
-    wholly apart then), so it could not judge them when they were taken."""
-    runs = [_dict(run) for run in _list(chosen.get("calibration")) if _dict(run).get("status") == "ok"]
+    """The rounds calibration's runs that fed its choice (those judged apart when taken were left out),
+    and those of them a probe of which lies above the line the sweep learned by its end: just after
+    the placement calibration the rule often knows one mode (the vCPUs may be wholly apart then), so
+    it could not judge them when they were taken."""
+    runs = [_dict(run) for run in _list(chosen.get("calibration"))
+            if _dict(run).get("status") == "ok" and str(_dict(run).get("cpus_apart")) != "True"]
     apart = 0 if line_ns is None else sum(
         any((_number(v) or 0.0) > line_ns for v in _list(run.get("round_trip_ns"))) for run in runs)
     return {"calibration_runs": len(runs), "calibration_apart": apart}
@@ -171,7 +173,7 @@ def run_facts(df: pd.DataFrame, meta: dict, profiles: pd.DataFrame | None = None
         "profiled_set_aside": int(_numeric(profiles, "placement_retries").fillna(0).sum())
         if profiles is not None and len(profiles) else 0,
         # the rounds calibration's runs, placed as the points are (meta.json rounds.calibration)
-        "calibration_set_aside": int(sum(_number(_dict(run).get("set_aside")) or 0
+        "calibration_set_aside": int(sum(max(int(_number(_dict(run).get("set_aside")) or 0), 0)
                                          for run in _list(_dict(meta.get("rounds")).get("calibration")))),
         # the configuration table's placement row gives the learned modes where the round trips are recorded
         "round_trips_recorded": bool(_numeric(df, "cpu_round_trip_ns").notna().any()),

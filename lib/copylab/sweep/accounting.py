@@ -3,7 +3,7 @@ them) against the wall time it took, per kind of point, so the overhead of each 
 
 A point's wall time runs from the end of the previous point to the end of this one: its start-up,
 its run, its stop and record, and the notebook's cost when it opened a group. Setting up (build,
-perf probe) is counted apart.
+perf probe, the calibrations) is counted apart, with its share of placement (placement_before_s).
 """
 
 from __future__ import annotations
@@ -79,8 +79,8 @@ class Accounting:
         return self.placement_before_s + self.placement
 
     def summary(self) -> dict:
-        """{kind: {points, measured_s, wall_s, overhead, placement_s, overhead_without_placement}} and
-        the setup time. placement_s: waiting for the host's vCPUs to come together and measuring
+        """{kind: {points, measured_s, wall_s, overhead, placement_s, overhead_without_placement}}, the
+        setup time and its placement seconds (setup_placement_s). placement_s: waiting for the host's vCPUs to come together and measuring
         again the runs taken while they were apart (placement.py), the host's cost, not the harness's."""
         out = {kind: {"points": n, "measured_s": round(m, 2), "wall_s": round(w, 2),
                       "overhead": round(w / m, 3) if m else None, "placement_s": round(p, 2),

@@ -43,6 +43,8 @@ def retake(sweep, after: str = "the base passes") -> None:
     why = placing.apart_now() if chosen else ""
     if why:  # measured again now, they would be taken apart again
         chosen = []
+    if not chosen and not why and set(kept) <= placing.retake_points["kept_apart"]:
+        return  # the budget holds none, as the last retake said: nothing new to say
     placing.retake_points["kept_apart"].update(kept)  # each run measured again is counted as it lands (retaken)
     placing.record()
     sweep.log(f"placement: {len(chosen)} of the {len(kept)} runs kept while the CPUs were apart measured again "

@@ -8,10 +8,12 @@ its folder records, so its points stay the same points.
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 from dataclasses import replace
 
 from ..contract import DURATION_RANGE, ROUNDS_RANGE
+from ..fmt import plural
 from ..placement import RETRIES, CpuDistance, placed
 from ..rounds import Choice, choose, components
 from ..sides import last_json_object
@@ -77,16 +79,16 @@ def calibrate(sweep) -> tuple[Choice, list[dict]]:
                 apart += 1
             elif run:
                 runs.append(run)
-        _learned(sweep, distance)
+        _learned(sweep, distance, evidence)
     found = components(runs)
     seconds = time.monotonic() - started
+    kept_apart = f", {apart} more taken while the CPUs were apart and left out" if apart else ""
     if found is None:
-        kept_apart = f", {apart} taken while the CPUs were apart" if apart else ""
         return Choice(1, grid.duration_s, f"one connection per pass: the calibration measured too little "
                                           f"({len(runs)} of {CALIBRATION_POINTS} runs{kept_apart}) in {seconds:.0f} s"), evidence
     choice = choose(*found, window_s=grid.duration_s)
-    return replace(choice, why=f"{choice.why} (calibration: {len(runs)} runs of {CALIBRATION_ROUNDS} rounds, "
-                              f"{seconds:.0f} s)"), evidence
+    return replace(choice, why=f"{choice.why} (calibration: {plural(len(runs), 'run')} of {CALIBRATION_ROUNDS} rounds"
+                              f"{kept_apart}, {seconds:.0f} s)"), evidence
 
 
 def _cpus(sweep) -> tuple[tuple[int, int] | None, str]:
@@ -106,11 +108,13 @@ def _distance(sweep, specs) -> CpuDistance:
     return CpuDistance(history, allowance_s=RETRIES * sum(point_seconds(s) for s in specs))
 
 
-def _learned(sweep, distance: CpuDistance) -> None:
-    """The calibration's probes join the sweep's history, and its placement seconds the accounts."""
+def _learned(sweep, distance: CpuDistance, evidence: list[dict]) -> None:
+    """The calibration's probes join the sweep's history, and its placement seconds the accounts,
+    counted as a point's are (each kept run's placement_s: probes, waits, runs set aside)."""
     if sweep.placing is not None:
         sweep.placing.history = distance.history
-    sweep.accounting.placement_before_s += distance.spent_s
+    sweep.accounting.placement_before_s += sum(e["placement_s"] for e in evidence
+                                               if isinstance(e["placement_s"], float) and math.isfinite(e["placement_s"]))
 
 
 def settle(sweep) -> None:

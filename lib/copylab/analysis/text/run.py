@@ -89,7 +89,7 @@ def _placement(facts: dict) -> str:
     if retaken.get("kept_apart") and "measured_again" in retaken:
         kept, again = retaken["kept_apart"], retaken["measured_again"]
         which = f"the {plural(kept, 'run')}" if again == kept else f"{again} of the {plural(kept, 'run')}"
-        text += (f" After the passes they belonged to (the base passes, or an extra one), {which} kept while the "
+        text += (f" After the base passes or a later extra pass, {which} kept while the "
                  "CPUs were apart (a stretch that outlasted "
                  f"waiting, or the allowance spent) {'was' if again == 1 else 'were'} measured again, "
                  f"{'its' if again == 1 else 'their'} time counted as placement's")
@@ -145,9 +145,9 @@ def _spread(facts: dict) -> str:
         text += f" (chosen before the first point: {md_escape(facts['window_rounds_why'])})"
     apart, runs = facts.get("window_calibration_apart", 0), facts.get("window_calibration_runs", 0)
     if apart:
-        text += (f"; {apart} of the calibration's {plural(runs, 'run')} {'was' if apart == 1 else 'were'} taken while "
-                 "the CPUs were apart, by the line the sweep learned later (the rule knew one mode then): its "
-                 "spread between connections is partly that state's")
+        text += (f"; {apart} of the {plural(runs, 'calibration run')} it chose from {'was' if apart == 1 else 'were'} "
+                 "taken while the CPUs were apart, by the line the sweep learned later: its spread between "
+                 "connections is partly that state's")
     best = facts["window_best_rounds"]
     if best is not None and k is not None:
         text += (f"; this run's own spread calls for the same ({plural(best, 'round')})" if best == k else
