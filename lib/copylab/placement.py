@@ -23,8 +23,8 @@ allowance lasts: the sweep gives placement at most SHARE_OF_SWEEP of its time (w
 measured again), so a host that is apart most of the time costs a bounded share, never a doubled
 sweep. Where the host's stretches outlast waiting (FUTILE_WAITS whole waits in a row ended apart:
 on the development VM they lasted from a few seconds to over two minutes) no more is spent until a
-probe finds the CPUs near; the runs kept meanwhile are measured again after their pass (base or extra), while
-the budget lasts (sweep/placing.py). The rule reads a covariate the implementations cannot
+probe finds the CPUs near; the runs kept meanwhile are measured again after their pass (base or
+extra), while the budget lasts (sweep/retake.py). The rule reads a covariate the implementations cannot
 influence, the same way for every program, before the run's result is known, so it cannot favour
 one; a point still apart after its retries, or once the allowance is spent, keeps its flagged run.
 """

@@ -36,7 +36,7 @@ def measured_seconds(spec, row: dict) -> float:
 @dataclass
 class Accounting:
     setup_s: float = 0.0
-    placement_before_s: float = 0.0  # the set-up's share of placement: the rounds calibration's waits and runs set aside
+    placement_before_s: float = 0.0  # the set-up's placement: the rounds calibration's waits, runs set aside
     by_kind: dict = field(default_factory=dict)  # kind -> [points, measured seconds, wall seconds, placement seconds]
     _last: float | None = None
 
@@ -57,8 +57,11 @@ class Accounting:
             entry[3] += wall
             return
         entry[1] += measured_seconds(spec, row)
-        placement = row.get("placement_s")
-        entry[3] += placement if isinstance(placement, (int, float)) and math.isfinite(placement) else 0.0
+        entry[3] += _seconds(row.get("placement_s"))
+
+    def setup_placement(self, placement_s) -> None:
+        """A run of the set-up (the rounds calibration) placed as the points are: its placement_s."""
+        self.placement_before_s += _seconds(placement_s)
 
     @property
     def measured(self) -> float:
@@ -80,13 +83,15 @@ class Accounting:
 
     def summary(self) -> dict:
         """{kind: {points, measured_s, wall_s, overhead, placement_s, overhead_without_placement}}, the
-        setup time and its placement seconds (setup_placement_s). placement_s: waiting for the host's vCPUs to come together and measuring
-        again the runs taken while they were apart (placement.py), the host's cost, not the harness's."""
+        setup time and its placement seconds (setup_placement_s). placement_s: waiting for the host's
+        vCPUs to come together and measuring again the runs taken while they were apart (placement.py),
+        the host's cost, not the harness's."""
         out = {kind: {"points": n, "measured_s": round(m, 2), "wall_s": round(w, 2),
                       "overhead": round(w / m, 3) if m else None, "placement_s": round(p, 2),
                       "overhead_without_placement": round((w - p) / m, 3) if m else None}
                for kind, (n, m, w, p) in sorted(self.by_kind.items())}
-        return {"setup_s": round(self.setup_s, 2), "setup_placement_s": round(self.placement_before_s, 2), "by_kind": out}
+        return {"setup_s": round(self.setup_s, 2), "setup_placement_s": round(self.placement_before_s, 2),
+                "by_kind": out}
 
     def lines(self) -> list[str]:
         return [f"overhead {kind}: {e['points']} points, {e['wall_s']:.0f} s for {e['measured_s']:.0f} s measured "
@@ -94,3 +99,8 @@ class Accounting:
                 "on the CPUs' placement)" for kind, e in self.summary()["by_kind"].items()] + \
             [f"setup (build, perf probe, calibrations): {self.setup_s:.0f} s, of which {self.placement_before_s:.0f} s "
              "on the CPUs' placement"]
+
+
+def _seconds(value) -> float:
+    """A row's placement seconds, 0 where none were recorded (an unprobed run: NaN)."""
+    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else 0.0

@@ -4,8 +4,8 @@ in meta.json.
 
 The allowance keeps placement within SHARE_OF_SWEEP of the sweep's time whatever the host does:
 before each group it is that share of the time so far plus the group's own, minus what placement
-has already cost (the rows' placement_s, and the rounds calibration's). Once the sweep cannot finish its base passes within its
-budget, the allowance is nothing: base passes come before re-measurements.
+has already cost (the rows' placement_s, and the rounds calibration's). Once the sweep cannot finish
+its base passes within its budget, the allowance is nothing: base passes come before re-measurements.
 
 Measuring again is worth its time only where runs taken apart measure differently. Every run set
 aside has a run kept in its place moments later, so the host answers that itself: once

@@ -1,6 +1,7 @@
 """After the base passes, and after each extra pass, the runs kept while the CPUs were apart,
-measured again while the budget lasts (placement.py: a stretch that outlasted every wait one point may spend, or an allowance
-spent, keeps its runs flagged; by the end of the base passes such a stretch has usually passed).
+measured again while the budget lasts (placement.py: a stretch that outlasted every wait one point
+may spend, or an allowance spent, keeps its runs flagged; by the end of their pass such a stretch
+has usually passed).
 
 Each kept run is copied to runs/apart/<point_id>.<n>.json.pending first; once the new run has
 landed in its place, the copy becomes a run set aside (as if measured again at once) and the new

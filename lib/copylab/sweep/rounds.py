@@ -8,7 +8,6 @@ its folder records, so its points stay the same points.
 from __future__ import annotations
 
 import contextlib
-import math
 import time
 from dataclasses import replace
 
@@ -62,9 +61,9 @@ def calibrate(sweep) -> tuple[Choice, list[dict]]:
     specs = calibration_specs(grid, sweep.topology)
     # topology ssh: the hosts the session connected (a second connection would take their addresses again)
     scope = contextlib.nullcontext(sweep.remote) if sweep.remote is not None else open_topology(sweep.topology, grid.ssh)
+    cpus, reason = _cpus(sweep)
     with scope as topo, _distance(sweep, specs) as distance:
         for spec in specs:
-            cpus, reason = _cpus(sweep)
             attempts = placed(distance, cpus, reason, lambda: run_point(spec, sweep.plan, topo))
             (row, raw), columns = attempts[-1]
             run = calibration_run(raw) if row.get("status") == "ok" else None
@@ -84,8 +83,9 @@ def calibrate(sweep) -> tuple[Choice, list[dict]]:
     seconds = time.monotonic() - started
     kept_apart = f", {apart} more taken while the CPUs were apart and left out" if apart else ""
     if found is None:
-        return Choice(1, grid.duration_s, f"one connection per pass: the calibration measured too little "
-                                          f"({len(runs)} of {CALIBRATION_POINTS} runs{kept_apart}) in {seconds:.0f} s"), evidence
+        too_little = (f"one connection per pass: the calibration measured too little ({len(runs)} of "
+                      f"{CALIBRATION_POINTS} runs{kept_apart}) in {seconds:.0f} s")
+        return Choice(1, grid.duration_s, too_little), evidence
     choice = choose(*found, window_s=grid.duration_s)
     return replace(choice, why=f"{choice.why} (calibration: {plural(len(runs), 'run')} of {CALIBRATION_ROUNDS} rounds"
                               f"{kept_apart}, {seconds:.0f} s)"), evidence
@@ -113,8 +113,8 @@ def _learned(sweep, distance: CpuDistance, evidence: list[dict]) -> None:
     counted as a point's are (each kept run's placement_s: probes, waits, runs set aside)."""
     if sweep.placing is not None:
         sweep.placing.history = distance.history
-    sweep.accounting.placement_before_s += sum(e["placement_s"] for e in evidence
-                                               if isinstance(e["placement_s"], float) and math.isfinite(e["placement_s"]))
+    for run in evidence:
+        sweep.accounting.setup_placement(run["placement_s"])
 
 
 def settle(sweep) -> None:

@@ -89,10 +89,10 @@ def _placement(facts: dict) -> str:
     if retaken.get("kept_apart") and "measured_again" in retaken:
         kept, again = retaken["kept_apart"], retaken["measured_again"]
         which = f"the {plural(kept, 'run')}" if again == kept else f"{again} of the {plural(kept, 'run')}"
-        text += (f" After the base passes or a later extra pass, {which} kept while the "
-                 "CPUs were apart (a stretch that outlasted "
-                 f"waiting, or the allowance spent) {'was' if again == 1 else 'were'} measured again, "
-                 f"{'its' if again == 1 else 'their'} time counted as placement's")
+        text += (f" After the base passes or a later extra pass, {which} kept while the CPUs were apart (a "
+                 "stretch that outlasted waiting, or the allowance spent) "
+                 f"{'was' if again == 1 else 'were'} measured again, {'its' if again == 1 else 'their'} time "
+                 "counted as placement's")
         text += "." if again == kept else ", as many as the budget held."
     if facts["kept_apart"]:
         text += f" {plural(facts['kept_apart'], 'run')} kept while apart (flagged `cpus_apart`)"
