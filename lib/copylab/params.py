@@ -21,6 +21,7 @@ from .fmt import plural
 from .hosts import SshSettings, is_destination
 from .paths import PROJECT_ROOT
 from .memory import point_memory
+from .inference.decide import DEFAULT_MARGIN
 from .pointspec import POINT_DEFAULTS, PointSpec
 
 _NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
@@ -85,7 +86,7 @@ class GridSchema(BaseModel):
     rounds: Union[Annotated[int, Field(ge=1, le=contract.ROUNDS_RANGE[1])], Literal["auto"]] = POINT_DEFAULTS["rounds"]
     rps: bool = POINT_DEFAULTS["rps"]
     placement: bool = True  # runs taken while the two pinned CPUs are near (placement.py)
-    equivalence_margin: Annotated[float, Field(gt=0.0, le=1.0, allow_inf_nan=False)] = 0.10
+    equivalence_margin: Annotated[float, Field(gt=0.0, le=1.0, allow_inf_nan=False)] = DEFAULT_MARGIN
     budget_min: Optional[Annotated[float, Field(ge=0.0, le=24 * 60, allow_inf_nan=False)]] = None
     profile: Union[bool, ProfileSelection] = ProfileSelection(**DEFAULT_PROFILE)
     peers: Optional[PeerSelection] = None
@@ -256,45 +257,46 @@ _FIELDS = tuple(GridSchema.model_fields)
 
 @dataclass(frozen=True)
 class Grid:
-    """A validated sweep grid (one params/*.yaml file)."""
+    """A validated sweep grid (one params/*.yaml file). Every field comes from GridSchema, the one place
+    a default is written (parse_grid builds it from the schema's values)."""
 
     name: str
     impls: tuple[str, ...]
     modes: tuple[str, ...]
     msg_sizes: tuple[int, ...]
     threads: tuple[int, ...]
-    receive: tuple[str, ...] = (POINT_DEFAULTS["receive"],)
-    congestion: tuple[str, ...] = (POINT_DEFAULTS["congestion"],)
-    working_set: tuple[int, ...] = (POINT_DEFAULTS["working_set"],)  # bytes, one per level of the axis
-    working_set_levels: tuple[str, ...] = ("",)  # the cache level each was placed by ("" : given in bytes)
-    steady_max_s: float = POINT_DEFAULTS["steady_max_s"]
-    rounds: int | str = POINT_DEFAULTS["rounds"]  # "auto" until the sweep chooses (rounds.py)
-    rps: bool = POINT_DEFAULTS["rps"]
-    placement: bool = True
-    equivalence_margin: float = 0.10
-    budget_min: float | None = None
-    profile: object = True  # True (every point), False, or a ProfileSelection
-    peers: object = None    # a PeerSelection, or None
-    repetitions: int = 1
-    duration_s: float = POINT_DEFAULTS["duration_s"]
-    latency_duration_s: float | None = None
-    warmup_s: float = POINT_DEFAULTS["warmup_s"]
-    topology: str = "auto"
-    pin_server: str | None = None
-    pin_client: str | None = None
-    server_host: str | None = None
-    client_host: str | None = None
-    server_addr: str | None = None
-    client_addr: str | None = None
-    ssh_config: str | None = None  # resolved path
-    shuffle: bool = False
-    seed: int = 0
-    verify: bool = False
-    description: str = ""
-    author: str | None = None
-    roll_no: str | None = None
-    repo_url: str | None = None
-    ai_declaration: str | None = None  # resolved path of the declaration file
+    receive: tuple[str, ...]
+    congestion: tuple[str, ...]
+    working_set: tuple[int, ...]  # bytes, one per level of the axis
+    working_set_levels: tuple[str, ...]  # the cache level each was placed by ("" : given in bytes)
+    steady_max_s: float
+    rounds: int | str  # "auto" until the sweep chooses (rounds.py)
+    rps: bool
+    placement: bool
+    equivalence_margin: float
+    budget_min: float | None
+    profile: object  # True (every point), False, or a ProfileSelection
+    peers: object  # a PeerSelection, or None
+    repetitions: int
+    duration_s: float
+    latency_duration_s: float | None
+    warmup_s: float
+    topology: str
+    pin_server: str | None
+    pin_client: str | None
+    server_host: str | None
+    client_host: str | None
+    server_addr: str | None
+    client_addr: str | None
+    ssh_config: str | None  # resolved path
+    shuffle: bool
+    seed: int
+    verify: bool
+    description: str
+    author: str | None
+    roll_no: str | None
+    repo_url: str | None
+    ai_declaration: str | None  # resolved path of the declaration file
     source: str = field(default="", compare=False)  # the file it came from
 
     @property

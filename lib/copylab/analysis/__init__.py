@@ -10,12 +10,14 @@ floors, each importing only the floors below it:
   patterns (Q6's and Q3's comparisons), findings (each answer's other numbers), profiles and
   stacks (the profiled runs and their folded stacks), peers (the reference programs' numbers),
   run_facts (how the run went: time, passes, placement, steal, precision), levels (the cache-level
-  study's comparisons), comparison (two sweeps' changes, for copylab compare: built like the Study);
+  study's comparisons), comparison (two sweeps' changes, for copylab compare: built like the Study),
+  costmodel (each path's cost per message and per byte, and the crossover they predict);
 - explain: explain, explain_copies and explain_surprise (explanations chosen by rules from the
   evidence);
 - study: `study(df, meta, profiles) -> Study`, built once per report from one population of rows:
   every comparison's decision, the families of claims with Holm's correction, the explanations.
   The only caller of the decision code;
+- render: the report's words, one Jinja2 template per section (analysis/templates/);
 - text (the package analysis/text/): one module per section and question, each taking a Study and
   returning Markdown and tables; answers.json is text/answers.py's serialisation of the Study.
 """

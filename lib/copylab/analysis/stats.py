@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..contract import GROUP_KEYS, UNSTABLE_CV
+from ..contract import GROUP_KEYS
 from ..perf import HARDWARE_EVENTS
 from .roles import STUDY, ZERO_COPY
 
@@ -183,18 +183,3 @@ def zc_copied_share(df: pd.DataFrame) -> float:
 def reps_per_point(df: pd.DataFrame) -> pd.Series:
     """Number of repetitions measured per point."""
     return df.groupby(list(GROUP_KEYS))["rep"].nunique()
-
-
-def repetition_spread(frame: pd.DataFrame) -> pd.DataFrame:
-    """rep_cv and unstable for every row: the coefficient of variation of its point's successful
-    repetitions (throughput in throughput mode, p50 round trip in latency mode; NaN below 2)."""
-    frame = frame.copy()
-    value = frame["throughput_gbps"].where(frame["mode"] == "throughput", frame["latency_p50_us"])
-    status = frame["status"].astype("string").str.strip().str.lower()
-    value = pd.to_numeric(value, errors="coerce").where(status.isna() | (status == "ok") | (status == ""))
-    keys = [k for k in ("impl", "mode", "msg_size", "threads", "receive") if k in frame.columns]
-    grouped = value.groupby([frame[k] for k in keys], dropna=False)
-    mean, std, count = grouped.transform("mean"), grouped.transform("std"), grouped.transform("count")
-    frame["rep_cv"] = (std / mean).where((count >= 2) & (mean > 0))
-    frame["unstable"] = (frame["rep_cv"] > UNSTABLE_CV).where(frame["rep_cv"].notna(), other="")
-    return frame
