@@ -98,6 +98,12 @@ class Gap:
     predicted: dict = field(default_factory=dict)  # size -> dt the line gives
 
     @property
+    def saving(self) -> Estimate:
+        """What X saves per byte against A1 (-db), with its interval."""
+        e = self.per_byte
+        return Estimate(-e.value, -e.high, -e.low, e.passes, e.unit)
+
+    @property
     def bounded(self) -> bool:
         return self.crossover.value == self.crossover.value and math.isfinite(self.crossover.high)
 
@@ -253,6 +259,5 @@ def cost_model(rows: pd.DataFrame, meta: dict, margin: float) -> CostModel | Non
         if found is not None:
             model.gaps[impl] = found
     if ONE_COPY in model.gaps:
-        saved = model.gaps[ONE_COPY].per_byte
-        model.extra_per_byte = Estimate(-saved.value, -saved.high, -saved.low, saved.passes, saved.unit)
+        model.extra_per_byte = model.gaps[ONE_COPY].saving
     return model

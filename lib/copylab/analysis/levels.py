@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from .. import cachelevels
-from .decisions import Decision, Diff, cell_diffs, decide_diff, log_values, point_diff, point_stats, pool
+from ..inference import Decision, Diff, cell_diffs, decide_diff, log_values, point_diff, point_stats, pool
 from .roles import BASE, ONE_COPY, STUDY
 
 THROUGHPUT = "throughput_gbps"

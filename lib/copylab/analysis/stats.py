@@ -9,17 +9,9 @@ import numpy as np
 import pandas as pd
 
 from ..contract import GROUP_KEYS
+from ..inference import t_quantile
 from ..perf import HARDWARE_EVENTS
 from .roles import STUDY, ZERO_COPY
-
-
-def t_critical_95(dof: int) -> float:
-    """Two-sided 95% Student t quantile for dof degrees of freedom (NaN below 1)."""
-    if dof < 1:
-        return math.nan
-    from scipy import stats as sps  # here: loading results to refuse them should not pay scipy's import
-
-    return float(sps.t.ppf(0.975, dof))
 
 
 MIN_REPS_FOR_INTERVAL = 5  # figures draw an interval from this many repetitions on, the values below it
@@ -44,7 +36,7 @@ def aggregate(df: pd.DataFrame, metrics, by=GROUP_KEYS) -> pd.DataFrame:
     for m in metrics:
         stats = grouped[m].agg(["mean", "std", "count"]).reset_index(drop=True)
         n = stats["count"].astype(int)
-        tcrit = n.map(lambda k: t_critical_95(k - 1))
+        tcrit = n.map(lambda k: t_quantile(k - 1) if k >= 2 else math.nan)
         out[m] = stats["mean"].to_numpy()
         out[f"{m}_ci"] = (tcrit * stats["std"] / np.sqrt(n.where(n > 0))).to_numpy()
         out[f"{m}_n"] = n.to_numpy()
@@ -56,6 +48,11 @@ def aggregate(df: pd.DataFrame, metrics, by=GROUP_KEYS) -> pd.DataFrame:
         out[f"{m}_lo"] = np.exp(lstats["mean"] - half).where(~bad).to_numpy()
         out[f"{m}_hi"] = np.exp(lstats["mean"] + half).where(~bad).to_numpy()
     return out
+
+
+def numbers(df: pd.DataFrame, column: str) -> pd.Series:
+    """A column as numbers, NaN where it is absent or not a number."""
+    return pd.to_numeric(df[column], errors="coerce") if column in df else pd.Series(math.nan, index=df.index)
 
 
 def measured(df: pd.DataFrame, column: str) -> bool:
@@ -176,8 +173,8 @@ def zc_copied_share(df: pd.DataFrame) -> float:
     COPIED; NaN if none."""
     zc = throughput_rows(df)
     zc = zc[zc["impl"] == ZERO_COPY]
-    total = zc["zc_completions"].sum()
-    return float(zc["zc_copied"].sum() / total * 100) if total > 0 else math.nan
+    total = numbers(zc, "zc_completions").sum()
+    return float(numbers(zc, "zc_copied").sum() / total * 100) if total > 0 else math.nan
 
 
 def reps_per_point(df: pd.DataFrame) -> pd.Series:

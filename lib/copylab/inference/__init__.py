@@ -8,7 +8,7 @@ both call it, and it imports nothing of either.
   over thread counts, the decision of each, and two sweeps' differences.
 """
 
-from .decide import (ALPHA, CONFIDENCE, DEFAULT_MARGIN, Decision, Family, Outcome, classify, crossover, holm,
+from .decide import (ALPHA, CONFIDENCE, DEFAULT_MARGIN, Decision, Family, Outcome, Verdict, classify, crossover, holm,
                      mean_interval, p_values, t_quantile, target_half_width, trailing_start, welch_interval)
 from .passes import (Diff, between_sweeps, cell_diffs, compare_values, decide_cells, decide_diff, log_values,
                      pass_effects, pass_tables, pass_values, point_diff, point_stats, pool, sample_diff)
@@ -17,4 +17,4 @@ __all__ = ["ALPHA", "CONFIDENCE", "DEFAULT_MARGIN", "Decision", "Diff", "Family"
            "cell_diffs", "classify", "compare_values", "crossover", "decide_cells", "decide_diff", "holm",
            "log_values", "mean_interval", "p_values", "pass_effects", "pass_tables", "pass_values", "point_diff",
            "point_stats", "pool", "sample_diff", "t_quantile", "target_half_width", "trailing_start",
-           "welch_interval"]
+           "Verdict", "welch_interval"]

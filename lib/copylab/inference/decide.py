@@ -55,6 +55,26 @@ class Outcome(StrEnum):
         return self is not Outcome.UNDECIDED
 
 
+class Verdict(StrEnum):
+    """An outcome read with its metric's direction (higher is better for throughput, lower for a cost)."""
+
+    BETTER = "better"
+    BETTER_WITHIN = "better_within_margin"
+    EQUIVALENT = "equivalent"
+    WORSE_WITHIN = "worse_within_margin"
+    WORSE = "worse"
+    UNDECIDED = "undecided"
+
+    @staticmethod
+    def of(outcome: Outcome, higher_is_better: bool = True) -> "Verdict":
+        if outcome in (Outcome.EQUIVALENT, Outcome.UNDECIDED):
+            return Verdict(str(outcome))
+        better = outcome.higher == higher_is_better
+        if outcome.within_margin:
+            return Verdict.BETTER_WITHIN if better else Verdict.WORSE_WITHIN
+        return Verdict.BETTER if better else Verdict.WORSE
+
+
 @dataclass(frozen=True)
 class Decision:
     """X against the baseline at one size (threads None: over all thread counts)."""
@@ -74,6 +94,11 @@ class Decision:
     passes_needed: int | None  # undecided only: more passes likely to decide (None: cannot tell)
     p: float = math.nan              # two-sided p of ratio 1, the t statistic of the interval
     p_equivalence: float = math.nan  # the equivalence's p (two one-sided tests against the margins)
+
+    @property
+    def beyond_margin(self) -> bool:
+        """The whole interval lies beyond the margin: higher or lower by more than it, decided."""
+        return self.low > 1 + self.margin or self.high < 1 / (1 + self.margin)
 
     @property
     def half_width(self) -> float:
