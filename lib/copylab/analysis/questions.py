@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import pandas as pd
+
 from ..inference import Decision, Outcome, Verdict
 from . import evidence as ev
 from .costmodel import Gap
@@ -230,7 +232,30 @@ class CacheVerdict:
     extra_copy: dict = field(default_factory=dict)  # working set -> Row: A1's sender CPU per byte over A2's
     working_sets: dict = field(default_factory=dict)  # working set -> (bytes, the level it resides in)
     counted: tuple = ()                           # miss metrics a PMU measured
+    reduction: dict = field(default_factory=dict)  # counted: level -> mean % fewer misses per byte than A1's
     reason: str = ""
+
+
+MISSES = {"L1": "l1_misses_per_byte", "LLC": "llc_misses_per_byte"}
+
+
+def miss_reduction(part_e) -> dict[str, float]:
+    """Where perf counted misses: per level, the mean over the compared paths and cells of how many fewer
+    misses per byte they take than the baseline (%); {} where a level was not counted."""
+    tp = throughput_rows(part_e)
+    out = {}
+    for level, column in MISSES.items():
+        if column not in tp or not tp[column].notna().any():
+            return {}
+        means = tp.groupby(["impl", "msg_size", "threads"])[column].mean()
+        cuts = []
+        for impl in (ONE_COPY, ZERO_COPY):
+            if impl in means.index.get_level_values(0) and BASE in means.index.get_level_values(0):
+                pair = pd.concat([means.loc[impl].rename("x"), means.loc[BASE].rename("b")], axis=1).dropna()
+                cuts += list(100 * (1 - pair["x"] / pair["b"].where(pair["b"] > 0)).dropna())
+        if cuts:
+            out[level] = float(sum(cuts) / len(cuts))
+    return out
 
 
 def cache_verdict(s) -> CacheVerdict:
@@ -238,9 +263,13 @@ def cache_verdict(s) -> CacheVerdict:
 
     c = s.cache
     if c is None:
-        return CacheVerdict(reason="no_cache_part")
+        reduction = miss_reduction(s.part_e)
+        best = max(reduction, key=reduction.get) if reduction else None
+        return CacheVerdict(reduction=reduction, level=best if best and reduction[best] > 0 else None,
+                            counted=tuple(MISSES.values()) if reduction else (),
+                            reason="" if reduction else "no_cache_part")
     fam = s.family("q2")
-    size = max(c.sizes)
+    size = min(c.sizes)  # the smallest message: its ring is smallest, so the working sets reach the most levels
     out = CacheVerdict(True, size, counted=c.counted)
     out.working_sets = {k: (c.used.get((k, size)), c.residency.get((k, size))) for k in c.keys}
     for step in c.steps:
@@ -296,6 +325,10 @@ def _thread_standing(s, q3: ThreadVerdict) -> ThreadVerdict:
     """Q3's comparisons as they stand after the correction over family q3."""
     fam = s.family("q3")
     q3.standing = {key: fam.standing(d) for key, d in q3.throughput.items()}
+    if s.cache is not None:  # the threads' working sets together leaving the LLC (levels.py: the contrast)
+        size = min(s.cache.sizes)
+        q3.aggregate = {a.impl: _row(a.contrast, fam) for a in s.cache.aggregate
+                        if a.size == size and a.contrast is not None}
     for name in ("task_cpu_per_byte", "outside_task", "switches_per_mb"):
         if getattr(q3, name) is not None:
             q3.standing[name] = fam.standing(getattr(q3, name))

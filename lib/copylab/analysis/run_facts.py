@@ -124,6 +124,11 @@ def window_choice(df: pd.DataFrame, meta: dict) -> dict:
     return out
 
 
+def _last(sessions: list, key: str) -> float | None:
+    """The latest session's number under key (None where no session has one)."""
+    return next((_number(s.get(key)) for s in reversed(sessions) if _number(s.get(key))), None)
+
+
 def _last_session(meta: dict) -> dict:
     sessions = meta.get("sessions")
     found = [s for s in sessions if isinstance(s, dict)] if isinstance(sessions, list) else []
@@ -159,12 +164,10 @@ def run_facts(df: pd.DataFrame, meta: dict, profiles: pd.DataFrame | None = None
         "base_passes": _number(params.get("repetitions")),
         "extra_passes": len(passes), "extra_points": sum(int(_number(p.get("points")) or 0) for p in passes),
         "budget_stopped": budget.get("stopped") if isinstance(budget.get("stopped"), str) else None,
-        "pace": next((_number(s.get("pace")) for s in reversed(sessions) if _number(s.get("pace"))), None),
+        "pace": _last(sessions, "pace"),
         # the sweep's wall time over the seconds it measured: the harness's (set-up, starting and stopping each run,
         # the reference programs and the profiled runs) and, apart, the host's (waiting for the vCPUs, runs again)
-        "overhead": next((_number(s.get("overhead")) for s in reversed(sessions) if _number(s.get("overhead"))), None),
-        "overhead_harness": next((_number(s.get("overhead_without_placement")) for s in reversed(sessions)
-                                  if _number(s.get("overhead_without_placement"))), None),
+        "overhead": _last(sessions, "overhead"), "overhead_harness": _last(sessions, "overhead_without_placement"),
         "placement_s": placement_s,
         "placement_why": placed.get("why") if isinstance(placed.get("why"), str) else None,
         "placement_line_ns": _number(placed.get("line_ns")),

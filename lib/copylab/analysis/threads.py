@@ -49,6 +49,9 @@ class ThreadVerdict:
     llc_bytes: float = math.nan
     llc_name: str = ""
     standing: dict = field(default_factory=dict)        # (impl, size) | pooled name -> Outcome after Holm (q3)
+    # a sweep across working sets: per path, per-thread throughput where the threads' working sets together
+    # leave the LLC over where they stay inside it (levels.py's contrast), as it stands in family q3
+    aggregate: dict = field(default_factory=dict)
 
     def outcome(self, key) -> str:
         """A comparison's outcome as it stands after its family's correction (undecided otherwise)."""

@@ -11,9 +11,9 @@ from ..analysis.costmodel import per_message_times
 from ..analysis.roles import BASE, COMPARED, STUDY
 from ..fmt import IMPL_LABELS, fmt_size, impl_name
 from ..inference import mean_interval
-from .style import FONT, IMPL_COLORS, FigureNote, _compact_size, _style
+from .style import FONT, IMPL_COLORS, FigureNote, _compact_size, _log_ticks, _style
 
-TITLE = "Cost per message: sender CPU time per message against message size"
+TITLE = "Cost per message: the senders' CPU time per message"
 
 
 def cost_per_message(study):
@@ -25,6 +25,7 @@ def cost_per_message(study):
     per_pass = times.groupby(["impl", "msg_size", "rep"])["srv_us"].mean().reset_index()
     fig = go.Figure()
     sizes = model.measured_sizes
+    values: list[float] = []
     for impl in (i for i in STUDY if i in model.paths):
         mine = per_pass[per_pass["impl"] == impl]
         means, lows, highs = [], [], []
@@ -41,20 +42,22 @@ def cost_per_message(study):
         costs = model.paths[impl]
         line = np.geomspace(model.sizes[0], model.sizes[-1], 50)
         fitted = costs.per_message["srv"].value + costs.per_byte["srv"].value * line / 1e3
-        fig.add_trace(go.Scatter(x=line, y=fitted, mode="lines", name=f"{impl_name(impl)}: a + b·n", legendgroup=impl,
+        values += [v for v in means if v == v and v > 0]
+        fig.add_trace(go.Scatter(x=line, y=fitted, mode="lines", legendgroup=impl,
+                                 name=f"{impl_name(impl)}: a + b·n over {fmt_size(model.sizes[0])}–{fmt_size(model.sizes[-1])}",
                                  line=dict(color=color, dash="dash"), hoverinfo="skip"))
     for impl in COMPARED:
         gap = model.gaps.get(impl)
         if gap is not None and gap.bounded:
-            _mark(fig, gap.crossover.value, f"{impl_name(impl)} predicted", IMPL_COLORS.get(impl), "dot")
+            _mark(fig, gap.crossover.value, f"{impl_name(impl)}/{impl_name(BASE)} predicted", IMPL_COLORS.get(impl),
+                  "dot")
         measured = study.crossover(impl)
         if measured is not None:
-            _mark(fig, measured, f"{impl_name(impl)} decided", IMPL_COLORS.get(impl), "solid")
+            _mark(fig, measured, f"{impl_name(impl)}/{impl_name(BASE)} decided", IMPL_COLORS.get(impl), "solid")
     fig.update_xaxes(type="log", tickvals=sizes, ticktext=[_compact_size(s) for s in sizes],
                      title_text="message size (bytes, log scale)")
-    fig.update_yaxes(type="log", title_text=f"sender CPU time per message (µs, log scale)")
-    return _style(fig, study.meta, f"{TITLE} (dashed: the fitted lines over {fmt_size(model.sizes[0])}–"
-                  f"{fmt_size(model.sizes[-1])}; vertical: the crossover over {impl_name(BASE)})")
+    fig.update_yaxes(type="log", title_text="sender CPU per message (µs, log)", **_log_ticks(values))
+    return _style(fig, study.meta, TITLE)
 
 
 def _mark(fig: go.Figure, x: float, text: str, color: str | None, dash: str) -> None:

@@ -224,7 +224,7 @@ def _sender_saving(rows: pd.DataFrame) -> pd.DataFrame | None:
 FALLEN = "not standing after correction"
 DECISION_MARKERS = {"win": "triangle-up", "win_within_margin": "diamond", "loss": "triangle-down",
                     "loss_within_margin": "diamond", "equivalent": "square", "undecided": "circle"}
-DECISION_KEY = "▲ faster ▼ slower ◆ by less than the margin ■ equivalent ● undecided"
+DECISION_KEY = "▲ faster ▼ slower ◆ < margin ■ equivalent ● undecided"
 # a Decision's win is its ratio decided above 1: for a cost (CPU per byte, lower is better) say so plainly
 COST_WORDS = {"win": "decided higher", "loss": "decided lower", "win_within_margin": "higher by less than the margin",
               "loss_within_margin": "lower by less than the margin"}
@@ -271,7 +271,7 @@ def ratio_to_baseline(study):
     fig.update_xaxes(**_size_ticks(study.part_e["msg_size"]), title_text="message size (bytes, log scale)")
     fig.update_yaxes(type="log", **ratio_ticks(values + [1 / (1 + margin), 1 + margin]),
                      title_text=f"throughput ÷ {impl_name(BASE)}'s (log scale)")
-    return _style(fig, meta, f"Throughput ÷ {impl_name(BASE)}'s, 95% intervals ({DECISION_KEY})")
+    return _style(fig, meta, f"Throughput ÷ {impl_name(BASE)}'s ({DECISION_KEY})")
 
 
 RATIO_TICKS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.5, 2.0, 3.0, 5.0, 10.0,
