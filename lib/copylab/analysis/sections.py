@@ -12,6 +12,7 @@ from .. import escape
 from ..fmt import markdown_table
 from ..perf import HARDWARE_EVENTS
 from . import tables
+from .stats import measured
 from .render import render
 from .roles import BASE, ONE_COPY, ZERO_COPY, name
 
@@ -48,13 +49,15 @@ def summary(s) -> str:
     return _safe(text) + ("\n\n" + markdown_table(table) if len(table) else "")
 
 
-def no_pmu_note(meta: dict) -> str:
+def no_pmu_note(meta: dict, df) -> str:
     """The ‡ caveat: what this host's perf could not count."""
     events = meta.get("perf_events") or {}
     hardware = [e for e in HARDWARE_EVENTS if e in events]
     if hardware and not any(events[e] for e in hardware):
         return ("This host's perf reads no hardware counters (a VM without a virtual PMU): CPU cycles are TSC "
                 "reference cycles, the time-stamp counter's ticks while a side runs, and cache misses are not counted")
+    if not measured(df, "l1_misses"):
+        return "This sweep counted no cache misses (the appendix's system configuration gives perf's note)"
     return "Cycles and cache misses come from the CPU's performance counters (PMU)"
 
 
@@ -62,7 +65,7 @@ def method(s, windows: str) -> str:
     memcpy = s.meta.get("memcpy") if isinstance(s.meta.get("memcpy"), dict) else {}
     params = s.meta.get("params") if isinstance(s.meta.get("params"), dict) else {}
     return _safe(render("method", **_context(s), windows=windows, reps=s.reps, memcpy=memcpy,
-                        placement=bool(params.get("placement", True)), no_pmu=no_pmu_note(s.meta)))
+                        placement=bool(params.get("placement", True)), no_pmu=no_pmu_note(s.meta, s.df)))
 
 
 def run(s) -> str:
