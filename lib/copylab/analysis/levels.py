@@ -108,10 +108,13 @@ def varies(rows: pd.DataFrame) -> bool:
 
 
 def primary(rows: pd.DataFrame, default: int) -> pd.DataFrame:
-    """The rows of the working set the rest of Part E uses when a sweep varies it: the one whose bytes
-    are nearest (on a log scale) the default grid's working set."""
+    """The rows of the working set the rest of Part E uses when a sweep varies it: the one whose bytes as
+    asked are nearest (on a log scale) the default grid's working set (the bytes a ring cycles through
+    depend on the message size: a ring is capped, so asked bytes compare alike)."""
     keys = working_set_key(rows)
-    used = pd.to_numeric(rows["working_set_bytes"], errors="coerce")
+    asked = pd.to_numeric(rows["point_id"].astype(str).str.extract(cachelevels.ASKED)[0], errors="coerce") \
+        if "point_id" in rows else pd.Series(float("nan"), index=rows.index)
+    used = asked.fillna(pd.to_numeric(rows["working_set_bytes"], errors="coerce"))
     size = used.groupby(keys).median()
     size = size[size > 0]
     if size.empty:

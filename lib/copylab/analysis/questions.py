@@ -239,6 +239,13 @@ class CacheVerdict:
 MISSES = {"L1": "l1_misses_per_byte", "LLC": "llc_misses_per_byte"}
 
 
+def placed_size(c) -> int:
+    """The message size the cache-level answer reads: the one measured with the most working sets (the
+    smallest of those: its ring is smallest, so its working sets reach the most levels)."""
+    count = {size: len({k for k, n in c.used if n == size}) for size in c.sizes}
+    return min(c.sizes, key=lambda size: (-count[size], size))
+
+
 def miss_reduction(part_e) -> dict[str, float]:
     """Where perf counted misses: per level, the mean over the compared paths and cells of how many fewer
     misses per byte they take than the baseline (%); {} where a level was not counted."""
@@ -269,7 +276,7 @@ def cache_verdict(s) -> CacheVerdict:
                             counted=tuple(MISSES.values()) if reduction else (),
                             reason="" if reduction else "no_cache_part")
     fam = s.family("q2")
-    size = min(c.sizes)  # the smallest message: its ring is smallest, so the working sets reach the most levels
+    size = placed_size(c)
     out = CacheVerdict(True, size, counted=c.counted)
     out.working_sets = {k: (c.used.get((k, size)), c.residency.get((k, size))) for k in c.keys}
     for step in c.steps:
@@ -326,7 +333,7 @@ def _thread_standing(s, q3: ThreadVerdict) -> ThreadVerdict:
     fam = s.family("q3")
     q3.standing = {key: fam.standing(d) for key, d in q3.throughput.items()}
     if s.cache is not None:  # the threads' working sets together leaving the LLC (levels.py: the contrast)
-        size = min(s.cache.sizes)
+        size = placed_size(s.cache)
         q3.aggregate = {a.impl: _row(a.contrast, fam) for a in s.cache.aggregate
                         if a.size == size and a.contrast is not None}
     for name in ("task_cpu_per_byte", "outside_task", "switches_per_mb"):

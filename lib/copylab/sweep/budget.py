@@ -59,7 +59,7 @@ def _study_rows(rows: dict[str, dict], grid: Grid) -> pd.DataFrame:
     keep = (frame["mode"] == "throughput") & (frame["receive"] == grid.receive[0])
     if "congestion" in frame:
         keep &= frame["congestion"] == grid.congestion[0]
-    if len(grid.working_set) > 1:  # the one working set Part E decides on: levels are never pooled
+    if len(grid.working_set) > 1 or grid.cache is not None:  # the working set Part E decides on: never pooled
         asked = frame["point_id"].astype(str).str.extract(ASKED_WORKING_SET)[0]
         keep &= asked == str(primary_working_set(grid))
     return frame[keep]
