@@ -131,7 +131,7 @@ def test_calibrations_of_one_host_choose_alike(host):
     agree = max(cautious.count(k) for k in set(cautious)) / len(cautious)
     assert agree >= 0.8, (host, agree)
     if rounds.choose(a, b, c, window_s=1.0).rounds == 1:  # where one window is right, the point estimate flips more
-        assert agree > max(plain.count(k) for k in set(plain)) / len(plain)
+        assert agree >= max(plain.count(k) for k in set(plain)) / len(plain)
 
 
 def test_too_little_calibration_says_so():
