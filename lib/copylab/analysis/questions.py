@@ -98,7 +98,7 @@ def crossover_verdict(s, impl: str) -> CrossoverVerdict:
 @dataclass
 class Choice:
     choice: str                                   # the path to use (the baseline unless one is decided better)
-    entries: dict = field(default_factory=dict)   # impl -> (Row, Verdict)
+    entries: dict = field(default_factory=dict)   # impl -> (Row, its decision read as a Verdict)
 
 
 @dataclass
@@ -115,9 +115,9 @@ def summary_verdict(s) -> SummaryVerdict:
         for impl in sorted(set(native(set(s.rows["impl"]))) - {BASE}):
             for size, d in s.compare(impl, BASE, metric)["by_size"].items():
                 row = _row(d, fam)
-                by_size.setdefault(size, Choice(BASE)).entries[impl] = (row, Verdict.of(row.standing, higher))
+                by_size.setdefault(size, Choice(BASE)).entries[impl] = (row, Verdict.of(d.decision, higher))
         for choice in by_size.values():
-            better = [i for i, (row, v) in choice.entries.items() if v == Verdict.BETTER]
+            better = [i for i, (row, v) in choice.entries.items() if v == Verdict.BETTER and row.stands]
             if better:
                 pick = max if higher else min
                 choice.choice = pick(better, key=lambda i: choice.entries[i][0].decision.ratio)

@@ -16,8 +16,7 @@ from .stats import measured
 from .render import render
 from .roles import BASE, ONE_COPY, ZERO_COPY, name
 
-CRITERIA_WORDS = {"throughput": "throughput (higher is better)", "cpu_per_byte": "CPU per byte, both sides (lower is better)",
-                  "latency": "round trip p50 (lower is better)"}
+CRITERIA_WORDS = {"throughput": "throughput", "cpu_per_byte": "CPU per byte, both sides", "latency": "p50 round trip"}
 
 
 def _context(s) -> dict:
@@ -122,10 +121,12 @@ def answer(s, question: str) -> str:
 def cost_model_table(s) -> str:
     if s.model is None:
         return ""
-    return ("_The senders' and receivers' CPU time per message, fitted as a + b·n over "
+    worst = max(r for c in s.model.paths.values() for r in c.worst_residual.values())
+    return ("_Each side's CPU time per message, fitted as a + b·n over "
             + ", ".join(f"{size // 1024} KiB" if size >= 1024 else f"{size} B" for size in s.model.sizes)
-            + " (per pass; 95% intervals over the passes). Ceiling: the throughput the costlier side's per-byte "
-            "cost alone allows, 8 / b._\n\n" + markdown_table(tables.cost_model(s.model)))
+            + f" per pass (95% intervals over the passes; every line within {100 * worst:.1f}% of each size's mean). "
+            "Ceiling: the throughput the costlier side's per-byte cost alone allows, 8 / b Gbit/s._\n\n"
+            + markdown_table(tables.cost_model(s.model)))
 
 
 def harness(s) -> str:

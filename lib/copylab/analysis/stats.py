@@ -100,14 +100,12 @@ def unmeasured_short(df: pd.DataFrame, meta: dict, column: str) -> str:
     return (perf_gap(meta) or SEE_PERF_NOTE) if note and reason == note else reason
 
 
-OPENING = "What data movement costs in Linux TCP I/O"  # the report's first section (the notebook's title)
-NO_COUNTERS = f"this host gives perf no hardware counters, as in most VMs (see \"{OPENING}\")"
+NO_COUNTERS = "this host gives perf no hardware counters, as in most VMs (‡ in the method section)"
 
 
 def unmeasured_pointer(df: pd.DataFrame, meta: dict, column: str) -> str:
-    """unmeasured_short where the report's opening has said it already (configuration.intro_markdown prints
-    the no-PMU line in full): a host without hardware counters is then said in a few words with a pointer
-    (each paragraph once); any other reason is said as unmeasured_short says it."""
+    """unmeasured_short where the method section has said it already (its ‡): a host without hardware counters
+    is then said in a few words with a pointer; any other reason is said as unmeasured_short says it."""
     short = unmeasured_short(df, meta, column)
     return NO_COUNTERS if short == NO_HARDWARE else short
 
