@@ -92,7 +92,9 @@ def check_point(impl: str, msg_size: int, threads: int, what: str, allow_large: 
 
 def check_grid(grid, what: str) -> None:
     """A grid's largest point against the process limits (host memory: estimate.check)."""
+    from .params import peak_memory  # here: params' grid is what it checks, and limits sits below it
+
     threads = max(list(grid.threads) + (list(grid.peers.threads) if grid.peers else []))
-    memory, _ = grid.peak_memory()
+    memory, _ = peak_memory(grid)
     check_open_files(threads, what)
     check_address_space(memory, max(grid.threads), what)

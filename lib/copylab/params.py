@@ -96,8 +96,7 @@ class GridSchema(BaseModel):
     threads: Annotated[list[Threads], Field(min_length=1)]
     receive: Annotated[list[Literal[contract.RECEIVE_STRATEGIES]], Field(min_length=1)] = [POINT_DEFAULTS["receive"]]  # type: ignore[valid-type]
     congestion: Annotated[list[str], Field(min_length=1)] = [POINT_DEFAULTS["congestion"]]
-    # bytes, a cache level of this host (cachelevels.py: L1d/2, L2/2, LLC/2, LLC*4), or a list of them:
-    # each is a level of the grid (the sweep's working-set axis)
+    # bytes, a cache level of this host (cachelevels.py: L1d/2, LLC*4), or a list of them: the working-set axis
     working_set: Union[int, str, Annotated[list[Union[int, str]], Field(min_length=1)]] = POINT_DEFAULTS["working_set"]
     steady_max_s: _seconds(contract.STEADY_MAX_RANGE) = POINT_DEFAULTS["steady_max_s"]
     # a throughput pass's window over this many fresh connection sets, or auto (rounds.py)
@@ -111,8 +110,7 @@ class GridSchema(BaseModel):
     cache: Optional[CacheSelection] = None
     repetitions: Annotated[int, Field(ge=contract.REPETITIONS_RANGE[0], le=contract.REPETITIONS_RANGE[1])] = 1
     duration_s: _seconds(contract.DURATION_RANGE) = POINT_DEFAULTS["duration_s"]
-    # latency points measure round trips, whose median settles with far fewer seconds than a
-    # throughput's mean does: their own window (default: duration_s)
+    # round trips' medians settle in far fewer seconds than a throughput's mean: their own window
     latency_duration_s: Optional[_seconds(contract.DURATION_RANGE)] = None
     warmup_s: _seconds(contract.WARMUP_RANGE) = POINT_DEFAULTS["warmup_s"]
     topology: Literal["auto", *contract.TOPOLOGIES] = "auto"  # type: ignore[valid-type]
@@ -358,11 +356,8 @@ class Grid:
                  for ws in range(len(self.working_set))]
         if self.cache is not None and cache:
             seen = {(s.impl, s.mode, s.msg_size, s.threads, s.working_set) for s in specs}
-            specs += [replace(self._spec(impl, "throughput", size, thr, self.receive[0], self.congestion[0], rep,
-                                         topology), working_set=ws, working_set_level=level)
-                      for impl in self.cache.impls for size in self.cache.msg_sizes for thr in self.cache.threads
-                      for ws, level in zip(self.cache.working_set, self.cache.levels)
-                      if (impl, "throughput", size, thr, ws) not in seen]
+            specs += [s for s in cache_points(self, rep, topology)
+                      if (s.impl, s.mode, s.msg_size, s.threads, s.working_set) not in seen]
         return [s for s in specs if keep is None or keep(s)]
 
     def profile_points(self, topology: str) -> list[PointSpec]:
@@ -418,28 +413,35 @@ class Grid:
     def varies_working_set(self) -> bool:
         return len(self.working_set) > 1
 
-    def peak_memory(self) -> tuple[int, str]:
-        """(bytes, which point) of the grid's largest point in memory: over every implementation, size and
-        working set at the most threads, and the cache part's points (a ring of small page-aligned messages
-        may cost more than one of large ones: memory.py), each with the --ring-memory it will ask for."""
-        threads = max(self.threads)
-        candidates = [self._spec(impl, self.modes[0], size, threads, self.receive[0], self.congestion[0], 0, "netns",
-                                 ws) for impl in self.impls for size in self.msg_sizes
-                      for ws in range(len(self.working_set))]
-        if self.cache is not None:
-            candidates += [replace(self._spec(impl, "throughput", size, max(self.cache.threads), self.receive[0],
-                                              self.congestion[0], 0, "netns"), working_set=ws, working_set_level=level)
-                           for impl in self.cache.impls for size in self.cache.msg_sizes
-                           for ws, level in zip(self.cache.working_set, self.cache.levels)]
-        best = (0, "")
-        for spec in candidates:
-            need = point_memory(spec.impl, spec.msg_size, spec.threads, spec.working_set, spec.ring_memory)
-            if need > best[0]:
-                where = f"{spec.impl}, {plural(spec.threads, 'thread')} x {spec.msg_size} B messages" + (
-                    f", working set {spec.working_set_level or spec.working_set} = {spec.working_set} B"
-                    if self.varies_working_set or spec.working_set_level else "")
-                best = (need, where)
-        return best
+
+def cache_points(grid: Grid, rep: int, topology: str, threads=None) -> list[PointSpec]:
+    """The cache part's points of one pass: its paths, sizes and thread counts (threads: these instead),
+    throughput mode, at each of its working sets, held exactly (their levels named)."""
+    part = grid.cache
+    return [replace(grid._spec(impl, "throughput", size, thr, grid.receive[0], grid.congestion[0], rep, topology),
+                    working_set=ws, working_set_level=level)
+            for impl in part.impls for size in part.msg_sizes for thr in (threads or part.threads)
+            for ws, level in zip(part.working_set, part.levels)]
+
+
+def peak_memory(grid: Grid) -> tuple[int, str]:
+    """(bytes, which point) of the grid's largest point in memory: over every implementation, size and
+    working set at the most threads, and the cache part's points (a ring of small page-aligned messages
+    may cost more than one of large ones: memory.py), each with the --ring-memory it will ask for."""
+    threads = max(grid.threads)
+    candidates = [grid._spec(impl, grid.modes[0], size, threads, grid.receive[0], grid.congestion[0], 0, "netns", ws)
+                  for impl in grid.impls for size in grid.msg_sizes for ws in range(len(grid.working_set))]
+    if grid.cache is not None:
+        candidates += cache_points(grid, 0, "netns", [max(grid.cache.threads)])
+    best = (0, "")
+    for spec in candidates:
+        need = point_memory(spec.impl, spec.msg_size, spec.threads, spec.working_set, spec.ring_memory)
+        if need > best[0]:
+            where = f"{spec.impl}, {plural(spec.threads, 'thread')} x {spec.msg_size} B messages" + (
+                f", working set {spec.working_set_level or spec.working_set} = {spec.working_set} B"
+                if grid.varies_working_set or spec.working_set_level else "")
+            best = (need, where)
+    return best
 
 
 def block_key(spec: PointSpec) -> tuple:

@@ -77,7 +77,9 @@ def cost_model_answer(s) -> dict | None:
              for impl, c in m.paths.items()}
     predicted = {impl: {"predicted": g.crossover.to_dict(), "added_per_message": g.per_message.to_dict(),
                         "per_byte_difference": g.per_byte.to_dict(), "sizes_fitted": g.sizes,
-                        "measured": s.crossover(impl)} for impl, g in m.gaps.items()}
+                        "measured": s.crossover(impl),
+                        "measured_decided_faster": s.crossover(impl, beyond_margin=False)}
+                 for impl, g in m.gaps.items()}
     return {"sizes_fitted": m.sizes, "paths": paths, "predicted_crossover": predicted,
             "extra_copy_per_byte": m.extra_per_byte.to_dict() if m.extra_per_byte else None,
             "extra_copy_in_memcpys": m.extra_in_memcpys, "memcpy": m.memcpy}

@@ -1,12 +1,12 @@
 """Q2's and Q3's cache-level comparisons, for a sweep whose working set varies across this host's
 cache levels (params/cache.yaml): the level the sender's source data sit in is set by construction
-(cachelevels.py), not counted. The Study (study.py) builds them once and corrects their families
-("q2", "q3_cache") with Holm's procedure.
+(cachelevels.py), not counted. The Study (study.py) builds them once and corrects them with Holm's
+procedure in the families of the answers that claim them ("q2", and "q3" for the aggregate's contrast).
 
 - Steps (Q2): per path, message size and metric (throughput, sender CPU time per byte; with a PMU
   also L1 and LLC misses per byte), each working set against the next smaller one at the fewest
   threads: a path against itself at two grid points in different blocks, so each point keeps its own
-  mean and spread (decisions.point_diff, unpaired), as Q3 and Q6 compare.
+  mean and spread (inference.point_diff, unpaired), as Q3 compares.
 - The extra copy (Q2): the two-copy path's sender CPU per byte over the one-copy path's at each working
   set (paired within passes: the two ran in one block), and how that ratio changes from one working
   set to the next (the difference of two independent log differences, with both spreads).
@@ -16,8 +16,7 @@ cache levels (params/cache.yaml): the level the sender's source data sit in is s
   per-thread throughput anyway (the threads share the pinned CPUs), so only the contrast isolates
   what leaving the LLC adds.
 
-Residency: a working set fits a level when it is smaller than the level (cachelevels.residency): a
-set as large as a cache does not stay in it, the cache also holding socket buffers, stacks and code.
+Residency: a working set fits a level when it is at most the level's size (cachelevels.residency).
 """
 
 from __future__ import annotations
@@ -87,7 +86,7 @@ class CacheLevels:
             return ([s.decision for s in self.steps]
                     + [d for e in self.extra_copy.values() for d in e["per_key"].values()]
                     + [s.decision for e in self.extra_copy.values() for s in e["steps"]])
-        return [d for a in self.aggregate for d in (a.leave, a.stay, a.contrast) if d is not None]
+        return [a.contrast for a in self.aggregate if a.contrast is not None]  # the claim Q3 makes of them
 
 
 def working_set_key(rows: pd.DataFrame) -> pd.Series:

@@ -48,8 +48,8 @@ def _numbers(rows: pd.DataFrame, column: str) -> pd.Series:
 
 
 def cpu_seconds(rows: pd.DataFrame, side: str, mode=None) -> pd.Series:
-    """CPU time of a side in each run's window: under a per_cpu profile (COST_BASIS, text/profile.py: the basis
-    of every µs per message the report states) the pinned CPU's busy share times the window, which includes
+    """CPU time of a side in each run's window: under a per_cpu profile (the basis of every µs per message the
+    report states) the pinned CPU's busy share times the window, which includes
     the softirq work done there, else, and where the CPU's busy share was not taken (not pinned), the
     program's task-clock (per_process). mode: the profile's mode for every row (a measured pass has none of
     its own; with_points gives its profiled run's); None: each row's profile_mode."""

@@ -198,13 +198,14 @@ class ZeroCopyVerdict:
     site: ev.DeferredCopySite | None = None
     sender_cost: Row | None = None                      # A3's sender CPU per byte over A1's at the largest size
     receiver_cost: Row | None = None
+    largest: Row | None = None                          # A3 against A1 at the largest size (Q5's)
 
 
 def zero_copy_verdict(s, q5: CrossoverVerdict) -> ZeroCopyVerdict:
     from .study import COST_FAMILY, SIDE_CPU
 
     out = ZeroCopyVerdict(q5.sizes_with(Outcome.LOSS, Outcome.LOSS_WITHIN), list(q5.by_size), q5.crossover,
-                          ev.zero_copy_counts(s.part_e, s.meta), q5.gap)
+                          ev.zero_copy_counts(s.part_e, s.meta), q5.gap, largest=q5.top)
     sizes = ev.profiled_sizes(s.profiles, [ZERO_COPY])
     if sizes:
         out.small = ev.point_profile(s.profiles, ZERO_COPY, sizes[0], s.results_dir)
@@ -336,7 +337,7 @@ def _thread_standing(s, q3: ThreadVerdict) -> ThreadVerdict:
         size = placed_size(s.cache)
         q3.aggregate = {a.impl: _row(a.contrast, fam) for a in s.cache.aggregate
                         if a.size == size and a.contrast is not None}
-    for name in ("task_cpu_per_byte", "outside_task", "switches_per_mb"):
+    for name in ("total", "task_cpu_per_byte", "outside_task", "switches_per_mb"):
         if getattr(q3, name) is not None:
             q3.standing[name] = fam.standing(getattr(q3, name))
     return q3

@@ -13,7 +13,7 @@ from ..fmt import markdown_table
 from ..perf import HARDWARE_EVENTS
 from . import tables
 from .stats import measured
-from .render import render
+from .render import environment, render
 from .roles import BASE, ONE_COPY, ZERO_COPY, name
 
 CRITERIA_WORDS = {"throughput": "throughput", "cpu_per_byte": "CPU per byte, both sides", "latency": "p50 round trip"}
@@ -48,23 +48,26 @@ def summary(s) -> str:
     return _safe(text) + ("\n\n" + markdown_table(table) if len(table) else "")
 
 
-def no_pmu_note(meta: dict, df) -> str:
-    """The ‡ caveat: what this host's perf could not count."""
+def counters(meta: dict, df) -> str:
+    """What this host's perf counted, for the ‡ caveat: none (no hardware counters at all), uncounted (no
+    cache misses in this sweep) or pmu."""
     events = meta.get("perf_events") or {}
     hardware = [e for e in HARDWARE_EVENTS if e in events]
     if hardware and not any(events[e] for e in hardware):
-        return ("This host's perf reads no hardware counters (a VM without a virtual PMU): CPU cycles are TSC "
-                "reference cycles, the time-stamp counter's ticks while a side runs, and cache misses are not counted")
-    if not measured(df, "l1_misses"):
-        return "This sweep counted no cache misses (the appendix's system configuration gives perf's note)"
-    return "Cycles and cache misses come from the CPU's performance counters (PMU)"
+        return "none"
+    return "pmu" if measured(df, "l1_misses") else "uncounted"
+
+
+def caption(name: str, **values) -> str:
+    """A table's caption: a macro of templates/captions.md.j2."""
+    return str(getattr(environment().get_template("captions.md.j2").module, name)(**values)).strip()
 
 
 def method(s, windows: str) -> str:
     memcpy = s.meta.get("memcpy") if isinstance(s.meta.get("memcpy"), dict) else {}
     params = s.meta.get("params") if isinstance(s.meta.get("params"), dict) else {}
     return _safe(render("method", **_context(s), windows=windows, reps=s.reps, memcpy=memcpy,
-                        placement=bool(params.get("placement", True)), no_pmu=no_pmu_note(s.meta, s.df)))
+                        placement=bool(params.get("placement", True)), counters=counters(s.meta, s.df)))
 
 
 def run(s) -> str:
@@ -94,17 +97,14 @@ def answer_text(s, question: str) -> str:
 def answer_tables(s, question: str) -> list[tuple[str, pd.DataFrame]]:
     v = s.verdicts[question]
     if question in ("q4", "q5") and v.answerable:
-        return [("Over all thread counts (m: the margin; †: not standing after Holm's correction; a repeat may "
-                 "measure: the 95% range of a second run's ratio by chance alone):", tables.decisions(v)),
-                ("Per thread count:", tables.per_threads(v))]
+        return [(caption("decisions"), tables.decisions(v)), (caption("per_threads"), tables.per_threads(v))]
     if question == "q3" and v.measured:
-        return [(f"Throughput with {v.most} threads over {v.fewest}:", tables.threads(v)),
-                ("", tables.thread_evidence(v))]
+        return [(caption("threads", most=v.most, fewest=v.fewest), tables.threads(v)),
+                (caption("pooled"), tables.thread_evidence(v))]
     if question == "q2" and v.steps:
-        return [("Each step of the working set, the sender's CPU per byte at the larger over the smaller:",
-                 tables.cache_steps(v))]
+        return [(caption("steps"), tables.cache_steps(v))]
     if question == "q1" and (v.small or v.large):
-        return [(f"{name(ZERO_COPY)}'s zero-copy work per message (its sender's CPU, profiled runs):",
+        return [(caption("zero_copy_work", z=name(ZERO_COPY)),
                  tables.zero_copy_work([v.small] if v.small is v.large or v.large is None else [v.small, v.large]))]
     return []
 
@@ -112,9 +112,9 @@ def answer_tables(s, question: str) -> list[tuple[str, pd.DataFrame]]:
 def answer(s, question: str) -> str:
     """The whole answer as the report shows it: its prose, then its tables."""
     parts = [_safe(answer_text(s, question))]
-    for caption, table in answer_tables(s, question):
+    for words, table in answer_tables(s, question):
         if len(table):
-            parts += ([f"_{caption}_"] if caption else []) + [markdown_table(table)]
+            parts += ([f"_{words}_"] if words else []) + [markdown_table(table)]
     return "\n\n".join(parts)
 
 
@@ -122,10 +122,7 @@ def cost_model_table(s) -> str:
     if s.model is None:
         return ""
     worst = max(r for c in s.model.paths.values() for r in c.worst_residual.values())
-    return ("_Each side's CPU time per message, fitted as a + b·n over "
-            + ", ".join(f"{size // 1024} KiB" if size >= 1024 else f"{size} B" for size in s.model.sizes)
-            + f" per pass (95% intervals over the passes; every line within {100 * worst:.1f}% of each size's mean). "
-            "Ceiling: the throughput the costlier side's per-byte cost alone allows, 8 / b Gbit/s._\n\n"
+    return (f"_{caption('cost_model', sizes=s.model.sizes, worst=worst)}_\n\n"
             + markdown_table(tables.cost_model(s.model)))
 
 

@@ -239,7 +239,7 @@ def families(s: Study) -> dict[str, Family]:
     fam["q3"].members += s.verdicts["q3"].members()
     if s.cache is not None:
         fam["q2"].members += s.cache.decisions("q2")
-        fam["q3"].members += s.cache.decisions("q3_cache")
+        fam["q3"].members += s.cache.decisions("q3")
     if set(paths) - set(STUDY):  # the other paths' table exists only when a path beyond the study's ran
         for impl in paths:
             for base in (BASE, ONE_COPY):

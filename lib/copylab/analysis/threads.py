@@ -38,6 +38,7 @@ class ThreadVerdict:
     fewest: int = 0
     most: int = 0
     throughput: dict = field(default_factory=dict)     # (impl, size) -> Decision: most over fewest threads
+    total: Decision | None = None                       # the total throughput, pooled over paths and sizes
     task_cpu_per_byte: Decision | None = None           # pooled over paths and sizes
     outside_task: Decision | None = None                # the sender CPU's busy time over its task's, pooled
     switches_per_mb: Decision | None = None
@@ -62,7 +63,7 @@ class ThreadVerdict:
         return sum(1 for key in self.throughput if self.outcome(key) in outcomes)
 
     def members(self) -> list[Decision]:
-        pooled = [self.task_cpu_per_byte, self.outside_task, self.switches_per_mb]
+        pooled = [self.total, self.task_cpu_per_byte, self.outside_task, self.switches_per_mb]
         return list(self.throughput.values()) + [d for d in pooled if d is not None]
 
     @property
@@ -110,6 +111,7 @@ def thread_verdict(part_e: pd.DataFrame, meta: dict, margin: float) -> ThreadVer
             diff = point_diff(stats, (impl, size, hi), (impl, size, lo))
             if diff is not None:
                 out.throughput[(impl, size)] = decide_diff(impl, impl, size, hi, diff, margin)
+    out.total = _pooled(stats, lo, hi, margin)
     for column, attr in (("srv_cpu_ns_per_byte", "task_cpu_per_byte"), ("outside_task", "outside_task"),
                          ("context_switches_per_mb", "switches_per_mb")):
         if column in tp and pd.to_numeric(tp[column], errors="coerce").gt(0).any():

@@ -51,9 +51,13 @@ def cost_per_message(study):
         if gap is not None and gap.bounded:
             _mark(fig, gap.crossover.value, f"{impl_name(impl)}/{impl_name(BASE)} predicted", IMPL_COLORS.get(impl),
                   "dot")
-        measured = study.crossover(impl)
-        if measured is not None:
-            _mark(fig, measured, f"{impl_name(impl)}/{impl_name(BASE)} decided", IMPL_COLORS.get(impl), "solid")
+        # the model predicts where the two lines cross (ratio 1): beside it, where the decisions find the path
+        # faster at all, and where it outperforms (faster by more than the margin) when that differs
+        faster, outperforms = study.crossover(impl, beyond_margin=False), study.crossover(impl)
+        if faster is not None:
+            _mark(fig, faster, f"{impl_name(impl)}/{impl_name(BASE)} decided faster", IMPL_COLORS.get(impl), "solid")
+        if outperforms is not None and outperforms != faster:
+            _mark(fig, outperforms, f"{impl_name(impl)}/{impl_name(BASE)} outperforms", IMPL_COLORS.get(impl), "dash")
     fig.update_xaxes(type="log", tickvals=sizes, ticktext=[_compact_size(s) for s in sizes],
                      title_text="message size (bytes, log scale)")
     fig.update_yaxes(type="log", title_text="sender CPU per message (µs, log)", **_log_ticks(values))

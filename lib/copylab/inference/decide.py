@@ -152,11 +152,10 @@ def p_values(d: float, se: float, df: float, margin: float) -> tuple[float, floa
     return float(2 * tail[0]), float(min(1.0, 2 * max(tail[1], tail[2])))
 
 
-def claim_p(d: Decision, two_sided: bool = False) -> float:
+def claim_p(d: Decision) -> float:
     """The p of the claim d's outcome makes: a difference (p), an equivalence (p_equivalence), or both at
-    once for a difference within the margin (an intersection-union test: the larger of the two).
-    two_sided: the family tests ratio 1 whatever the outcome (Q6's expectations)."""
-    if two_sided or d.decision in (Outcome.WIN, Outcome.LOSS, Outcome.UNDECIDED):
+    once for a difference within the margin (an intersection-union test: the larger of the two)."""
+    if d.decision in (Outcome.WIN, Outcome.LOSS, Outcome.UNDECIDED):
         return d.p
     if d.decision == Outcome.EQUIVALENT:
         return d.p_equivalence
@@ -179,18 +178,17 @@ class Family:
 
     name: str
     members: list = field(default_factory=list)     # Decisions
-    two_sided: bool = False                         # every member tests ratio 1 (Q6's expectations)
     adjusted: dict = field(default_factory=dict)    # id(decision) -> Holm-adjusted p
 
     def correct(self) -> Family:
-        ps = [claim_p(d, self.two_sided) for d in self.members]
+        ps = [claim_p(d) for d in self.members]
         self.adjusted = {id(d): p for d, p in zip(self.members, holm(ps))}
         return self
 
     @property
     def size(self) -> int:
         """The tests made: the comparisons with a p-value."""
-        return sum(1 for d in self.members if claim_p(d, self.two_sided) == claim_p(d, self.two_sided))
+        return sum(1 for d in self.members if claim_p(d) == claim_p(d))
 
     def p_holm(self, d: Decision) -> float:
         return self.adjusted.get(id(d), math.nan)

@@ -11,7 +11,7 @@ from ..errors import CopylabError
 from ..fmt import fmt_num
 from ..contract import MAX_WALL_S, PEER_MODES, PER_POINT_OVERHEAD_S
 from ..memory import available_memory
-from ..params import Grid
+from ..params import Grid, peak_memory
 
 PROFILE_S = 0.5               # perf record's start-up and perf script, per profiled point
 PER_GROUP_OVERHEAD_S = 0.5    # papermill on a warm kernel, once per group of points
@@ -96,7 +96,7 @@ def estimate(grid: Grid) -> Estimate:
     if grid.budget_min is not None and grid.repetitions >= 3:  # extra passes fill the budget
         budget = grid.budget_min * 60
         wall = max(wall, budget)
-    peak, where = grid.peak_memory()
+    peak, where = peak_memory(grid)
     return Estimate(points, wall, peak, where, base, budget)
 
 

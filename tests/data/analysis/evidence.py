@@ -1,5 +1,5 @@
-"""SYNTHETIC evidence for the explanation rules (tests/test_explain.py): profiled runs, measured runs
-and folded stacks whose numbers are chosen so that a rule must pick one verdict or the other.
+"""SYNTHETIC evidence for the analysis tests: profiled runs, measured runs and folded stacks whose numbers
+are chosen so that a verdict must come out one way or the other.
 
 Nothing here is a measurement. Each builder takes the few numbers a rule looks at and fills the rest
 of a results.csv row with something harmless.
