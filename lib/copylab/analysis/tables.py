@@ -93,7 +93,8 @@ def threads(v) -> pd.DataFrame:
 
 def thread_evidence(v) -> pd.DataFrame:
     """Q3's pooled comparisons, most threads over fewest (geometric means over the paths' and sizes' runs)."""
-    rows = [("sender task's CPU per byte (ns/B)", "task_cpu_per_byte", v.task_ns_per_byte),
+    rows = [("total throughput", "total", (math.nan, math.nan)),
+            ("sender task's CPU per byte (ns/B)", "task_cpu_per_byte", v.task_ns_per_byte),
             ("sender CPU busy time over its task's clock", "outside_task", v.outside_share),
             ("context switches per MB, both sides", "switches_per_mb", v.switches)]
     out = []
@@ -102,9 +103,9 @@ def thread_evidence(v) -> pd.DataFrame:
         if d is None:
             continue
         mark = "†" if d.decision.decided and v.outcome(key) == "undecided" else ""
-        out.append({"pooled over paths and sizes": what, f"{v.fewest} thr": fmt_num(means[0]),
-                    f"{v.most} thr": fmt_num(means[1]), "ratio (95%)": f"{fmt_num(d.ratio)} ({interval(d)})",
-                    "decision": COSTS[d.decision] + mark})
+        out.append({"quantity": what, f"{v.fewest} thr": fmt_num(means[0]), f"{v.most} thr": fmt_num(means[1]),
+                    "ratio (95%)": f"{fmt_num(d.ratio)} ({interval(d)})",
+                    "decision": (FASTER if key == "total" else COSTS)[d.decision] + mark})
     return pd.DataFrame(out)
 
 
