@@ -183,7 +183,7 @@ def test_a_resumed_sweep_keeps_the_rounds_its_folder_recorded(tmp_path):
 def test_client_rounds_are_fresh_connections_one_after_another(native_build, sanitize):
     server = start_server("a2", "throughput", 4096, sanitize=sanitize)
     try:
-        run = run_client("127.0.0.1", server.port, "throughput", 4096, threads=2, duration=0.6, warmup=0.2,
+        run = run_client("127.0.0.1", server.port, "throughput", 4096, threads=2, duration=0.6, warmup=0.0,
                          sanitize=sanitize, extra=["--rounds", "3"])
     finally:
         status, served = server.stop()
@@ -195,9 +195,11 @@ def test_client_rounds_are_fresh_connections_one_after_another(native_build, san
     assert len(got["round_intervals"]) == 3 and sum(got["round_intervals"]) == len(got["interval_bytes"])
     assert got["round_gap_s"][0] is None and all(g >= w for g, w in zip(got["round_gap_s"][1:], got["round_warmup_s"][1:]))
     assert got["warmup_s"] == pytest.approx(sum(got["round_warmup_s"]))
-    # three 0.2 s windows, not the rounds' whole span, which holds the two gaps between them too (each at
-    # least the 0.2 s warm-up): half of them is far above any stretch of a window under load
-    assert 0.5 < got["duration_s"] < 0.6 + sum(got["round_gap_s"][1:]) / 2
+    # three 0.2 s windows, not the rounds' whole span, which holds the two reconnects between them too. A
+    # receiver's window runs from the window's opening (no warm-up: its round's start) to its last recv
+    # inside it, so no round counts more than 0.2 s, however loaded the host; a descheduled receiver
+    # counts less (0.36 s in all, once, beside other tests), which is why there is no lower bound
+    assert 0 < got["duration_s"] <= 3 * 0.2 + 1e-6 and all(g > 0 for g in got["round_gap_s"][1:])
     assert got["throughput_gbps"] == pytest.approx(got["bytes"] * 8 / got["duration_s"] / 1e9)
 
 
