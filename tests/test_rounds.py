@@ -281,8 +281,8 @@ def test_the_calibration_measures_again_a_run_taken_apart_and_chooses_from_near_
     near_a1, near_a2 = [1.70, 1.72, 1.69, 1.71, 1.70, 1.72], [12.1, 12.3, 12.0, 12.2, 12.1, 12.2]
     taken_apart = [6.8, 6.8, 6.7, 6.8, 6.7, 12.9]
     records = [_calibration_record(near_a1), _calibration_record(taken_apart), _calibration_record(near_a2)]
-    # run 1: near at both probes; run 2: ended apart (set aside); its retry: near at both
-    sweep = _calibrating_sweep(monkeypatch, [52.0, 53.0, 51.0, 340.0, 52.0, 54.0], records)
+    # run 1: near at both probes; run 2: ended apart (set aside: the next probe agreed); its retry: near at both
+    sweep = _calibrating_sweep(monkeypatch, [52.0, 53.0, 51.0, 340.0, 340.0, 52.0, 54.0], records)
     choice, evidence = sweep_rounds.calibrate(sweep)
     assert not records  # three runs: the one set aside was measured again
     assert [e["set_aside"] for e in evidence] == [0, 1]
@@ -290,7 +290,7 @@ def test_the_calibration_measures_again_a_run_taken_apart_and_chooses_from_near_
     assert evidence[1]["round_gbps"] == pytest.approx(near_a2, rel=0.01)
     assert choice.per_connection_cv < 0.02  # the near runs' spread, not the apart run's
     assert sweep.accounting.placement_before_s >= RUN_S  # the run set aside is placement's cost
-    assert len(sweep.placing.history) == 70 + 6  # the sweep learns from the calibration's probes
+    assert len(sweep.placing.history) == 70 + 7  # the sweep learns from the calibration's probes
 
 
 def test_a_calibration_run_kept_apart_does_not_feed_the_choice(monkeypatch):
@@ -298,7 +298,7 @@ def test_a_calibration_run_kept_apart_does_not_feed_the_choice(monkeypatch):
     the choice, and said in its why."""
     monkeypatch.setattr(sweep_rounds, "RETRIES", 0)
     records = [_calibration_record([1.7, 1.72, 1.69, 1.71, 1.70, 1.72]), _calibration_record([6.8, 6.8, 6.7, 6.8, 6.7, 12.9])]
-    sweep = _calibrating_sweep(monkeypatch, [52.0, 53.0, 340.0, 345.0], records)
+    sweep = _calibrating_sweep(monkeypatch, [52.0, 53.0, 340.0, 345.0, 345.0, 350.0], records)  # apart, confirmed
     choice, evidence = sweep_rounds.calibrate(sweep)
     assert [e["cpus_apart"] for e in evidence] == ["False", "True"] and [e["set_aside"] for e in evidence] == [0, 0]
     assert choice.per_connection_cv < 0.02
