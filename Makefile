@@ -25,28 +25,18 @@ report: deps $(STAMP)
 
 # in parallel, two workers per CPU: a third of the suite's time is spent waiting on clocks (runs'
 # windows, timeouts, servers starting), which a CPU's second worker fills (2 vCPUs, 2026-11-26:
-# 10 min 4 s on 2 workers, 8 min 52 s on 4). The tests of one real sweep stay together
-# (tests/conftest.py). The tests that must have the host to themselves (`alone`: they measure its
-# CPU load, or switch io_uring off for all) run first, one after another: among the workers each
-# waited for every other worker's current test, a minute and more when that was a real sweep or
-# the browser, with three workers idle. native/ is built first: every worker's sweeps run make in
-# it, which must find nothing to do. A test that failed in either phase is run once more, alone on
-# the host, and named: the suite drives real namespaces, servers and clocks on 2 vCPUs shared by
-# 4 workers, so a failure beside the others is reported as such, and the verdict is the failure
-# alone (one in two fresh-clone runs on 2026-11-26 had one such test, each a race between workers
-# mended since). The exit status is the retry's, or 0 when nothing failed.
+# 10 min 4 s on 2 workers, 8 min 52 s on 4). native/ is built first: every worker's sweeps run make
+# in it, which must find nothing to do. tools/testsuite.py runs the phases: the tests that must have
+# the host to themselves (`alone`) first, one after another, then the rest on the workers (the tests
+# of one real sweep together, tests/conftest.py); a test that failed in either is run once more,
+# alone, and its verdict is that run's. The retry is a safety net, not a pass: the last line names
+# every test it rescued, and each run appends its record to output/make-test.jsonl
+# (tools/measurements.py from-test-runs counts them). The exit status is the retry's, or 0.
 TEST_WORKERS ?= $(shell echo $$(( $$(nproc) * 2 )))
 test: deps $(STAMP)
 	$(MAKE) -s -C native all sanitize
 	@$(BYTECODE)
-	@status=0; \
-	$(PY) -m pytest --cache-clear -m alone || status=$$?; \
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup -m "not alone" || { [ $$status -ne 0 ] || status=$$?; }; \
-	if [ $$status -ne 0 ]; then \
-	  echo "make test: the tests that failed above are run again, one after another, with nothing beside them:"; \
-	  $(PY) -m pytest --last-failed --last-failed-no-failures none -ra || exit $$?; \
-	  echo "make test: they passed alone: they failed beside other tests (named above), not on their own"; \
-	fi
+	@$(PY) tools/testsuite.py --workers $(TEST_WORKERS)
 
 # the tests marked neither root, network nor slow (tests/conftest.py holds the markers true), on the
 # workers too: one after another they passed a minute on 2026-11-26 (765 tests)
