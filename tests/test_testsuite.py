@@ -68,6 +68,20 @@ def test_no_retry_when_nothing_failed_and_a_phase_without_tests_is_no_failure(tm
     assert suite_tool.summary(record) == "make test: retry: none needed (every test passed beside the others)"
 
 
+def test_tests_over_the_time_limits_without_slow_are_recorded_not_failed(tmp_path):
+    """tests/conftest.py notes such a test in the file the tool names (COPYLAB_TEST_NOTES); the tool
+    records it beside the verdict, which it does not change."""
+    runner, _ = _fake({"alone": 0, "shared": 0}, {}, tmp_path)
+
+    def noting(python, args, root):
+        with open(os.environ[suite_tool.NOTES_VAR], "a") as handle:
+            handle.write(json.dumps({"unmarked_slow": ["tests/test_x.py::test_long: took 12 s (6 s of CPU)"]}) + "\n")
+        return runner(python, args, root)
+    record = suite_tool.suite("python", 4, root=tmp_path, runner=noting)
+    assert record["status"] == 0 and record["unmarked_slow"] == ["tests/test_x.py::test_long: took 12 s (6 s of CPU)"]
+    assert suite_tool.NOTES_VAR not in os.environ
+
+
 @pytest.mark.slow
 def test_the_tool_reads_pytests_own_record_of_failures(tmp_path):
     """Through pytest itself: a test that fails while a file is missing, which its first run creates (a

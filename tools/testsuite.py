@@ -15,7 +15,9 @@
 Whatever happens, one summary line is printed last ("make test: retry: ...") and one JSON line is
 appended to the log (default output/make-test.jsonl: git-ignored, kept by `make clean`, outside the
 pytest cache that phase 1 clears): when, which commit, the phases' exit statuses and seconds, the
-tests that failed beside the others, those the retry rescued and those that failed alone. A test
+tests that failed beside the others, those the retry rescued and those that failed alone, and the
+tests over the time limits without the `slow` marker (tests/conftest.py notes them; a line before
+the last names them). A test
 rescued is a bug to find (a race, a shared port, a clock, a load-sensitive bound): the log is how
 it is found, and `tools/measurements.py from-test-runs` turns it into a measurement record
 (docs/measurements/) that counts the runs that needed the retry. Exit status: 0 when nothing
@@ -25,12 +27,14 @@ failed, else the retry's.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
 import platform
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -57,6 +61,10 @@ def last_failed(root: Path = ROOT) -> list[str]:
     return sorted(k for k, v in data.items() if v) if isinstance(data, dict) else []
 
 
+NOTES_VAR = "COPYLAB_TEST_NOTES"  # tests/conftest.py appends each run's notes (tests over the time limits
+                                  # without the `slow` marker) to this file
+
+
 def run_pytest(python: str, args: list[str], root: Path = ROOT) -> tuple[int, float]:
     started = time.monotonic()
     status = subprocess.run([python, "-m", "pytest", *args], cwd=root).returncode
@@ -65,6 +73,23 @@ def run_pytest(python: str, args: list[str], root: Path = ROOT) -> tuple[int, fl
 
 def suite(python: str, workers: int, root: Path = ROOT, runner=run_pytest) -> dict:
     """The phases run; the record of the run (see the module's docstring)."""
+    with tempfile.TemporaryDirectory(prefix="copylab-testsuite-") as folder:
+        notes = Path(folder) / "notes.jsonl"
+        saved = os.environ.get(NOTES_VAR)
+        os.environ[NOTES_VAR] = str(notes)
+        try:
+            record = _phases(python, workers, root, runner)
+        finally:
+            os.environ.pop(NOTES_VAR) if saved is None else os.environ.__setitem__(NOTES_VAR, saved)
+        slow = set()
+        for line in notes.read_text().splitlines() if notes.is_file() else []:
+            with contextlib.suppress(ValueError, AttributeError, TypeError):
+                slow.update(json.loads(line).get("unmarked_slow", []))
+        record["unmarked_slow"] = sorted(slow)
+    return record
+
+
+def _phases(python: str, workers: int, root: Path, runner) -> dict:
     record: dict = {"phases": []}
     for name, args in phases(workers):
         status, seconds = runner(python, args, root)
@@ -132,6 +157,9 @@ def main() -> int:
         line += f" (recorded in {args.log})"
     except OSError as exc:
         line += f" (not recorded: {args.log}: {exc.strerror})"
+    if record["unmarked_slow"]:  # make check runs them: its minute is spent there
+        print(f"make test: {len(record['unmarked_slow'])} tests over the time limits without the `slow` marker: "
+              + "; ".join(record["unmarked_slow"]), flush=True)
     print(line, flush=True)
     return record["status"]
 
