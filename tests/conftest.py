@@ -349,14 +349,22 @@ FIXTURE_GROUPS = {"quick_sweep_dir": "quick_sweep", "quick_report": "quick_sweep
 ALONE_FIXTURES = {"faulty_sweep", "io_uring_disabled"}
 
 
-def worker_port(first: int) -> int:
-    """A free port for a server a test starts, from a range of its own per xdist worker: two workers
-    asking lab.free_port() the same first port at once both get it, and the second server's requests
-    would reach the first's."""
+TEST_PORTS = (20000, 32000)  # below Linux's ephemeral range (32768 on): no connection takes one of them
+
+
+def worker_port() -> int:
+    """A free port for a server a test starts: the first free one from a point drawn at random in
+    TEST_PORTS. lab.free_port() finds a port free and the server binds it a moment later: two
+    callers starting from the same port (two xdist workers, or two runs of the suite on one host, as
+    when several people test on one machine) both got it and the second server's requests reached
+    the first's. Per-worker ranges mended the workers, not the runs; a random start out of 12,000
+    makes any two callers' ports meet about once in 12,000."""
+    import secrets
+
     from copylab import lab
 
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
-    return lab.free_port(first + 100 * int(worker.removeprefix("gw") or 0), tries=100)
+    low, high = TEST_PORTS
+    return lab.free_port(low + secrets.randbelow(high - low - 100), tries=100)
 
 
 IO_URING_DISABLED = Path("/proc/sys/kernel/io_uring_disabled")

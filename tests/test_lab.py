@@ -140,7 +140,7 @@ def _serve_stand_in(tmp_path, monkeypatch, delay: float, patience: float, code: 
     listening at that moment."""
     import sys
 
-    port = worker_port(19400)
+    port = worker_port()
     mark = tmp_path / "mark"
     printed = []
     monkeypatch.setattr(lab, "print", lambda text, **kw: printed.append((text, mark.exists())), raising=False)
