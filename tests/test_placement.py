@@ -414,6 +414,14 @@ def test_the_first_sight_line_comes_from_the_hosts_own_probes():
     assert factor["tight"] == pytest.approx(MODE_RATIO, rel=0.01) and factor["wide"] > 1.5 * MODE_RATIO
 
 
+def test_without_first_sight_the_check_fails_on_the_wide_host(monkeypatch):
+    """The check above can fail: with the bound far away (the rule as it was) the wide host's first apart
+    run, met while the rule knew one mode, is kept as near."""
+    monkeypatch.setattr(placement, "first_sight_line", lambda logs: math.inf)
+    outcome = emulated_hosts.simulate(emulated_hosts.HOSTS["wide"], 0)
+    assert outcome.apart_runs and outcome.caught < outcome.apart_runs and outcome.kept_apart >= 1
+
+
 @pytest.mark.parametrize("seed", [pytest.param(s, marks=[pytest.mark.slow] if s else []) for s in range(5)])
 @pytest.mark.parametrize("name", list(emulated_hosts.HOSTS))
 def test_on_emulated_hosts_apart_runs_are_caught_and_no_near_run_is_set_aside(name, seed):
