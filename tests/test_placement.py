@@ -478,17 +478,7 @@ def test_the_second_vm_would_not_set_its_near_mode_aside_under_the_old_rule_eith
     assert not any(CpuDistance(trips).apart(t) for t in near)
 
 
-class _Clock:
-    """Simulated time for placement.time: sleep advances it; the host's mode follows it."""
-
-    def __init__(self):
-        self.now = 0.0
-
-    def monotonic(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.now += seconds
+_Clock = emulated_hosts.Clock  # simulated time for placement.time: sleep advances it
 
 
 class _SimulatedHost(CpuDistance):
