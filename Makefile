@@ -42,11 +42,16 @@ test: deps $(STAMP)
 	@$(BYTECODE)
 	@$(PYTEST_ENV) $(PY) tools/testsuite.py --workers $(TEST_WORKERS)
 
-# the tests marked neither root, network nor slow (tests/conftest.py holds the markers true), on the
-# workers too: one after another they passed a minute on 2026-11-26 (765 tests)
+# the tests marked neither root, network nor slow (tests/conftest.py holds the markers true), on one
+# worker per CPU: one after another they passed a minute on 2026-11-26 (765 tests). They compute
+# rather than wait on clocks, so make test's second worker per CPU found no idle CPU to fill here,
+# and cost: each worker starts pytest and collects the whole suite (5 s of CPU, best of five,
+# 2026-11-28) and builds again the module fixtures of the modules it runs tests of (a Study, the
+# figures: seconds each)
+CHECK_WORKERS ?= $(shell nproc)
 check: deps $(STAMP)
 	@$(BYTECODE)
-	$(PYTEST_ENV) $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup -m "not root and not network and not slow"
+	$(PYTEST_ENV) $(PY) -m pytest -q -n $(CHECK_WORKERS) --dist loadgroup -m "not root and not network and not slow"
 
 sweep: deps $(STAMP)
 	$(PY) -m copylab sweep $(PARAMS)
