@@ -15,6 +15,7 @@ import yaml
 
 from conftest import ROOT, run_copylab
 from copylab import analysis, cachelevels, figures, memory
+from copylab.analysis import sections
 from copylab.errors import CopylabError
 from copylab.params import load_grid, parse_grid
 from copylab.sweep import estimate as est
@@ -108,71 +109,56 @@ def test_the_cache_grid_keeps_the_default_grids_budget_rules():
 # the answers
 
 
-def _costliest(s: analysis.Study, impl: str, size: int) -> dict:
-    return analysis.q2.answer(s)["placed"]["per_size"][str(size)]["costliest_step"][impl]
-
-
-def test_where_the_cost_jumps_decides_which_levels_residency_costs_most(tmp_path):
+def test_where_the_cost_jumps_decides_which_levels_leaving_costs_most(tmp_path):
     at_l2 = study_of(tmp_path / "l2", jump="L2")
     at_llc = study_of(tmp_path / "llc", jump="LLC")
-    for impl in ("a1", "a2", "a3"):
-        assert _costliest(at_l2, impl, 4096)["leaving"] == "L1d"
-        assert _costliest(at_llc, impl, 4096)["leaving"] == "L3"
-    text = analysis.q2.answer(at_llc)["text"]
-    assert "A1: leaving the LLC (L3) costs most (LLC/2 → LLC*4" in text
-    assert "A1: leaving L1d costs most (L1d/2 → L2/2" in analysis.q2.answer(at_l2)["text"]
-    # the extra copy: its growth appears where the source leaves the level that costs
-    steps = analysis.q2.answer(at_llc)["placed"]["per_size"]["4096"]["extra_copy"]["steps"]
-    grown = [s for s in steps if s["decision"] == "win" and s["stands"]]
-    assert [(s["from"], s["to"]) for s in grown] == [("LLC/2", "LLC*4")]
-    assert "appears only once the source leaves the LLC (L3)" in analysis.q2.answer(at_llc)["text"]
+    assert at_l2.verdicts["q2"].level == "L1d" and at_llc.verdicts["q2"].level == "L3"
+    assert at_llc.verdicts["q2"].top[:3] == ("a1", "LLC/2", "LLC*4")  # the two-copy path pays it twice
+    text = sections.answer_text(at_llc, "q2")
+    assert text.startswith("**Leaving the L3 changes the cost most: A1's sender spends ×")
+    # the extra copy: A1 over A2 grows where the source leaves the level that costs
+    extra = at_llc.verdicts["q2"].extra_copy
+    assert extra["LLC*4"].decision.ratio > 1.2 * extra["LLC/2"].decision.ratio
 
 
-def test_a_step_that_crosses_no_level_is_not_called_a_levels_residency(tmp_path):
-    """At 64 KiB the smallest ring (4 messages, 256 KiB) already leaves L1d: L1d/2 and L2/2 both sit
-    in L2, so a rise between them is said to cross no level."""
-    s = study_of(tmp_path, jump="L2")
-    found = _costliest(s, "a1", 65536)
-    assert found["crosses_a_level"] is False and found["leaving"] is None
-    assert "the largest rise crosses no cache level" in analysis.q2.answer(s)["text"]
+def test_a_step_that_crosses_no_level_is_never_the_answer(tmp_path):
+    """At 64 KiB the smallest ring (4 messages, 256 KiB) already leaves L1d: L1d/2 and L2/2 both sit in L2.
+    The answer is read at the smallest message size, and names only a step that leaves a level."""
+    v = study_of(tmp_path, jump="L2").verdicts["q2"]
+    assert v.size == 4096 and v.top[3] == "L1d"
+    assert all(leaving is not None or not row.standing.higher or row is not v.top[4]
+               for _, _, _, leaving, row in v.steps)
 
 
-def test_without_a_pmu_q2_says_it_answers_by_construction_and_what_a_pmu_adds(tmp_path):
+def test_without_a_pmu_q2_says_it_answers_by_construction(tmp_path):
     s = study_of(tmp_path, jump="LLC", pmu=False)
-    text = analysis.q2.answer(s)["text"]
-    assert "by construction, from the working set's size against the cache sizes, not by counting misses" in text
-    assert "A PMU (bare metal, or a VM with a virtual PMU) would count L1 and LLC misses per byte" in text
-    assert "Counted by the PMU" not in text and s.cache.counted == ()
+    assert "placed by construction: this host's perf counts no misses‡" in sections.answer_text(s, "q2")
+    assert s.cache.counted == ()
 
 
-def test_with_a_pmu_the_counted_misses_stand_beside_the_placed_answer(tmp_path):
+def test_with_a_pmu_the_misses_are_counted_and_the_caveat_is_not_said(tmp_path):
     s = study_of(tmp_path, jump="LLC", pmu=True)
-    answer = analysis.q2.answer(s)
-    assert "**Counted by the PMU, beside it.**" in answer["text"] and answer["placed"]["counted"] == [
-        "l1_misses_per_byte", "llc_misses_per_byte"]
-    table = analysis.q2.tables(s)[0][1]
-    assert "A1 LLC misses per byte" in table.columns
-    step = table[table["step"].str.startswith("LLC/2 → LLC*4")]["A1 LLC misses per byte"].iloc[0]
-    assert step.startswith("win")  # the counted LLC misses jump where the working set leaves the LLC
+    assert s.verdicts["q2"].counted == ("l1_misses_per_byte", "llc_misses_per_byte")
+    assert "counts no misses" not in sections.answer_text(s, "q2")
 
 
 def test_q3_decides_whether_per_thread_throughput_falls_once_the_aggregate_leaves_the_llc(tmp_path):
-    falls = analysis.q3.answer(study_of(tmp_path / "falls", aggregate_fall=0.6))["aggregate_working_set"]
-    flat = analysis.q3.answer(study_of(tmp_path / "flat", aggregate_fall=1.0))["aggregate_working_set"]
+    falls = study_of(tmp_path / "falls", aggregate_fall=0.6)
+    flat = study_of(tmp_path / "flat", aggregate_fall=1.0)
     for impl in ("a1", "a2", "a3"):
-        entry = falls["per_size"]["4096"][impl]
-        assert entry["leaving"] == ["LLC/2"] and entry["staying"] == ["L1d/2", "L2/2"]
-        assert entry["contrast"]["decision"] == "loss"
-        assert flat["per_size"]["4096"][impl]["contrast"]["decision"] in ("equivalent", "undecided")
-    assert "A1 falls further" in falls["text"] and "A1 falls further" not in flat["text"]
+        assert falls.verdicts["q3"].aggregate[impl].standing == "loss"
+        assert flat.verdicts["q3"].aggregate[impl].standing != "loss"
+    assert "the contention shows where" in sections.answer_text(falls, "q3")
+    assert "the contention shows nowhere" in sections.answer_text(flat, "q3")
+    assert "show no cache contention" not in sections.answer_text(falls, "q3")
 
 
 def test_the_cache_claims_are_families_and_reach_answers_json(tmp_path):
     s = study_of(tmp_path)
-    assert s.families["q2"].size > 0 and s.families["q3_cache"].size > 0
+    assert s.families["q2"].size > 0 and s.families["q3"].size > len(s.verdicts["q3"].throughput)
     doc = json.loads(json.dumps(analysis.document(s)))
-    assert doc["q2_cache_detail"]["placed"]["by_construction"] is True
-    assert doc["q3_threads_cache_contention"]["aggregate_working_set"]["llc_bytes"] == 32 << 20
+    assert doc["q2_cache_detail"]["by_construction"] is True and doc["q2_cache_level"] == "LLC"
+    assert doc["q3_threads_cache_contention"]["llc_bytes"] == 32 << 20
     # Part E's other answers use one working set, the one nearest the default grid's 4 MiB
     assert set(s.rows["working_set_level"]) == {"LLC/2"}
 
@@ -191,9 +177,7 @@ def test_one_working_set_points_q2_to_the_cache_grid(tmp_path):
     folder = ROOT / "tests" / "data" / "analysis" / "default-like"
     df, meta = analysis.load_results(folder)
     s = analysis.study(df, meta, analysis.load_profiles(folder, df))
-    assert s.cache is None
-    assert "copylab sweep params/cache.yaml --report" in analysis.q2.answer(s)["text"]
-    assert "one working-set setting" in analysis.q2.answer(s)["text"]  # a setting: the bytes cycled vary by size
+    assert s.cache is None and "params/cache.yaml" in sections.answer_text(s, "q2")
     assert isinstance(figures.cost_vs_working_set(s), figures.FigureNote)
 
 
@@ -209,8 +193,8 @@ def test_part_d_shows_one_working_set_of_a_sweep_that_varies_it(tmp_path):
     assert [list(t.y) for t in one.data] != [list(t.y) for t in every.data]  # the mean over levels differs
     folder = ROOT / "tests" / "data" / "analysis" / "default-like"
     df, meta = analysis.load_results(folder)
-    assert analysis.study(df, meta).shown is df and analysis.study(df, meta).shown_note == ""
-    assert "show one, LLC/2, the one Part E answers from" in s.shown_note
+    assert analysis.study(df, meta).shown is df and analysis.study(df, meta).working_sets_shown == []
+    assert s.working_sets_shown == ["LLC/2"]
 
 
 def test_the_budget_decides_and_adds_passes_on_part_e_s_working_set_only():

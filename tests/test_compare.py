@@ -17,7 +17,7 @@ import pytest
 from conftest import ROOT, run_copylab
 from copylab import analysis, compare_report, explorer
 from copylab.analysis.comparison import OWN, RATIO, comparison
-from copylab.analysis.decisions import ALPHA, Outcome
+from copylab.inference import ALPHA, Outcome
 from copylab.analysis.text import comparison as text
 from copylab.errors import CopylabError
 from copylab.fmt import IMPL_LABELS
@@ -137,7 +137,7 @@ def test_comparison_json_holds_one_change_per_quantity(tmp_path):
     keys = {(e["kind"], e["criterion"], e["impl"], e["msg_size"], e["threads"]) for e in doc["changes"]}
     assert len(keys) == len(doc["changes"])
     for entry in doc["changes"]:
-        assert entry["decision"] in ("win", "loss", "equivalent", "undecided")
+        assert entry["decision"] in {str(o) for o in Outcome}
         assert {"ratio", "low", "high", "family", "p_holm", "stands", "verdict", "a", "b"} <= set(entry)
     win = next(e for e in doc["changes"] if (e["kind"], e["criterion"], e["impl"], e["msg_size"], e["threads"])
                == ("own", "throughput", "a1", KIB, None))

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from copylab.analysis.text.configuration import NOT_RECORDED, _host_load
+from copylab.report_display import NOT_RECORDED, _host_load
 from copylab.sweep.hostload import (PF_KTHREAD, QUIET_SHARE, HostLoad, _processes, descendants, foreign_ticks,
                                     total_ticks)
 

@@ -7,7 +7,6 @@ import signal
 
 import pytest
 
-from copylab.analysis.text.q1 import zero_copy_share_sentence
 from copylab.errors import CopylabError
 from copylab.hosts import SshHost, is_destination
 from copylab.perf import TSC_EVENT, PerfPlan, common_plan
@@ -77,13 +76,19 @@ def test_ssh_destinations_that_ssh_could_read_as_options_or_commands_are_refused
             SshHost(text, "/tmp")
 
 
-def test_the_zero_copy_sentence_follows_the_measured_share_and_the_path():
-    local = zero_copy_share_sentence(100.0, "local")
-    assert "same host" in local and "100.0%" in local
-    # the reason is said in full in the data-paths section; Q1 refers back (review-fresh5 N8)
-    assert '(why: "Data paths: where the copies happen")' in local and "pinned pages" not in local
-    real = zero_copy_share_sentence(12.5, "hosts")
-    assert "87.5% did not" in real and "DMA" in real
-    assert "same host" not in real and "less CPU" not in real  # a saving is said with its decision only
-    copied = zero_copy_share_sentence(100.0, "hosts")
-    assert "still copied every send" in copied
+def test_the_zero_copy_answer_follows_the_measured_share_and_the_path():
+    """Q1's words for where the copy went: between namespaces it is deferred; between two hosts the share not
+    copied left by DMA, and a share of 100% there names the NIC, not the path."""
+    from copylab.analysis.evidence import ZeroCopyCounts
+    from copylab.analysis.questions import ZeroCopyVerdict
+    from copylab.analysis.render import render
+
+    def q1(share, path):
+        v = ZeroCopyVerdict(lower_sizes=[64], sizes=[64, 65536], counts=ZeroCopyCounts(share, path, 0.0))
+        return render("q1", v=v, b="A1", x="A2", z="A3")
+
+    local = q1(100.0, "local")
+    assert "Between two namespaces of one host" in local and "100% of completions" in local
+    real = q1(12.5, "hosts")
+    assert "87.5% of completions left without a copy" in real and "DMA" in real and "namespaces" not in real
+    assert "still copied every send" in q1(100.0, "hosts")

@@ -21,7 +21,11 @@ def test_shipped_grids_are_valid_and_sized_as_documented():
     assert default.repetitions >= 3 and default.shuffle  # confidence by default (issue 11)
     study = [p for p in default.points("netns") if p.impl in ("a1", "a2", "a3")]
     measured = [p for p in study if not p.profile]
-    assert len(measured) == 3 * 2 * len(default.msg_sizes) * len(default.threads) * default.repetitions
+    cache = default.cache  # Q2's cache part: its own paths at its own sizes, each working set, in every pass
+    placed = len(cache.impls) * len(cache.msg_sizes) * len(cache.threads) * len(cache.working_set)
+    assert len(measured) == (3 * 2 * len(default.msg_sizes) * len(default.threads) + placed) * default.repetitions
+    assert {p.working_set_level for p in measured if p.working_set_level} == set(cache.levels)
+    assert not any(p.working_set_level for p in study if p.profile)  # profiles stay on the grid's own working set
     assert {p.impl for p in default.points("netns")} >= {"iperf3", "sockperf"}
     assert any(p.profile for p in study) and not all(p.profile for p in study)
     assert full.repetitions == 5 and full.shuffle and max(full.msg_sizes) == 1048576

@@ -15,7 +15,7 @@ import emulated_hosts
 from faults import assert_one_line_error
 
 from copylab import experiment, placement
-from copylab.analysis.text.configuration import NOT_RECORDED, _placement
+from copylab.report_display import NOT_RECORDED, _placement
 from copylab.errors import CopylabError
 from copylab.point import empty_row
 from copylab.placement import MODE_RATIO, RETRIES, CpuDistance, learn, placed, placement_columns, probe_cpus

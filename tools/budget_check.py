@@ -15,7 +15,7 @@ its own log-scale spread (drawn between 3% and 20%), a pass effect of 5%, 3 base
 For each true ratio the share of comparisons decided wrongly is counted (a win or a loss when the
 true ratio is 1, any decision but the true one when it is clearly outside the margin, a win or a
 loss against the truth otherwise), with the share left undecided. The decisions are
-analysis/decisions.py's, exactly as the report makes them.
+copylab/inference.py's, exactly as the report makes them.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
 
-from copylab.analysis.decisions import compare_values, log_values, target_half_width  # noqa: E402
+from copylab.inference import compare_values, log_values, target_half_width  # noqa: E402
 
 SIZES = (64, 1024, 4096, 16384, 65536)
 THREADS = (1, 2, 4, 8)

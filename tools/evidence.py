@@ -4,13 +4,13 @@
     sudo .venv/bin/python tools/evidence.py overhead [--reps 5]   # what --profile costs a point
     sudo .venv/bin/python tools/evidence.py peers [--reps 3]      # copylab against iperf3 and sockperf
     sudo .venv/bin/python tools/evidence.py small [--reps 3]      # why the receive strategy matters at 64 B
-    sudo .venv/bin/python tools/evidence.py agreement OUT1 OUT2   # do two sweeps give the same answers?
+    .venv/bin/python tools/evidence.py reproducibility OUT1 OUT2 ...  # do back-to-back sweeps agree?
     .venv/bin/python tools/evidence.py precision OUT [OUT ...]    # how much a point's passes vary
 
 Each measurement goes through the engine a sweep uses (two namespaces joined by veth, sender on
 CPU 0, receiver on CPU 1, perf stat on both sides), the variants of one comparison alternating in
 a freshly shuffled order per repetition, so a drift of the host cannot favour one of them. Ratios
-come with the report's own 95% interval (copylab.analysis.decisions: log scale, paired by repetition,
+come with the report's own 95% interval (copylab.inference: log scale, paired by repetition,
 as every comparison of the report is made).
 Results are printed and written as JSON to --out FILE (default output/evidence-<what>.json under
 the working folder). Run on an idle machine:
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import random
 import sys
 import time
@@ -29,9 +30,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
 
 from copylab import perf as perfmod  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from copylab.analysis.decisions import compare_values, contradictions, log_values  # noqa: E402
+from copylab.inference import Outcome, compare_values, log_values, t_quantile  # noqa: E402
 from copylab.point import PointSpec, run_point  # noqa: E402
 from copylab.topology import open_topology  # noqa: E402
 
@@ -131,49 +133,60 @@ def small(args) -> dict:
     return {"means": out, "rows": rows}
 
 
-def agreement(args) -> dict:
-    """How many of the Part E answers two sweeps of one grid share, and which of their decisions
-    (Q4, Q5: per size and per thread count) contradict each other."""
+QUESTIONS = ("q4_one_copy_vs_two_copy", "q5_zero_copy_vs_two_copy")
+
+
+def verdict_class(decision: str) -> str:
+    """A decision as issue 50 counts a change: equivalent and a difference within the margin are one class."""
+    return "within the margin" if Outcome(decision).within_margin else decision
+
+
+def reproducibility(args) -> dict:
+    """Several sweeps of one grid on one host, in the order given (back to back): per Q4/Q5 comparison
+    over all thread counts, how often its verdict changes, the variance of its log ratio between sweeps
+    against the within-sweep variance its intervals imply (the excess is the between-sweep component,
+    estimated by moments as DerSimonian and Laird do), and how often a sweep's 95% interval covers the next
+    sweep's ratio (about 83% when nothing but chance differs: Cumming and Maillardet 2006); and which
+    crossover each sweep names."""
     docs = []
-    for folder in (args.first, args.second):
+    for folder in args.sweeps:
         path = Path(folder) / "answers.json"
         if not path.is_file():
-            raise SystemExit(f"evidence.py agreement: {path} is missing: make the report first "
+            raise SystemExit(f"evidence.py reproducibility: {path} is missing: make the report first "
                              f"(python -m copylab report {folder})")
         docs.append(json.loads(path.read_text()))
-    # the part of each answer that is a conclusion (sizes, levels, kinds), not a measured magnitude
-    keys = {"q1_zero_copy_not_always_best": ("zero_copy_not_best_sizes", "break_even_bytes"),
-            "q2_cache_level": None,
-            "q3_threads_cache_contention": ("peak_threads",),
-            "q4_one_copy_vs_two_copy": ("decided_crossover_bytes",),
-            "q5_zero_copy_vs_two_copy": ("decided_crossover_bytes",),
-            "q6_unexpected_result": ("kind",)}
-    out = {}
-    for key, fields in keys.items():
-        a, b = docs[0].get(key), docs[1].get(key)
-        if fields is None:
-            same = a == b
-            out[key] = {"first": a, "second": b, "same": same}
-        elif fields == ("peak_threads",):  # per implementation
-            picked = [{impl: v.get("peak_threads") for impl, v in (d or {}).get("per_impl", {}).items()} for d in (a, b)]
-            out[key] = {"first": picked[0], "second": picked[1], "same": picked[0] == picked[1]}
-        else:
-            picked = [{f: (d or {}).get(f) for f in fields} if isinstance(d, dict) else d for d in (a, b)]
-            out[key] = {"first": picked[0], "second": picked[1], "same": picked[0] == picked[1]}
-        print(f"{key}: {'same' if out[key]['same'] else 'DIFFERENT'}: {out[key]['first']} | {out[key]['second']}")
-    agreed = sum(v["same"] for v in out.values())
-    print(f"{agreed} of {len(out)} answers agree")
-    found = contradictions(*docs)
-    decided = {}
-    for key in ("q4_one_copy_vs_two_copy", "q5_zero_copy_vs_two_copy"):
-        for n, doc in enumerate(docs):
-            by_size = (doc.get(key) or {}).get("decision_by_size") or {}
-            decided[f"{key} sweep {n + 1}"] = by_size
-            print(f"{key} sweep {n + 1}: " + ", ".join(f"{s} B {d}" for s, d in by_size.items()))
-    for c in found:
-        print(f"CONTRADICTION {c['question']} at {c['size']} B, threads {c['threads']}: {c['first']} vs {c['second']}")
-    print(f"{len(found)} contradiction(s) between the two sweeps' decisions")
-    return {"answers": out, "agreed": agreed, "of": len(out), "decisions": decided, "contradictions": found}
+    if len(docs) < 2:
+        raise SystemExit("evidence.py reproducibility: give two sweeps or more")
+    comparisons, covered, pairs = {}, 0, 0
+    for key in QUESTIONS:
+        sizes = sorted(set.intersection(*(set((d.get(key) or {}).get("decision_detail_by_size") or {}) for d in docs)),
+                       key=int)
+        for size in sizes:
+            runs = [d[key]["decision_detail_by_size"][size] for d in docs]
+            logs = [math.log(r["ratio"]) for r in runs]
+            within = [(math.log(r["high"] / r["low"]) / (2 * t_quantile(r["df"]))) ** 2 for r in runs
+                      if r["low"] and r["high"] and r["df"]]
+            between = float(np.var(logs, ddof=1))
+            classes = [verdict_class(r["decision"]) for r in runs]
+            mode = max(set(classes), key=classes.count)
+            cover = [runs[i]["low"] <= runs[i + 1]["ratio"] <= runs[i]["high"] for i in range(len(runs) - 1)]
+            covered, pairs = covered + sum(cover), pairs + len(cover)
+            comparisons[f"{key[:2]} {size}"] = {
+                "ratios": [r["ratio"] for r in runs], "decisions": [r["decision"] for r in runs],
+                "verdict": mode, "same_verdict": classes.count(mode), "of": len(runs),
+                "var_between_sweeps": between, "var_within_sweep": float(np.mean(within)) if within else None,
+                "between_component": max(between - float(np.mean(within)), 0.0) if within else None,
+                "next_covered": cover}
+    crossovers = {key[:2]: [(d.get(key) or {}).get("crossover_bytes") for d in docs] for key in QUESTIONS}
+    for name, c in comparisons.items():
+        print(f"{name}: {c['same_verdict']}/{c['of']} {c['verdict']}; ratios "
+              + " ".join(f"{r:.3f}" for r in c["ratios"]) + f"; between/within variance {c['var_between_sweeps']:.2e}/"
+              f"{c['var_within_sweep'] or float('nan'):.2e}; next covered {sum(c['next_covered'])}/{len(c['next_covered'])}")
+    for q, found in crossovers.items():
+        print(f"{q} crossover per sweep: {found}")
+    print(f"a sweep's interval covered the next sweep's ratio in {covered} of {pairs} pairs")
+    return {"sweeps": list(args.sweeps), "comparisons": comparisons, "crossovers": crossovers,
+            "covered": covered, "pairs": pairs}
 
 
 def precision(args) -> dict:
@@ -230,9 +243,8 @@ def main() -> int:
         p = sub.add_parser(name)
         p.add_argument("--reps", type=int, default=5 if name == "overhead" else 3)
         p.add_argument("--seed", type=int, default=11)
-    p = sub.add_parser("agreement")
-    p.add_argument("first")
-    p.add_argument("second")
+    p = sub.add_parser("reproducibility")
+    p.add_argument("sweeps", nargs="+")
     p = sub.add_parser("precision")
     p.add_argument("sweeps", nargs="+")
     for p in sub.choices.values():
@@ -240,7 +252,7 @@ def main() -> int:
                                                       "under the working folder)")
     args = parser.parse_args()
     started = time.monotonic()
-    result = {"overhead": overhead, "peers": peers, "small": small, "agreement": agreement,
+    result = {"overhead": overhead, "peers": peers, "small": small, "reproducibility": reproducibility,
               "precision": precision}[args.what](args)
     result["wall_s"] = round(time.monotonic() - started, 1)
     result["measured_at"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())

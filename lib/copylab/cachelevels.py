@@ -116,3 +116,12 @@ def check_host_caches(names: list[str], sizes: dict[str, int]) -> None:
     if any(is_level_name(n) for n in names) and not sizes:
         raise CopylabError("working_set: names cache levels, but this host reports no caches in sysfs "
                            "(/sys/devices/system/cpu/cpu0/cache): give the working sets in bytes")
+
+
+ASKED = re.compile(r"_ws(\d+)B")  # a point id's working set as asked, in bytes
+
+
+def nearest(sizes: dict, default: int):
+    """Of {key: bytes}, the key whose bytes are nearest default on a log scale: the one rule for which
+    working set Part E answers from (the Study's rows, the budget's passes, the copy limit's probe)."""
+    return min(sizes, key=lambda k: abs(math.log(sizes[k]) - math.log(default)))

@@ -22,7 +22,8 @@ from plotly.subplots import make_subplots
 from . import escape, registry
 from .analysis.stats import aggregate, one_receive, primary_receive, throughput_rows
 from .analysis.study import Study, contenders
-from .analysis.text.words import decision_cell
+from .analysis.questions import Row
+from .analysis.tables import cell
 from .fmt import IMPL_LABELS, fmt_size, impl_name
 
 SIDE_METRICS = ("throughput_gbps", "srv_cpu_ns_per_byte", "cli_cpu_ns_per_byte")
@@ -75,13 +76,12 @@ def receive_strategies(df: pd.DataFrame) -> list[str]:
 
 
 def _decision_cell(study: Study, d) -> str:
-    """"win 1.10 (1.05–1.16)": the decision, the ratio and its 95% interval (words.decision_cell), a dagger
-    where Holm's correction over this section's comparisons leaves the claim short of standing."""
+    """"faster 1.10 (1.05–1.16)": the decision, the ratio and its 95% interval, a dagger where Holm's
+    correction over the family "other_paths" does not leave it standing; "n/a" where not measured."""
     if d is None:
         return "n/a"
     fam = study.family("other_paths")
-    fallen = d.decision != "undecided" and not fam.stands(d)
-    return decision_cell(d).replace(" ", "† ", 1) if fallen else decision_cell(d)
+    return cell(Row(d, fam.standing(d), fam.p_holm(d), fam.stands(d)))
 
 
 def send_paths_table(study: Study) -> pd.DataFrame:

@@ -21,6 +21,7 @@ from .fmt import plural
 from .hosts import SshSettings, is_destination
 from .paths import PROJECT_ROOT
 from .memory import point_memory
+from .inference.decide import DEFAULT_MARGIN
 from .pointspec import POINT_DEFAULTS, PointSpec
 
 _NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
@@ -65,6 +66,24 @@ class PeerSelection(BaseModel):
     repetitions: Annotated[int, Field(ge=contract.REPETITIONS_RANGE[0], le=contract.REPETITIONS_RANGE[1])] = 1
 
 
+class CacheSelection(BaseModel):
+    """A cache-level part beside the grid (Q2 in the default report): these paths, sizes and thread counts,
+    throughput mode, measured in every pass with each of these working sets (cache levels of this host, or
+    bytes) as well as the grid's own."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    impls: Annotated[list[Literal[contract.IMPLS]], Field(min_length=1)]  # type: ignore[valid-type]
+    msg_sizes: Annotated[list[MsgSize], Field(min_length=1)]
+    threads: Annotated[list[Threads], Field(min_length=1)] = [1]
+    working_set: Annotated[list[Union[int, str]], Field(min_length=2)]
+
+    @field_validator("working_set", mode="before")
+    @classmethod
+    def _levels(cls, value):
+        return _working_sets(value)
+
+
 class GridSchema(BaseModel):
     """What a params/*.yaml file may say. Strict: "64" is not 64, true is not 1."""
 
@@ -85,10 +104,11 @@ class GridSchema(BaseModel):
     rounds: Union[Annotated[int, Field(ge=1, le=contract.ROUNDS_RANGE[1])], Literal["auto"]] = POINT_DEFAULTS["rounds"]
     rps: bool = POINT_DEFAULTS["rps"]
     placement: bool = True  # runs taken while the two pinned CPUs are near (placement.py)
-    equivalence_margin: Annotated[float, Field(gt=0.0, le=1.0, allow_inf_nan=False)] = 0.10
+    equivalence_margin: Annotated[float, Field(gt=0.0, le=1.0, allow_inf_nan=False)] = DEFAULT_MARGIN
     budget_min: Optional[Annotated[float, Field(ge=0.0, le=24 * 60, allow_inf_nan=False)]] = None
     profile: Union[bool, ProfileSelection] = ProfileSelection(**DEFAULT_PROFILE)
     peers: Optional[PeerSelection] = None
+    cache: Optional[CacheSelection] = None
     repetitions: Annotated[int, Field(ge=contract.REPETITIONS_RANGE[0], le=contract.REPETITIONS_RANGE[1])] = 1
     duration_s: _seconds(contract.DURATION_RANGE) = POINT_DEFAULTS["duration_s"]
     # latency points measure round trips, whose median settles with far fewer seconds than a
@@ -256,45 +276,47 @@ _FIELDS = tuple(GridSchema.model_fields)
 
 @dataclass(frozen=True)
 class Grid:
-    """A validated sweep grid (one params/*.yaml file)."""
+    """A validated sweep grid (one params/*.yaml file). Every field comes from GridSchema, the one place
+    a default is written (parse_grid builds it from the schema's values)."""
 
     name: str
     impls: tuple[str, ...]
     modes: tuple[str, ...]
     msg_sizes: tuple[int, ...]
     threads: tuple[int, ...]
-    receive: tuple[str, ...] = (POINT_DEFAULTS["receive"],)
-    congestion: tuple[str, ...] = (POINT_DEFAULTS["congestion"],)
-    working_set: tuple[int, ...] = (POINT_DEFAULTS["working_set"],)  # bytes, one per level of the axis
-    working_set_levels: tuple[str, ...] = ("",)  # the cache level each was placed by ("" : given in bytes)
-    steady_max_s: float = POINT_DEFAULTS["steady_max_s"]
-    rounds: int | str = POINT_DEFAULTS["rounds"]  # "auto" until the sweep chooses (rounds.py)
-    rps: bool = POINT_DEFAULTS["rps"]
-    placement: bool = True
-    equivalence_margin: float = 0.10
-    budget_min: float | None = None
-    profile: object = True  # True (every point), False, or a ProfileSelection
-    peers: object = None    # a PeerSelection, or None
-    repetitions: int = 1
-    duration_s: float = POINT_DEFAULTS["duration_s"]
-    latency_duration_s: float | None = None
-    warmup_s: float = POINT_DEFAULTS["warmup_s"]
-    topology: str = "auto"
-    pin_server: str | None = None
-    pin_client: str | None = None
-    server_host: str | None = None
-    client_host: str | None = None
-    server_addr: str | None = None
-    client_addr: str | None = None
-    ssh_config: str | None = None  # resolved path
-    shuffle: bool = False
-    seed: int = 0
-    verify: bool = False
-    description: str = ""
-    author: str | None = None
-    roll_no: str | None = None
-    repo_url: str | None = None
-    ai_declaration: str | None = None  # resolved path of the declaration file
+    receive: tuple[str, ...]
+    congestion: tuple[str, ...]
+    working_set: tuple[int, ...]  # bytes, one per level of the axis
+    working_set_levels: tuple[str, ...]  # the cache level each was placed by ("" : given in bytes)
+    steady_max_s: float
+    rounds: int | str  # "auto" until the sweep chooses (rounds.py)
+    rps: bool
+    placement: bool
+    equivalence_margin: float
+    budget_min: float | None
+    profile: object  # True (every point), False, or a ProfileSelection
+    peers: object  # a PeerSelection, or None
+    cache: object  # a CachePart (its working sets resolved to bytes), or None
+    repetitions: int
+    duration_s: float
+    latency_duration_s: float | None
+    warmup_s: float
+    topology: str
+    pin_server: str | None
+    pin_client: str | None
+    server_host: str | None
+    client_host: str | None
+    server_addr: str | None
+    client_addr: str | None
+    ssh_config: str | None  # resolved path
+    shuffle: bool
+    seed: int
+    verify: bool
+    description: str
+    author: str | None
+    roll_no: str | None
+    repo_url: str | None
+    ai_declaration: str | None  # resolved path of the declaration file
     source: str = field(default="", compare=False)  # the file it came from
 
     @property
@@ -328,12 +350,19 @@ class Grid:
             specs.extend(shuffled_blocks(one_pass, rng) if self.shuffle else one_pass)
         return specs + self.profile_points(topology)
 
-    def pass_points(self, rep: int, topology: str, keep=None) -> list[PointSpec]:
-        """One pass over the study's grid (unshuffled); keep(spec) selects a part of it."""
+    def pass_points(self, rep: int, topology: str, keep=None, cache: bool = True) -> list[PointSpec]:
+        """One pass over the study's grid and (cache) its cache part, unshuffled; keep(spec) selects a part."""
         specs = [self._spec(impl, mode, size, thr, receive, cc, rep, topology, ws)
                  for impl in self.impls for mode in self.modes for size in self.msg_sizes
                  for thr in self.threads for receive in self.receive for cc in self.congestion
                  for ws in range(len(self.working_set))]
+        if self.cache is not None and cache:
+            seen = {(s.impl, s.mode, s.msg_size, s.threads, s.working_set) for s in specs}
+            specs += [replace(self._spec(impl, "throughput", size, thr, self.receive[0], self.congestion[0], rep,
+                                         topology), working_set=ws, working_set_level=level)
+                      for impl in self.cache.impls for size in self.cache.msg_sizes for thr in self.cache.threads
+                      for ws, level in zip(self.cache.working_set, self.cache.levels)
+                      if (impl, "throughput", size, thr, ws) not in seen]
         return [s for s in specs if keep is None or keep(s)]
 
     def profile_points(self, topology: str) -> list[PointSpec]:
@@ -341,7 +370,7 @@ class Grid:
         if self.profile is False:
             return []
         selected = (lambda s: True) if self.profile is True else self.profile.matches
-        candidates = self.pass_points(0, topology)
+        candidates = self.pass_points(0, topology, cache=False)
         if self.peers:
             candidates += [self._spec(tool, contract.PEER_MODES[tool], size, thr, "message", cc, 0, topology)
                            for tool in self.peers.tools for size in self.msg_sizes for thr in self.peers.threads
@@ -377,6 +406,8 @@ class Grid:
             out["profile"] = self.profile.model_dump(exclude_none=True)
         if self.peers is not None:
             out["peers"] = self.peers.model_dump()
+        if self.cache is not None:
+            out["cache"] = self.cache.to_dict()
         # one working set in bytes is written as before (a folder's fingerprint stays); levels by name too
         out["working_set"] = self.working_set[0] if len(self.working_set) == 1 else list(self.working_set)
         if any(self.working_set_levels):
@@ -389,20 +420,25 @@ class Grid:
 
     def peak_memory(self) -> tuple[int, str]:
         """(bytes, which point) of the grid's largest point in memory: over every implementation, size and
-        working set at the most threads (a ring of small page-aligned messages may cost more than one of
-        large ones: memory.py), each with the --ring-memory its point will ask for."""
+        working set at the most threads, and the cache part's points (a ring of small page-aligned messages
+        may cost more than one of large ones: memory.py), each with the --ring-memory it will ask for."""
         threads = max(self.threads)
+        candidates = [self._spec(impl, self.modes[0], size, threads, self.receive[0], self.congestion[0], 0, "netns",
+                                 ws) for impl in self.impls for size in self.msg_sizes
+                      for ws in range(len(self.working_set))]
+        if self.cache is not None:
+            candidates += [replace(self._spec(impl, "throughput", size, max(self.cache.threads), self.receive[0],
+                                              self.congestion[0], 0, "netns"), working_set=ws, working_set_level=level)
+                           for impl in self.cache.impls for size in self.cache.msg_sizes
+                           for ws, level in zip(self.cache.working_set, self.cache.levels)]
         best = (0, "")
-        for impl in self.impls:
-            for size in self.msg_sizes:
-                for ws, level in zip(self.working_set, self.working_set_levels):
-                    spec = self._spec(impl, self.modes[0], size, threads, self.receive[0], self.congestion[0], 0,
-                                      "netns", self.working_set.index(ws))
-                    need = point_memory(impl, size, threads, ws, spec.ring_memory)
-                    if need > best[0]:
-                        where = f"{impl}, {plural(threads, 'thread')} x {size} B messages" + (
-                            f", working set {level or ws} = {ws} B" if self.varies_working_set or level else "")
-                        best = (need, where)
+        for spec in candidates:
+            need = point_memory(spec.impl, spec.msg_size, spec.threads, spec.working_set, spec.ring_memory)
+            if need > best[0]:
+                where = f"{spec.impl}, {plural(spec.threads, 'thread')} x {spec.msg_size} B messages" + (
+                    f", working set {spec.working_set_level or spec.working_set} = {spec.working_set} B"
+                    if self.varies_working_set or spec.working_set_level else "")
+                best = (need, where)
         return best
 
 
@@ -461,6 +497,10 @@ def parse_grid(data, source: str = "<params>", caches: dict[str, int] | None = N
     values["working_set"], values["working_set_levels"] = _resolve_working_sets(schema.working_set, caches)
     values["profile"] = schema.profile
     values["peers"] = schema.peers
+    if schema.cache is not None:
+        sizes, levels = _resolve_working_sets(schema.cache.working_set, caches, "cache.working_set")
+        values["cache"] = CachePart(tuple(schema.cache.impls), tuple(schema.cache.msg_sizes),
+                                    tuple(schema.cache.threads), sizes, levels)
     values["description"] = values["description"] or ""
     if values.get("ai_declaration"):
         values["ai_declaration"] = _declaration_file(values["ai_declaration"], source, "ai_declaration")
@@ -469,14 +509,31 @@ def parse_grid(data, source: str = "<params>", caches: dict[str, int] | None = N
     return Grid(**values, source=source)
 
 
-def _resolve_working_sets(asked, caches: dict[str, int] | None) -> tuple[tuple[int, ...], tuple[str, ...]]:
+@dataclass(frozen=True)
+class CachePart:
+    """The grid's cache part (CacheSelection), its working sets resolved to this host's bytes."""
+
+    impls: tuple[str, ...]
+    msg_sizes: tuple[int, ...]
+    threads: tuple[int, ...]
+    working_set: tuple[int, ...]
+    levels: tuple[str, ...]
+
+    def to_dict(self) -> dict:
+        return {"impls": list(self.impls), "msg_sizes": list(self.msg_sizes), "threads": list(self.threads),
+                "working_set": [level or size for size, level in zip(self.working_set, self.levels)],
+                "working_set_levels": dict(zip(self.levels, self.working_set))}
+
+
+def _resolve_working_sets(asked, caches: dict[str, int] | None,
+                          key: str = "working_set") -> tuple[tuple[int, ...], tuple[str, ...]]:
     """(bytes, level names) of the grid's working sets, level names resolved from the host's caches."""
     items = asked if isinstance(asked, list) else [asked]
     if caches is None and any(isinstance(v, str) for v in items):
         caches = cachelevels.host_cache_sizes()
     sizes, names = [], []
     for k, item in enumerate(items):
-        where = f"working_set (entry {k + 1})" if isinstance(asked, list) else "working_set"
+        where = f"{key} (entry {k + 1})" if isinstance(asked, list) else key
         if isinstance(item, int):
             sizes.append(item)
             names.append("")
@@ -491,7 +548,7 @@ def _resolve_working_sets(asked, caches: dict[str, int] | None) -> tuple[tuple[i
         sizes.append(size)
         names.append(cachelevels.canonical(item))
     if len(set(sizes)) < len(sizes):
-        raise CopylabError("working_set: two entries come to the same bytes on this host ("
+        raise CopylabError(f"{key}: two entries come to the same bytes on this host ("
                            + ", ".join(f"{n} = {b}" if n else str(b) for n, b in zip(names, sizes)) + ")")
     return tuple(sizes), tuple(names)
 

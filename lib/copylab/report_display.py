@@ -4,6 +4,7 @@ notebook stays narrative + calls. (The report builder that executes the notebook
 
 from __future__ import annotations
 
+import re
 import shlex
 import textwrap
 from pathlib import Path
@@ -11,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import escape, registry, userfiles
-from .analysis import configuration, roles
+from .analysis import roles
 from .errors import CopylabError
 from .fmt import fmt_num, fmt_size, plural, system_fields
 from .runners import runner_for
@@ -88,14 +89,145 @@ def author_markdown(fields: dict) -> str:
     return "\n".join(lines)
 
 
-def system_markdown(meta: dict, df) -> str:
-    """The host the numbers come from, as a table, plus the grid the sweep covered."""
+NOT_RECORDED = "not recorded in meta.json (a sweep made before copylab recorded it)"
+
+
+def _version(text) -> tuple[int, int] | None:
+    found = re.search(r"(\d+)\.(\d+)", str(text or ""))
+    return (int(found.group(1)), int(found.group(2))) if found else None
+
+
+def perf_warning(meta: dict) -> str:
+    """A warning when perf is older than the kernel it ran on (it may not know the kernel's newer
+    events, tracepoints or symbols); '' otherwise."""
+    perf, kernel = _version(meta.get("perf_version")), _version(meta.get("kernel"))
+    if not perf or not kernel or perf >= kernel:
+        return ""
+    return (f"**perf {meta['perf_version']} is older than the kernel it ran on ({meta['kernel']})**: it may not "
+            "know the kernel's newer events and tracepoints, and reads what it can; the counters and profiles here "
+            "are what this perf could take.")
+
+
+def _caches(meta: dict) -> str:
+    caches = meta.get("cpu_caches")
+    if not isinstance(caches, dict) or not caches:
+        return NOT_RECORDED
+    return ", ".join(f"{k} {v}" for k, v in caches.items()) + " (per core unless shared; CPU 0's view)"
+
+
+def _virtualization(meta: dict) -> str:
+    v = meta.get("virtualization")
+    if not isinstance(v, dict):
+        return NOT_RECORDED
+    vm, vendor, container = v.get("vm"), v.get("hypervisor_vendor"), v.get("container")
+    if vm and vm != "none":
+        text = f"virtual machine ({vendor or vm}; systemd-detect-virt --vm: {vm})"
+    elif vm == "none":
+        text = "bare metal (systemd-detect-virt --vm: none)"
+    elif v.get("hypervisor_flag"):
+        text = f"virtual machine ({vendor or 'the CPU has the hypervisor flag'})"
+    else:
+        text = "unknown (systemd-detect-virt missing, no hypervisor flag)"
+    return text + (f", inside a {container} container" if container and container != "none" else "")
+
+
+def _column(df: pd.DataFrame, column: str) -> str:
+    values = sorted(set(df[column].dropna().astype(str))) if column in df else []
+    return ", ".join(values) or "not recorded"
+
+
+def _side(meta: dict, key: str) -> str:
+    client = meta.get("client_net") if isinstance(meta.get("client_net"), dict) else {}
+    return f"sender {meta.get(key) or 'not recorded'}, receiver {client.get(key) or 'not recorded'}"
+
+
+def _host_load(meta: dict) -> str:
+    """Other programs' share of the CPUs while the sweep measured (sweep/hostload.py), per session."""
+    sessions = meta.get("sessions") if isinstance(meta.get("sessions"), list) else []
+    texts = []
+    for session in sessions:
+        load = session.get("host_load") if isinstance(session, dict) else None
+        if not isinstance(load, dict) or load.get("other_cpu_share") is None:
+            continue
+        share, quiet = load["other_cpu_share"], load.get("quiet_below", 0.05)
+        text = (f"{100 * share:.1f}% of all CPUs' time (mean over {load.get('groups')} groups of points, largest "
+                f"{100 * load.get('other_cpu_share_max', share):.1f}%)")
+        if share > quiet:
+            text += (f": a busy host (quiet is under {100 * quiet:.0f}%), so the spread between repetitions "
+                     "is wider than this host gives when nothing else runs")
+        texts.append(text)
+    if not texts:
+        return NOT_RECORDED
+    return texts[0] if len(texts) == 1 else "; ".join(f"session {k}: {t}" for k, t in enumerate(texts, 1))
+
+
+def _placement(df: pd.DataFrame, meta: dict) -> str:
+    """Where the hypervisor had the two CPUs (placement.py): the modes the rule learned from this
+    host's cache-line round trips, the line between them, and the runs set aside."""
+    trips = pd.to_numeric(df.get("cpu_round_trip_ns", pd.Series(dtype=float)), errors="coerce").dropna()
+    if trips.empty:
+        notes = sorted(set(df.get("placement_note", pd.Series(dtype=str)).dropna().astype(str)) - {""})
+        return notes[0] if len(notes) == 1 else NOT_RECORDED
+    learned = meta.get("placement") if isinstance(meta.get("placement"), dict) else {}
+    why = learned.get("why") if isinstance(learned.get("why"), str) else None
+    text = (f"round trip of a cache line between the sender's and the receiver's CPUs {trips.min():.0f} ns at the "
+            f"nearest, {trips.median():.0f} ns median; " + (f"learned from the host: {why}" if why else
+                                                            "what the rule learned is not recorded"))
+    retries = int(pd.to_numeric(df.get("placement_retries"), errors="coerce").fillna(0).sum())
+    apart = int((df.get("cpus_apart", pd.Series(dtype=str)).astype(str) == "True").sum())
+    if retries:
+        text += f"; {plural(retries, 'measured run')} taken while they were apart set aside and measured again"
+    if apart:
+        text += f"; {plural(apart, 'run')} still apart kept (flagged cpus_apart)"
+    return text
+
+
+def configuration_rows(meta: dict, df: pd.DataFrame) -> list[tuple[str, object]]:
+    """(setting, value) rows for the configuration table, beside system_fields' kernel/CPU/cores/memory."""
+    tools = meta.get("tool_versions") if isinstance(meta.get("tool_versions"), dict) else {}
+    sizes = sorted(set(pd.to_numeric(df.get("working_set_bytes", pd.Series(dtype=float)), errors="coerce").dropna()))
+    return [
+        ("CPU caches", _caches(meta)),
+        ("hypervisor", _virtualization(meta)),
+        ("hostname", meta.get("hostname")),
+        ("perf", meta.get("perf_version")), ("perf note", meta.get("perf_note")),
+        ("compiler", meta.get("compiler")),
+        *((roles.name(p), tools.get(p) or (NOT_RECORDED if not tools else "not installed")) for p in roles.peers()),
+        ("congestion control asked for", _column(df, "congestion")),
+        ("congestion control as run", f"sender {_column(df, 'srv_congestion')}; receiver {_column(df, 'cli_congestion')}"),
+        ("host default congestion control", meta.get("tcp_congestion_control")),
+        ("qdisc", _side(meta, "qdisc")),
+        ("receive steering (RPS)", _column(df, "rps").replace("True", "on (each side's CPUs)").replace("False", "off")),
+        ("working set per connection", ", ".join(fmt_size(int(s)) for s in sizes) or "not recorded"),
+        ("net.core.optmem_max", meta.get("optmem_max")), ("tcp_wmem", meta.get("tcp_wmem")),
+        ("tcp_rmem", meta.get("tcp_rmem")), ("veth MTU", meta.get("veth_mtu")),
+        ("other programs' CPU use while measuring", _host_load(meta)),
+        ("CPU placement", _placement(df, meta)),
+        ("git revision", meta.get("git_revision")), ("started", meta.get("started_at")),
+        ("finished", meta.get("finished_at")),
+    ]
+
+
+# the settings the method section shows (the appendix shows them all)
+COMPACT = ("kernel", "CPU", "cores", "memory", "topology", "cycles", "CPU caches", "hypervisor",
+           "congestion control as run", "working set per connection", "CPU placement")
+
+
+def windows_text(meta: dict, df) -> str:
+    """Each mode's window as set and as measured (the method section's)."""
+    params = meta.get("params") if isinstance(meta.get("params"), dict) else {}
+    return _windows(df, params, meta.get("rounds"))
+
+
+def system_markdown(meta: dict, df, compact: bool = False) -> str:
+    """The host the numbers come from, as a table, plus the grid the sweep covered; compact: the
+    settings that move the numbers most (COMPACT), without the grid."""
     if not meta:
         head = "_No meta.json beside results.csv: the host is unknown._\n\n"
     else:
         head = ""
     f = system_fields(meta)
-    extra = configuration.rows(meta, df)  # caches, hypervisor, tools, congestion and qdisc per side ...
+    extra = configuration_rows(meta, df)  # caches, hypervisor, tools, congestion and qdisc per side ...
     if meta.get("hosts"):  # the network settings are the hosts' own, in their table
         extra = [(k, v) for k, v in extra if k not in ("net.core.optmem_max", "tcp_wmem", "tcp_rmem", "veth MTU")]
     rows = list(f.items()) + [(k, v) for k, v in extra if v not in (None, "")]
@@ -110,8 +242,12 @@ def system_markdown(meta: dict, df) -> str:
         shown = ", ".join(f"{k}={'on' if offloads[k] in (True, 'on') else 'off'}" for k in key)
         rows.append(("veth offloads", f"{shown} (the ones that change a send's cost; all {len(offloads)} "
                                       "in meta.json)"))
+    if compact:
+        rows = [(k, v) for k, v in rows if k in COMPACT]
     table = "| setting | value |\n|:---|:---|\n" + "\n".join(
         f"| {escape.markdown(k)} | {escape.markdown(v)} |" for k, v in rows)
+    if compact:
+        return head + table
     if meta.get("hosts"):
         table = (hosts_markdown(meta["hosts"]) + "\n\nThe driver (this table) ran the notebooks, the records and "
                  "the report; the programs ran on the hosts above.\n\n" + table)
@@ -129,7 +265,7 @@ def system_markdown(meta: dict, df) -> str:
         grid += (f" **{failed} point(s) failed and are left out**, e.g. {escape.markdown(what)} B × "
                  f"{escape.markdown(first.get('threads'))} threads: "
                  f"{escape.markdown(first.get('error') or 'no error recorded')}.")
-    warning = configuration.perf_warning(meta)
+    warning = perf_warning(meta)
     return head + table + grid + (f"\n\n{warning}" if warning else "")
 
 

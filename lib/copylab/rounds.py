@@ -10,7 +10,9 @@ rounds of w s each has variance (a + b / w) / K and costs K (w + c), c being wha
 beyond its window (reconnecting and warming up). The grid's pass (one window of W s) is held at
 its cost, W + c, so the budget is unchanged: w = (W + c) / K - c. choose() takes the K with the
 least variance, and more than one only where that lowers the predicted spread by at least
-MIN_GAIN: where connections settle alike (a small against b / W) one long window is best.
+MIN_GAIN even with a at the lower end of its 95% interval (a calibration of a few rounds estimates
+it loosely, and a choice that flips between two runs on one host changes what they measure, issue
+50): where connections settle alike (a small against b / W) one long window is best.
 
 Consecutive connections are alike on some hosts (the host's state drifts over seconds; lag-1
 correlation 0.14-0.65 on the development VM, docs/methodology.md): a, measured from the rounds of
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -29,6 +32,16 @@ from .contract import ROUNDS_RANGE
 
 ROUND_WINDOW_MIN_S = 0.2  # 4 whole 50 ms intervals: a round's own spread is still measured
 MIN_GAIN = 0.10           # a split must lower the predicted spread (CV) by this share to be taken
+
+
+class Spread(NamedTuple):
+    """A calibration's estimates: per-connection variance a (with its degrees of freedom), the window's
+    variance b per second, a round's cost c beyond its window (seconds)."""
+
+    a: float
+    b: float
+    cost_s: float
+    dof: int
 
 
 @dataclass(frozen=True)
@@ -52,19 +65,35 @@ def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 4)
 
 
-def choose(a: float, b: float, cost_s: float, window_s: float, most: int = ROUNDS_RANGE[1]) -> Choice:
-    """The rounds for a pass of window_s on a host with per-connection variance a, within-window
-    variance b per second and a round's cost cost_s (log scale; see the module's docstring)."""
-    pass_s = window_s + cost_s
-    predicted = {}
+def _predicted(a: float, b: float, cost_s: float, window_s: float, most: int) -> dict[int, float]:
+    """rounds -> the pass's predicted CV, for every split whose rounds keep a window to measure."""
+    pass_s, out = window_s + cost_s, {}
     for k in range(1, most + 1):
         w = window_s if k == 1 else pass_s / k - cost_s
         if k > 1 and w < ROUND_WINDOW_MIN_S:
             break
-        predicted[k] = math.sqrt((a + b / w) / k)
-    best = min(predicted, key=predicted.get)
-    if best > 1 and predicted[best] > (1 - MIN_GAIN) * predicted[1]:
+        out[k] = math.sqrt((a + b / w) / k)
+    return out
+
+
+def lower_bound(variance: float, dof: int, confidence: float = 0.95) -> float:
+    """The lower end of a variance estimate's two-sided interval with dof degrees of freedom (chi-square)."""
+    from scipy import stats as sps
+
+    return variance * dof / float(sps.chi2.ppf(0.5 + confidence / 2, dof)) if dof > 0 else 0.0
+
+
+def choose(a: float, b: float, cost_s: float, window_s: float, most: int = ROUNDS_RANGE[1],
+           dof: int | None = None) -> Choice:
+    """The rounds for a pass of window_s on a host with per-connection variance a (estimated with dof
+    degrees of freedom: the choice is made at its lower 95% bound), within-window variance b per second
+    and a round's cost cost_s (log scale; see the module's docstring)."""
+    predicted = _predicted(a, b, cost_s, window_s, most)
+    cautious = _predicted(lower_bound(a, dof), b, cost_s, window_s, most) if dof else predicted
+    best = min(cautious, key=cautious.get)
+    if best > 1 and cautious[best] > (1 - MIN_GAIN) * cautious[1]:
         best = 1
+    pass_s = window_s + cost_s
     w = window_s if best == 1 else pass_s / best - cost_s
     spread = (f"between connections {100 * math.sqrt(a):.1f}%, within a {window_s:g} s window "
               f"{100 * math.sqrt(b / window_s):.1f}%, {cost_s:.2f} s per round beyond its window")
@@ -77,12 +106,12 @@ def choose(a: float, b: float, cost_s: float, window_s: float, most: int = ROUND
     return Choice(best, round(best * w, 3), why, math.sqrt(a), math.sqrt(b / window_s), cost_s, predicted)
 
 
-def components(runs: list[dict]) -> tuple[float, float, float] | None:
+def components(runs: list[dict]) -> Spread | None:
     """(a, b, c) from calibration runs, each {"rounds": [[interval values of each round's window]],
     "interval_s": s, "gaps": [seconds from a round's window to the next one's]}: b from the
     intervals about their round's mean (pooled), a from the rounds' means beyond what b explains,
     c the median gap. None when too little was measured."""
-    within, dof, between, gaps = 0.0, 0, [], []
+    within, dof, between, gaps, a_dof = 0.0, 0, [], [], 0
     for run in runs:
         rounds = [np.asarray(r, float) for r in run["rounds"] if len(r) >= 2 and min(r) > 0]
         if len(rounds) < 3:
@@ -93,10 +122,11 @@ def components(runs: list[dict]) -> tuple[float, float, float] | None:
         lengths = [len(x) * run["interval_s"] for x in logs]
         means = np.log([r.mean() for r in rounds])
         between.append((float(np.var(means, ddof=1)), float(np.mean(lengths)), run["interval_s"]))
+        a_dof += len(means) - 1
         gaps += [g for g in run["gaps"] if g is not None and g == g and g > 0]
     if not between or not dof or not gaps:
         return None
     per_interval = within / dof
     b = per_interval * float(np.mean([s for _, _, s in between]))  # variance x seconds: b / w for w s
     a = float(np.mean([max(var - b / length, 0.0) for var, length, _ in between]))
-    return a, b, float(np.median(gaps))
+    return Spread(a, b, float(np.median(gaps)), a_dof)

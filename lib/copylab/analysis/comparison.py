@@ -13,14 +13,14 @@ receive strategy), compared at the points both measured. Two kinds of quantity:
   Between sweeps nothing pairs (a pass of A has no partner in B), so the change is the ratio of
   ratios (X/base in B) / (X/base in A), whose log is the difference of the two sweeps' mean
   differences with the sum of their variances, each keeping its own degrees of freedom
-  (Welch-Satterthwaite) -- decisions.between_sweeps.
+  (Welch-Satterthwaite) -- inference.between_sweeps.
 - **own**: a path's own throughput, CPU time per byte (sender + receiver, cpu_ns_per_byte) and p50
   round trip. Per sweep, one log value per pass (a cell's; over the thread counts at a size, the
   mean of the pass's cells first), and the between-pass variance of those values, unadjusted: the
   Study removes each pass's shift because it cancels in a within-pass comparison, but a sweep's mean
   carries its passes' shifts, so an interval for the sweep's level across sweeps must carry their
   spread too (removing it would narrow the interval without moving the mean, and decide changes that
-  are the host's drift between passes). Welch's test on the two samples (decisions.sample_diff).
+  are the host's drift between passes). Welch's test on the two samples (inference.sample_diff).
 
 Both are decided as the Study's are (decide_diff: ratio B/A, its 95% interval, the margin): win when the
 interval lies above 1, loss below 1, equivalent inside [1/(1+m), 1+m], undecided otherwise; so each
@@ -36,10 +36,10 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from .decisions import (Decision, Outcome, between_sweeps, decide_diff, log_values, pass_tables, pass_values, pool,
-                        sample_diff)
+from ..inference import (Decision, Family, Outcome, Verdict, between_sweeps, decide_diff, log_values, pass_tables, pass_values,
+                         pool, sample_diff)
 from .roles import BASE
-from .study import CRITERIA, Family, equivalence_margin, path_diffs, population
+from .study import CRITERIA, equivalence_margin, path_diffs, population
 
 RATIO, OWN = "ratio", "own"
 # the families of claims: name -> (kind, per thread count)
@@ -78,12 +78,9 @@ class Change:
         return f"{self.kind}_{'per_threads' if self.threads is not None else 'by_size'}"
 
     @property
-    def verdict(self) -> str:
-        """better / worse / equivalent / undecided: the decision read with the metric's direction."""
-        outcome = self.decision.decision
-        if outcome in (Outcome.EQUIVALENT, Outcome.UNDECIDED):
-            return str(outcome)
-        return "better" if (outcome == Outcome.WIN) == self.higher_is_better else "worse"
+    def verdict(self) -> Verdict:
+        """The decision read with the metric's direction (inference.Verdict)."""
+        return Verdict.of(self.decision.decision, self.higher_is_better)
 
 
 @dataclass

@@ -29,14 +29,13 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from .. import cachelevels
-from .decisions import Decision, Diff, cell_diffs, decide_diff, log_values, point_diff, point_stats, pool
+from ..inference import Decision, Diff, cell_diffs, decide_diff, log_values, point_diff, point_stats, pool
 from .roles import BASE, ONE_COPY, STUDY
 
 THROUGHPUT = "throughput_gbps"
 SENDER_CPU = "srv_cpu_ns_per_byte"
 MISSES = {"L1": "l1_misses_per_byte", "LLC": "llc_misses_per_byte"}
 STEP_METRICS = (THROUGHPUT, SENDER_CPU, *MISSES.values())
-ASKED = re.compile(r"_ws(\d+)B")
 
 
 @dataclass
@@ -96,7 +95,7 @@ def working_set_key(rows: pd.DataFrame) -> pd.Series:
     ws<bytes>B), else the bytes it cycled through."""
     level = rows["working_set_level"].map(lambda v: "" if v is None or v != v else str(v)) \
         if "working_set_level" in rows else pd.Series("", index=rows.index)
-    asked = rows["point_id"].astype(str).str.extract(ASKED)[0] if "point_id" in rows else \
+    asked = rows["point_id"].astype(str).str.extract(cachelevels.ASKED)[0] if "point_id" in rows else \
         pd.Series(None, index=rows.index, dtype=object)
     used = pd.to_numeric(rows.get("working_set_bytes"), errors="coerce") if "working_set_bytes" in rows else \
         pd.Series(math.nan, index=rows.index)
@@ -109,22 +108,19 @@ def varies(rows: pd.DataFrame) -> bool:
 
 
 def primary(rows: pd.DataFrame, default: int) -> pd.DataFrame:
-    """The rows of the working set the rest of Part E uses when a sweep varies it: the one whose bytes
-    are nearest (on a log scale) the default grid's working set."""
+    """The rows of the working set the rest of Part E uses when a sweep varies it: the one whose bytes as
+    asked are nearest (on a log scale) the default grid's working set (the bytes a ring cycles through
+    depend on the message size: a ring is capped, so asked bytes compare alike)."""
     keys = working_set_key(rows)
-    used = pd.to_numeric(rows["working_set_bytes"], errors="coerce")
+    asked = pd.to_numeric(rows["point_id"].astype(str).str.extract(cachelevels.ASKED)[0], errors="coerce") \
+        if "point_id" in rows else pd.Series(float("nan"), index=rows.index)
+    used = asked.fillna(pd.to_numeric(rows["working_set_bytes"], errors="coerce"))
     size = used.groupby(keys).median()
     size = size[size > 0]
     if size.empty:
         return rows
-    best = nearest_working_set(size.to_dict(), default)
+    best = cachelevels.nearest(size.to_dict(), default)
     return rows[keys == best]
-
-
-def nearest_working_set(sizes: dict, default: int):
-    """Of {key: bytes}, the key whose bytes are nearest the default grid's working set on a log scale:
-    the one rule for which working set Part E answers from (the Study's rows, the budget's passes)."""
-    return min(sizes, key=lambda k: abs(math.log(sizes[k]) - math.log(default)))
 
 
 def one_working_set(rows: pd.DataFrame, default: int) -> pd.DataFrame:

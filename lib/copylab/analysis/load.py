@@ -14,7 +14,7 @@ from ..contract import PER_POINT_OVERHEAD_S as _PER_POINT_S
 from ..errors import CopylabError
 from ..paths import PROJECT_ROOT
 from . import validate
-from .stats import repetition_spread
+from ..inference.passes import repetition_spread
 
 PROFILES_CSV = "profiles.csv"  # sweep/records.py writes it beside results.csv
 MAX_CSV_BYTES = 512 << 20   # a sweep of a million points is about 1 GiB... of a grid nobody runs

@@ -11,7 +11,8 @@ import pandas as pd
 
 from ..contract import CAI_CATEGORIES, PROFILE_BUCKETS
 from .roles import STUDY
-from .stats import one_receive, t_critical_95, throughput_rows
+from ..inference import t_quantile
+from .stats import one_receive, throughput_rows
 
 SIDES = {"srv": "sender", "cli": "receiver"}
 COPY_BUCKETS = ("user_copy", "kernel_copy_from_user", "zerocopy_pin", "deferred_copy", "kernel_copy_to_user",
@@ -230,7 +231,7 @@ def share(rows: pd.DataFrame, side: str, buckets) -> Share:
     samples = float(rows[f"{side}_prof_samples"].fillna(0).sum())
     n, mean = len(values), float(values.mean())
     if n >= 2:
-        half = t_critical_95(n - 1) * float(values.std(ddof=1)) / math.sqrt(n)
+        half = t_quantile(n - 1) * float(values.std(ddof=1)) / math.sqrt(n)
         return Share(mean, max(mean - half, 0.0), min(mean + half, 1.0), n, samples, "runs")
     return Share(mean, *wilson(mean, samples), 1, samples, "samples")
 

@@ -10,7 +10,9 @@ import math
 
 import jinja2
 
+from .. import escape
 from ..fmt import fmt_num, fmt_pct, fmt_size, plural
+from .roles import name
 
 
 def _ratio(d) -> str:
@@ -19,6 +21,23 @@ def _ratio(d) -> str:
     if not (low == low and high == high):
         return fmt_num(ratio)
     return f"{fmt_num(ratio)} ({fmt_num(low)}–{fmt_num(high)})"
+
+
+def _bytes(n) -> str:
+    """A continuous number of bytes, three significant digits: '9.12 KiB', '850 B', 'unbounded' for inf."""
+    if n is None or n != n:
+        return "n/a"
+    if n == math.inf:
+        return "unbounded"
+    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if abs(n) >= scale:
+            return f"{fmt_num(n / scale)} {unit}"
+    return f"{fmt_num(n)} B"
+
+
+def _percent(x, digits: int = 3) -> str:
+    """A share of 1 as a percentage: 0.123 -> '12.3%'."""
+    return "n/a" if x is None or x != x else f"{fmt_num(100 * x, digits)}%"
 
 
 def _join(items, last: str = "and") -> str:
@@ -32,9 +51,12 @@ def _join(items, last: str = "and") -> str:
 @functools.lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.PackageLoader("copylab.analysis", "templates"),
-                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=False, lstrip_blocks=True,
                              keep_trailing_newline=False, autoescape=False)
-    env.filters.update(size=fmt_size, num=fmt_num, pct=fmt_pct, ratio=_ratio, join=_join, plural=plural)
+    env.filters.update(size=fmt_size, num=fmt_num, pct=fmt_pct, ratio=_ratio, join=_join, plural=plural,
+                       bytes=_bytes, percent=_percent, impl=name,
+                       md=lambda text: escape.markdown(str(text)))
+    env.globals.update(inf=math.inf)
     return env
 
 

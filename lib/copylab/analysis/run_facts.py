@@ -2,7 +2,7 @@
 wall time against the budget, passes, the vCPUs' placement (what the rule learned, the runs set
 aside and what they measured against the runs kept, runs kept while apart), the hypervisor's steal
 per run, the points' precision, and whether a profiled run was itself taken apart. The Study holds
-them (`Study.run`); text/run.py words them. Values read from meta.json are checked for type: a
+them (`Study.run`); templates/run.md.j2 words them. Values read from meta.json are checked for type: a
 results folder is untrusted input.
 """
 
@@ -124,6 +124,11 @@ def window_choice(df: pd.DataFrame, meta: dict) -> dict:
     return out
 
 
+def _last(sessions: list, key: str) -> float | None:
+    """The latest session's number under key (None where no session has one)."""
+    return next((_number(s.get(key)) for s in reversed(sessions) if _number(s.get(key))), None)
+
+
 def _last_session(meta: dict) -> dict:
     sessions = meta.get("sessions")
     found = [s for s in sessions if isinstance(s, dict)] if isinstance(sessions, list) else []
@@ -159,7 +164,10 @@ def run_facts(df: pd.DataFrame, meta: dict, profiles: pd.DataFrame | None = None
         "base_passes": _number(params.get("repetitions")),
         "extra_passes": len(passes), "extra_points": sum(int(_number(p.get("points")) or 0) for p in passes),
         "budget_stopped": budget.get("stopped") if isinstance(budget.get("stopped"), str) else None,
-        "pace": next((_number(s.get("pace")) for s in reversed(sessions) if _number(s.get("pace"))), None),
+        "pace": _last(sessions, "pace"),
+        # the sweep's wall time over the seconds it measured: the harness's (set-up, starting and stopping each run,
+        # the reference programs and the profiled runs) and, apart, the host's (waiting for the vCPUs, runs again)
+        "overhead": _last(sessions, "overhead"), "overhead_harness": _last(sessions, "overhead_without_placement"),
         "placement_s": placement_s,
         "placement_why": placed.get("why") if isinstance(placed.get("why"), str) else None,
         "placement_line_ns": _number(placed.get("line_ns")),

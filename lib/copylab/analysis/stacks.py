@@ -100,6 +100,21 @@ def contexts(counts: dict[str, int], target: str = DEFERRED_COPY) -> Counter:
     return found
 
 
+def inclusive_share(counts: dict[str, int], functions) -> float:
+    """The share of the program's samples (a stack whose first frame is not the idle task's) with any of
+    functions in its stack: the time spent in them and beneath them (NaN without samples)."""
+    wanted = set(functions)
+    total = hit = 0
+    for stack, n in counts.items():
+        frames = stack.split(";")
+        if not frames or frames[0].startswith("swapper"):
+            continue
+        total += n
+        if any(plain(f) in wanted for f in frames[1:]):
+            hit += n
+    return hit / total if total else float("nan")
+
+
 # frames that show how a send path came to run receive work: the softirq, the backlog, delivery
 PATH_FRAMES = ("do_softirq", "net_rx_action", "process_backlog", "ip_local_deliver_finish")
 

@@ -8,18 +8,10 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..contract import GROUP_KEYS, UNSTABLE_CV
+from ..contract import GROUP_KEYS
+from ..inference import t_quantile
 from ..perf import HARDWARE_EVENTS
 from .roles import STUDY, ZERO_COPY
-
-
-def t_critical_95(dof: int) -> float:
-    """Two-sided 95% Student t quantile for dof degrees of freedom (NaN below 1)."""
-    if dof < 1:
-        return math.nan
-    from scipy import stats as sps  # here: loading results to refuse them should not pay scipy's import
-
-    return float(sps.t.ppf(0.975, dof))
 
 
 MIN_REPS_FOR_INTERVAL = 5  # figures draw an interval from this many repetitions on, the values below it
@@ -44,7 +36,7 @@ def aggregate(df: pd.DataFrame, metrics, by=GROUP_KEYS) -> pd.DataFrame:
     for m in metrics:
         stats = grouped[m].agg(["mean", "std", "count"]).reset_index(drop=True)
         n = stats["count"].astype(int)
-        tcrit = n.map(lambda k: t_critical_95(k - 1))
+        tcrit = n.map(lambda k: t_quantile(k - 1) if k >= 2 else math.nan)
         out[m] = stats["mean"].to_numpy()
         out[f"{m}_ci"] = (tcrit * stats["std"] / np.sqrt(n.where(n > 0))).to_numpy()
         out[f"{m}_n"] = n.to_numpy()
@@ -56,6 +48,11 @@ def aggregate(df: pd.DataFrame, metrics, by=GROUP_KEYS) -> pd.DataFrame:
         out[f"{m}_lo"] = np.exp(lstats["mean"] - half).where(~bad).to_numpy()
         out[f"{m}_hi"] = np.exp(lstats["mean"] + half).where(~bad).to_numpy()
     return out
+
+
+def numbers(df: pd.DataFrame, column: str) -> pd.Series:
+    """A column as numbers, NaN where it is absent or not a number."""
+    return pd.to_numeric(df[column], errors="coerce") if column in df else pd.Series(math.nan, index=df.index)
 
 
 def measured(df: pd.DataFrame, column: str) -> bool:
@@ -103,14 +100,12 @@ def unmeasured_short(df: pd.DataFrame, meta: dict, column: str) -> str:
     return (perf_gap(meta) or SEE_PERF_NOTE) if note and reason == note else reason
 
 
-OPENING = "What data movement costs in Linux TCP I/O"  # the report's first section (the notebook's title)
-NO_COUNTERS = f"this host gives perf no hardware counters, as in most VMs (see \"{OPENING}\")"
+NO_COUNTERS = "this host gives perf no hardware counters, as in most VMs (‡ in the method section)"
 
 
 def unmeasured_pointer(df: pd.DataFrame, meta: dict, column: str) -> str:
-    """unmeasured_short where the report's opening has said it already (configuration.intro_markdown prints
-    the no-PMU line in full): a host without hardware counters is then said in a few words with a pointer
-    (each paragraph once); any other reason is said as unmeasured_short says it."""
+    """unmeasured_short where the method section has said it already (its ‡): a host without hardware counters
+    is then said in a few words with a pointer; any other reason is said as unmeasured_short says it."""
     short = unmeasured_short(df, meta, column)
     return NO_COUNTERS if short == NO_HARDWARE else short
 
@@ -176,25 +171,10 @@ def zc_copied_share(df: pd.DataFrame) -> float:
     COPIED; NaN if none."""
     zc = throughput_rows(df)
     zc = zc[zc["impl"] == ZERO_COPY]
-    total = zc["zc_completions"].sum()
-    return float(zc["zc_copied"].sum() / total * 100) if total > 0 else math.nan
+    total = numbers(zc, "zc_completions").sum()
+    return float(numbers(zc, "zc_copied").sum() / total * 100) if total > 0 else math.nan
 
 
 def reps_per_point(df: pd.DataFrame) -> pd.Series:
     """Number of repetitions measured per point."""
     return df.groupby(list(GROUP_KEYS))["rep"].nunique()
-
-
-def repetition_spread(frame: pd.DataFrame) -> pd.DataFrame:
-    """rep_cv and unstable for every row: the coefficient of variation of its point's successful
-    repetitions (throughput in throughput mode, p50 round trip in latency mode; NaN below 2)."""
-    frame = frame.copy()
-    value = frame["throughput_gbps"].where(frame["mode"] == "throughput", frame["latency_p50_us"])
-    status = frame["status"].astype("string").str.strip().str.lower()
-    value = pd.to_numeric(value, errors="coerce").where(status.isna() | (status == "ok") | (status == ""))
-    keys = [k for k in ("impl", "mode", "msg_size", "threads", "receive") if k in frame.columns]
-    grouped = value.groupby([frame[k] for k in keys], dropna=False)
-    mean, std, count = grouped.transform("mean"), grouped.transform("std"), grouped.transform("count")
-    frame["rep_cv"] = (std / mean).where((count >= 2) & (mean > 0))
-    frame["unstable"] = (frame["rep_cv"] > UNSTABLE_CV).where(frame["rep_cv"].notna(), other="")
-    return frame

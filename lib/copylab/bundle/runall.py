@@ -14,6 +14,7 @@ import re
 
 from .. import escape
 from ..errors import CopylabError
+from ..pointspec import POINT_DEFAULTS
 
 # perf stat's events, most to least: the script keeps the first list perf accepts here. Hardware
 # events read <not supported> in most VMs; msr/tsc/ (TSC reference cycles) stands in for cycles
@@ -57,8 +58,8 @@ def grid_values(params: dict) -> dict[str, str]:
         "IMPLS": _words(params["impls"]), "MODES": _words(params["modes"]),
         "MSG_SIZES": _words(params["msg_sizes"]), "THREADS": _words(params["threads"]),
         "REPETITIONS": str(params.get("repetitions") or 1),
-        "DURATION_S": f"{float(params.get('duration_s') or 2.0):g}",
-        "WARMUP_S": f"{float(params.get('warmup_s') or 0.5):g}",
+        "DURATION_S": f"{float(params.get('duration_s') or POINT_DEFAULTS['duration_s']):g}",
+        "WARMUP_S": f"{float(params.get('warmup_s') or POINT_DEFAULTS['warmup_s']):g}",
         "PIN_SERVER": pins["pin_server"], "PIN_CLIENT": pins["pin_client"],
         "VERIFY": "1" if params.get("verify") else "0",
         "RECEIVES": _words(params["receive"]) if params.get("receive") else "default",

@@ -13,7 +13,7 @@ from plotly.subplots import make_subplots
 from ..analysis import METRICS, aggregate, measured
 from ..analysis.roles import BASE, COMPARED, ONE_COPY, ZERO_COPY
 from ..analysis.stats import one_receive
-from ..analysis.study import COST_FAMILY, FALLEN, SIDE_CPU
+from ..analysis.study import COST_FAMILY, SIDE_CPU
 from ..fmt import IMPL_LABELS, fmt_num, fmt_size, impl_name
 from .style import (FONT, IMPL_COLORS, FigureNote, _impl_trace, _is_spread, _log_ticks, _note_for,
                     _shared_title, _size_ticks, _style, _with_note, hover_data, hover_template, interval_bars)
@@ -221,11 +221,14 @@ def _sender_saving(rows: pd.DataFrame) -> pd.DataFrame | None:
     return means.reset_index()[["threads", "msg_size", "ratio"]]
 
 
-DECISION_MARKERS = {"win": "triangle-up", "loss": "triangle-down", "equivalent": "square", "undecided": "circle"}
-DECISION_KEY = "▲ win ▼ loss ■ equivalent ● undecided"
+FALLEN = "not standing after correction"
+DECISION_MARKERS = {"win": "triangle-up", "win_within_margin": "diamond", "loss": "triangle-down",
+                    "loss_within_margin": "diamond", "equivalent": "square", "undecided": "circle"}
+DECISION_KEY = "▲ faster ▼ slower ◆ < margin ■ equivalent ● undecided"
 # a Decision's win is its ratio decided above 1: for a cost (CPU per byte, lower is better) say so plainly
-COST_WORDS = {"win": "decided higher", "loss": "decided lower"}
-COST_KEY = "▲ decided higher ▼ decided lower ■ equivalent ● undecided"
+COST_WORDS = {"win": "decided higher", "loss": "decided lower", "win_within_margin": "higher by less than the margin",
+              "loss_within_margin": "lower by less than the margin"}
+COST_KEY = "▲ decided higher ▼ decided lower ◆ by less than the margin ■ equivalent ● undecided"
 # the decisions are Q4's and Q5's (their families), not the summary's, whose own correction can leave a ratio †
 # that stands here (review-fresh3 F7): the key says whose correction
 FALLEN_KEY = "open marker †: not standing after Q4's or Q5's correction (Holm)"
@@ -268,7 +271,7 @@ def ratio_to_baseline(study):
     fig.update_xaxes(**_size_ticks(study.part_e["msg_size"]), title_text="message size (bytes, log scale)")
     fig.update_yaxes(type="log", **ratio_ticks(values + [1 / (1 + margin), 1 + margin]),
                      title_text=f"throughput ÷ {impl_name(BASE)}'s (log scale)")
-    return _style(fig, meta, f"Throughput ÷ {impl_name(BASE)}'s, 95% intervals ({DECISION_KEY})")
+    return _style(fig, meta, f"Throughput ÷ {impl_name(BASE)}'s ({DECISION_KEY})")
 
 
 RATIO_TICKS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.5, 2.0, 3.0, 5.0, 10.0,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
@@ -46,6 +47,19 @@ def _frames_to_scan(frames: list[Frame], skid: bool) -> list[Frame]:
 
 def is_skid(sample: Sample) -> bool:
     return bool(sample.frames) and sample.frames[0].kernel and _plain(sample.frames[0].sym) in rules.SKID_LEAVES
+
+
+def named_threads(samples: list[Sample]) -> list[Sample]:
+    """samples with each thread perf could not name given its process's name. A thread created while
+    the recording was disabled (a second round's connection, started between windows) shows as
+    ":<tid>", and a renamed thread under its new name: the sample's pid (its process) is exact either
+    way, so every thread of a process some sample names as a measured program is that program."""
+    names = {}
+    for s in samples:
+        if s.pid > 0 and (s.comm in rules.PROGRAM_COMMS or s.comm.startswith(rules.PROGRAM_COMM_PREFIXES)):
+            names.setdefault(s.pid, s.comm)
+    return [dataclasses.replace(s, comm=names[s.pid]) if s.pid in names and s.comm != names[s.pid]
+            and not s.comm.startswith(rules.PROGRAM_COMM_PREFIXES) else s for s in samples]
 
 
 def is_program(sample: Sample, own: bool) -> bool:

@@ -160,7 +160,7 @@ class Profiler:
             if text is None:
                 out["profile_note"] = out["profile_note"] or f"perf script failed: {complaint}"
                 continue
-            parsed = script.parse(text)
+            parsed = recorded_samples(text)
             if key == "cpus":
                 for sample in parsed:
                     for side in SIDES:
@@ -186,6 +186,12 @@ class Profiler:
 
 
 WHO = {"srv": "sender", "cli": "receiver"}
+
+
+def recorded_samples(text: str) -> list:
+    """The samples of one recording's `perf script` output, each thread named as its process is
+    (classify.named_threads: a second round's threads show as ":<tid>" otherwise)."""
+    return classify.named_threads(script.parse(text))
 
 
 def side_columns(side: str, prof: "classify.SideProfile") -> dict:

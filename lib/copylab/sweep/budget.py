@@ -2,7 +2,7 @@
 
 After the grid's base passes, the study's comparisons (one_copy and zero_copy against two_copy, per
 message size over all thread counts: the ones Part E's Q4 and Q5 answer) are computed from the
-rows measured so far (analysis/decisions.py). A comparison whose 95% interval is wider than
+rows measured so far (inference/passes.py). A comparison whose 95% interval is wider than
 target_half_width() on either side (log(1+m)/2: an interval that narrow always decides) gets
 another pass: all throughput points of both implementations at that size, at every thread count (of the one
 working set Part E decides on, when the grid varies it),
@@ -25,8 +25,8 @@ from dataclasses import dataclass, field, replace
 import pandas as pd
 
 from .. import registry
-from ..analysis.decisions import compare_values, log_values, target_half_width
-from ..analysis.levels import ASKED as ASKED_WORKING_SET, nearest_working_set
+from ..cachelevels import ASKED as ASKED_WORKING_SET, nearest
+from ..inference import compare_values, log_values, target_half_width
 from ..contract import WORKING_SET_DEFAULT
 from ..fmt import plural
 from ..params import Grid, shuffled_blocks
@@ -59,7 +59,7 @@ def _study_rows(rows: dict[str, dict], grid: Grid) -> pd.DataFrame:
     keep = (frame["mode"] == "throughput") & (frame["receive"] == grid.receive[0])
     if "congestion" in frame:
         keep &= frame["congestion"] == grid.congestion[0]
-    if len(grid.working_set) > 1:  # the one working set Part E decides on: levels are never pooled
+    if len(grid.working_set) > 1 or grid.cache is not None:  # the working set Part E decides on: never pooled
         asked = frame["point_id"].astype(str).str.extract(ASKED_WORKING_SET)[0]
         keep &= asked == str(primary_working_set(grid))
     return frame[keep]
@@ -68,7 +68,7 @@ def _study_rows(rows: dict[str, dict], grid: Grid) -> pd.DataFrame:
 def primary_working_set(grid: Grid) -> int:
     """The working set Part E's comparisons use when the grid varies it: the one nearest the default
     grid's on a log scale (the Study's rule, analysis/levels.py's primary())."""
-    return nearest_working_set({ws: ws for ws in grid.working_set}, WORKING_SET_DEFAULT)
+    return nearest({ws: ws for ws in grid.working_set}, WORKING_SET_DEFAULT)
 
 
 def wide_comparisons(rows: dict[str, dict], grid: Grid) -> list[dict]:

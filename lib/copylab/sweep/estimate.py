@@ -86,6 +86,10 @@ def estimate(grid: Grid) -> Estimate:
         extra_points, extra_wall = _peers(grid)
         points += extra_points
         wall += extra_wall
+    if grid.cache is not None:  # its throughput points in every pass
+        cached = len(grid.pass_points(0, "netns")) - per_rep
+        points += cached * grid.repetitions
+        wall += cached * grid.repetitions * seconds.get("throughput", point_s)
     groups = math.ceil(points / 16)
     wall += BUILD_S + groups * PER_GROUP_OVERHEAD_S
     base, budget = wall, None

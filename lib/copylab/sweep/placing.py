@@ -24,13 +24,14 @@ import numpy as np
 
 from .. import placement as rule
 from ..errors import CopylabError
+from ..inference import DEFAULT_MARGIN, mean_interval
 from .records import read_row
 
 
 EFFECT_PAIRS = 12  # set-aside/kept pairs before the sweep judges whether apart runs differ here
 
 
-def apart_effect(pairs: list[tuple[float, float, bool]], margin: float = 0.10) -> dict:
+def apart_effect(pairs: list[tuple[float, float, bool]], margin: float = DEFAULT_MARGIN) -> dict:
     """(set-aside, kept, whole) speeds of the same points (throughput, or 1 / p50 round trip; whole:
     the run set aside was apart at both its probes) -> the geometric mean ratio, its 95% interval and
     whether runs taken apart measure differently on this host: False when the interval of the whole
@@ -45,22 +46,19 @@ def apart_effect(pairs: list[tuple[float, float, bool]], margin: float = 0.10) -
     out.update(pairs=int(every.size), whole_pairs=int(whole.size))
     if ci is None:
         return out
-    out.update(ratio=round(math.exp(every.mean()), 3), low=round(math.exp(ci.low), 3), high=round(math.exp(ci.high), 3))
-    if whole.size >= EFFECT_PAIRS and -math.log1p(margin) <= whole_ci.low and whole_ci.high <= math.log1p(margin):
+    out.update(ratio=round(math.exp(every.mean()), 3), low=round(math.exp(ci[0]), 3), high=round(math.exp(ci[1]), 3))
+    if whole.size >= EFFECT_PAIRS and -math.log1p(margin) <= whole_ci[0] and whole_ci[1] <= math.log1p(margin):
         out["differs"] = False  # any difference is smaller than the margin: not worth a re-measurement
-    elif every.size >= EFFECT_PAIRS and not ci.low <= 0.0 <= ci.high:
+    elif every.size >= EFFECT_PAIRS and not ci[0] <= 0.0 <= ci[1]:
         out["differs"] = True
     return out
 
 
-def _log_ratio_interval(pairs) -> tuple[np.ndarray, object | None]:
-    """The pairs' log ratios and their mean's 95% interval (None for fewer than two)."""
+def _log_ratio_interval(pairs) -> tuple[np.ndarray, tuple | None]:
+    """The pairs' log ratios and their mean's 95% interval (low, high; None for fewer than two)."""
     logs = np.log([a / k for a, k, _ in pairs if a > 0 and k > 0])
-    if logs.size < 2:
-        return logs, None
-    from scipy import stats  # here: every command that reads a sweep's records imports this module
-
-    return logs, stats.ttest_1samp(logs, 0.0).confidence_interval(0.95)
+    found = mean_interval(logs)
+    return logs, None if found is None else found[1:]
 
 
 def earlier_retakes(previous_meta: dict) -> dict[str, set[str]]:

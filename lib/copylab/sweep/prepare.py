@@ -8,9 +8,9 @@ import os
 import shutil
 from pathlib import Path
 
-from .. import buildinfo, hostmeta, userfiles
+from .. import buildinfo, cachelevels, hostmeta, memcpyref, userfiles
 from .. import perf as perfmod
-from ..contract import PEERS
+from ..contract import PEERS, WORKING_SET_DEFAULT
 from ..errors import CopylabError
 from ..experiment import PENDING, probe_topology
 from ..fsutil import atomic_write_json
@@ -79,11 +79,28 @@ def build_here(sweep) -> None:
 
 
 def probe(sweep, to_measure: int) -> None:
-    """What perf can count on each side, and meta.json's session opened."""
+    """What perf can count on each side, and meta.json's session opened; this host's copy limit."""
     if sweep.remote is not None:
         _probe_hosts(sweep, to_measure)
     else:
         _start_meta(sweep, perfmod.probe(), to_measure)
+    sweep.meta.update(memcpy=copy_limit(sweep))
+
+
+def copy_limit(sweep) -> dict:
+    """meta.json memcpy (memcpyref.py): once per sweep folder (a resume keeps the first session's), on the
+    sender's CPU, for the largest message and the working set Part E answers from."""
+    earlier = sweep.meta.previous.get("memcpy")
+    if isinstance(earlier, dict) and earlier:
+        return earlier
+    if sweep.remote is not None:
+        return {"note": "the sender runs on another host: its copy limit is not measured from here"}
+    grid = sweep.asked
+    cpu = grid.pin_server.split(",")[0].split("-")[0] if isinstance(grid.pin_server, str) else None
+    working_set = cachelevels.nearest(dict(enumerate(grid.working_set)), WORKING_SET_DEFAULT)
+    sweep.say("measuring this host's memcpy cost per byte (the cost model's reference, about a second)")
+    return memcpyref.measure(max(grid.msg_sizes), grid.working_set[working_set],
+                             int(cpu) if cpu is not None and cpu.isdigit() else None)
 
 
 def _probe_hosts(sweep, to_measure: int) -> None:

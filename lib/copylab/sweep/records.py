@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from .. import userfiles
-from ..analysis.stats import repetition_spread
+from ..inference.passes import repetition_spread
 from ..contract import COLUMNS
 from ..fsutil import atomic_write_text
 from ..point import empty_row

@@ -86,7 +86,7 @@ def calibrate(sweep) -> tuple[Choice, list[dict]]:
         too_little = (f"one connection per pass: the calibration measured too little ({len(runs)} of "
                       f"{CALIBRATION_POINTS} runs{kept_apart}) in {seconds:.0f} s")
         return Choice(1, grid.duration_s, too_little), evidence
-    choice = choose(*found, window_s=grid.duration_s)
+    choice = choose(found.a, found.b, found.cost_s, window_s=grid.duration_s, dof=found.dof)
     return replace(choice, why=f"{choice.why} (calibration: {plural(len(runs), 'run')} of {CALIBRATION_ROUNDS} rounds"
                               f"{kept_apart}, {seconds:.0f} s)"), evidence
 

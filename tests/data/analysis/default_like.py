@@ -23,7 +23,8 @@ RATIO = {"one_copy": (0.81, 0.93, 1.04, 1.10), "zero_copy": (0.45, 0.70, 0.98, 1
 SPREAD = {64: 0.05, 1024: 0.08, 16384: 0.10, 65536: 0.06}
 COLUMNS = ("impl", "mode", "msg_size", "threads", "rep", "throughput_gbps", "latency_us", "cycles", "l1_misses",
            "llc_misses", "context_switches", "bytes", "duration_s", "point_id", "status", "receive", "topology",
-           "latency_p50_us", "srv_task_clock_ms", "cli_task_clock_ms", "counters_note", "zc_completions", "zc_copied")
+           "latency_p50_us", "srv_task_clock_ms", "cli_task_clock_ms", "counters_note", "zc_completions", "zc_copied",
+           "messages")
 
 
 def rows(seed: int = 2026, throughput_factor=None) -> list[dict]:
@@ -55,7 +56,8 @@ def rows(seed: int = 2026, throughput_factor=None) -> list[dict]:
                             "topology": "netns", "srv_task_clock_ms": round(nbytes * 0.3e-6 / ratio, 4),
                             "cli_task_clock_ms": round(nbytes * 0.4e-6, 4),
                             "counters_note": "SYNTHETIC: no PMU", "cycles": "", "l1_misses": "", "llc_misses": "",
-                            "zc_completions": 100 if role == "zero_copy" else "", "zc_copied": 100 if role == "zero_copy" else ""})
+                            "zc_completions": 100 if role == "zero_copy" else "", "zc_copied": 100 if role == "zero_copy" else "",
+                            "messages": max(int(nbytes / size), 1)})
     return out
 
 

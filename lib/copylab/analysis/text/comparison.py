@@ -13,13 +13,13 @@ from ... import escape
 from ...fmt import fmt_num, fmt_size, plural, system_fields
 from ...fsutil import atomic_write_json, jsonable
 from ..comparison import FAMILIES, OWN, RATIO, Change, Comparison
-from ..decisions import ALPHA, CONFIDENCE, Outcome
+from ...inference import ALPHA, CONFIDENCE, Outcome
 from ..roles import BASE, name
 from ..stats import primary_receive
 from ..study import CRITERIA
-from . import configuration
-from .summary import WORDS as CRITERION_WORDS
-from .words import decision_cell, interval
+from ...report_display import configuration_rows
+from ..sections import CRITERIA_WORDS as CRITERION_WORDS
+from ..tables import interval
 
 CONTRACT = "copylab comparison, fourth round"  # docs/contracts.md, "Comparisons of two sweeps"
 COMPARISON_JSON = "comparison.json"
@@ -45,7 +45,7 @@ def settings(meta: dict, df: pd.DataFrame) -> dict[str, str]:
     report shows (caches, hypervisor, tools, congestion, qdisc, working set, revision...), each offload,
     the receive strategy, the Python, and the grid's keys."""
     out = {k: v for k, v in system_fields(meta).items()}
-    out.update({k: v for k, v in configuration.rows(meta, df)})
+    out.update({k: v for k, v in configuration_rows(meta, df)})
     out["receive strategy compared"] = primary_receive(df)
     out["python"] = meta.get("python")
     offloads = meta.get("offloads") if isinstance(meta.get("offloads"), dict) else {}
@@ -171,7 +171,8 @@ def _cell(c: Comparison, ch: Change | None) -> str:
     if ch is None:
         return "n/a"
     fallen = ch.decision.decision != Outcome.UNDECIDED and not c.stands(ch)
-    return decision_cell(ch.decision) + ("†" if fallen else "")
+    d = ch.decision
+    return f"{d.decision} {fmt_num(d.ratio)}" + (f" ({interval(d)})" if d.low == d.low else "") + ("†" if fallen else "")
 
 
 def table(c: Comparison, kind: str, criterion: str, per_threads: bool = False) -> pd.DataFrame:

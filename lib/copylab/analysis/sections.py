@@ -1,0 +1,142 @@
+"""What each section of the report shows: its template rendered with the Study's verdicts, and its
+tables. The notebook calls these; answers.json takes each answer's text from answer_text. Nothing
+here decides: the context is the verdicts and the numbers they carry."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from .. import escape
+from ..fmt import markdown_table
+from ..perf import HARDWARE_EVENTS
+from . import tables
+from .stats import measured
+from .render import render
+from .roles import BASE, ONE_COPY, ZERO_COPY, name
+
+CRITERIA_WORDS = {"throughput": "throughput", "cpu_per_byte": "CPU per byte, both sides", "latency": "p50 round trip"}
+
+
+def _context(s) -> dict:
+    """What every template may use: the paths' names, the margin, the verdicts, the cost model."""
+    model = s.model
+    counts = s.verdicts["data_paths"].counts
+    params = s.meta.get("params") if isinstance(s.meta.get("params"), dict) else {}
+    return {"b": name(BASE), "x": name(ONE_COPY), "z": name(ZERO_COPY), "base_impl": BASE, "one_impl": ONE_COPY,
+            "zero_impl": ZERO_COPY, "m": s.margin, "margin": s.margin, "model": model,
+            "memcpys": model.extra_in_memcpys if model is not None else math.nan,
+            "copied": counts.copied_share if counts is not None else math.nan,
+            "pin_server": params.get("pin_server"), "pin_client": params.get("pin_client"),
+            **{k: v for k, v in s.verdicts.items()}}
+
+
+def _safe(text: str) -> str:
+    """Rendered Markdown as shown: the template's own Markdown stays; a string from the sweep's files is
+    escaped where the template places it (its md filter), so no control character is left either."""
+    return escape.clean(text)
+
+
+def intro(s) -> str:
+    return _safe(render("intro", **_context(s)))
+
+
+def summary(s) -> str:
+    text = render("summary", **_context(s), family_size=s.family("summary").size)
+    table = tables.summary(s.verdicts["summary"], CRITERIA_WORDS)
+    return _safe(text) + ("\n\n" + markdown_table(table) if len(table) else "")
+
+
+def no_pmu_note(meta: dict, df) -> str:
+    """The ‡ caveat: what this host's perf could not count."""
+    events = meta.get("perf_events") or {}
+    hardware = [e for e in HARDWARE_EVENTS if e in events]
+    if hardware and not any(events[e] for e in hardware):
+        return ("This host's perf reads no hardware counters (a VM without a virtual PMU): CPU cycles are TSC "
+                "reference cycles, the time-stamp counter's ticks while a side runs, and cache misses are not counted")
+    if not measured(df, "l1_misses"):
+        return "This sweep counted no cache misses (the appendix's system configuration gives perf's note)"
+    return "Cycles and cache misses come from the CPU's performance counters (PMU)"
+
+
+def method(s, windows: str) -> str:
+    memcpy = s.meta.get("memcpy") if isinstance(s.meta.get("memcpy"), dict) else {}
+    params = s.meta.get("params") if isinstance(s.meta.get("params"), dict) else {}
+    return _safe(render("method", **_context(s), windows=windows, reps=s.reps, memcpy=memcpy,
+                        placement=bool(params.get("placement", True)), no_pmu=no_pmu_note(s.meta, s.df)))
+
+
+def run(s) -> str:
+    return _safe(render("run", r=s.run))
+
+
+def data_paths(s) -> str:
+    v = s.verdicts["data_paths"]
+    table = tables.sender_cost(v)
+    return _safe(render("data_paths", **_context(s), v=v)) + ("\n\n" + markdown_table(table) if len(table) else "")
+
+
+def profile(s) -> str:
+    return _safe(render("profile", **_context(s), v=s.verdicts["profile"]))
+
+
+def answer_text(s, question: str) -> str:
+    """A Part E answer's prose (answers.json keeps it as the report shows it)."""
+    context = _context(s)
+    if question in ("q4", "q5"):
+        impl = ONE_COPY if question == "q4" else ZERO_COPY
+        context["gap"] = s.model.gaps.get(impl) if s.model is not None else None
+    context["counted_any"] = bool(s.cache and s.cache.counted)
+    return render(question, **{**context, "v": s.verdicts[question]})
+
+
+def answer_tables(s, question: str) -> list[tuple[str, pd.DataFrame]]:
+    v = s.verdicts[question]
+    if question in ("q4", "q5") and v.answerable:
+        return [("Over all thread counts (m: the margin; †: not standing after Holm's correction; a repeat may "
+                 "measure: the 95% range of a second run's ratio by chance alone):", tables.decisions(v)),
+                ("Per thread count:", tables.per_threads(v))]
+    if question == "q3" and v.measured:
+        return [(f"Throughput with {v.most} threads over {v.fewest}:", tables.threads(v)),
+                ("", tables.thread_evidence(v))]
+    if question == "q2" and v.steps:
+        return [("Each step of the working set, the sender's CPU per byte at the larger over the smaller:",
+                 tables.cache_steps(v))]
+    if question == "q1" and (v.small or v.large):
+        return [(f"{name(ZERO_COPY)}'s zero-copy work per message (its sender's CPU, profiled runs):",
+                 tables.zero_copy_work([v.small] if v.small is v.large or v.large is None else [v.small, v.large]))]
+    return []
+
+
+def answer(s, question: str) -> str:
+    """The whole answer as the report shows it: its prose, then its tables."""
+    parts = [_safe(answer_text(s, question))]
+    for caption, table in answer_tables(s, question):
+        if len(table):
+            parts += ([f"_{caption}_"] if caption else []) + [markdown_table(table)]
+    return "\n\n".join(parts)
+
+
+def cost_model_table(s) -> str:
+    if s.model is None:
+        return ""
+    worst = max(r for c in s.model.paths.values() for r in c.worst_residual.values())
+    return ("_Each side's CPU time per message, fitted as a + b·n over "
+            + ", ".join(f"{size // 1024} KiB" if size >= 1024 else f"{size} B" for size in s.model.sizes)
+            + f" per pass (95% intervals over the passes; every line within {100 * worst:.1f}% of each size's mean). "
+            "Ceiling: the throughput the costlier side's per-byte cost alone allows, 8 / b Gbit/s._\n\n"
+            + markdown_table(tables.cost_model(s.model)))
+
+
+def harness(s) -> str:
+    table = tables.harness(s.shown)
+    if not len(table):
+        return "_This sweep measured no reference program._"
+    return _safe(render("harness", **_context(s))) + "\n\n" + markdown_table(table)
+
+
+def stability(s) -> str:
+    table = tables.unstable_points(s.df)
+    text = render("stability", points=len(table), total=s.run.get("precision_points"))
+    return _safe(text) + ("\n\n" + markdown_table(table) if len(table) else "")
