@@ -148,7 +148,11 @@ def main() -> int:
     parser.add_argument("--root", type=Path, default=ROOT, help="the project whose tests run (default: this one)")
     args = parser.parse_args()
     started = time.monotonic()
-    record = suite(sys.executable, args.workers, args.root.resolve())
+    try:
+        record = suite(sys.executable, args.workers, args.root.resolve())
+    except KeyboardInterrupt:  # Ctrl-C reached pytest too (one process group): no verdict, no record
+        print("make test: interrupted", file=sys.stderr)
+        return 130
     record = {**describe(args.root), "workers": args.workers, "seconds": round(time.monotonic() - started, 1),
               **record}
     line = summary(record)
