@@ -18,6 +18,10 @@ STAMP   := $(VENV)/.installed-from-pyproject
 # copylab's own modules compiled once: where PYTHONDONTWRITEBYTECODE is set (it is on the development
 # VM) every process compiled them from source again, 0.2 s of CPU each, and make test starts hundreds
 BYTECODE := $(PY) -m compileall -q -j 0 lib/copylab
+# pytest keeps each test module's rewritten code (its assertions' messages) under tests/__pycache__,
+# which PYTHONDONTWRITEBYTECODE forbids: every pytest process, each xdist worker, rewrote the whole
+# suite again, 4.5 s of CPU each (2026-11-28; make check's minute, issue 48). Empty is unset.
+PYTEST_ENV := PYTHONDONTWRITEBYTECODE=
 
 report: deps $(STAMP)
 	@$(BYTECODE)
@@ -25,34 +29,29 @@ report: deps $(STAMP)
 
 # in parallel, two workers per CPU: a third of the suite's time is spent waiting on clocks (runs'
 # windows, timeouts, servers starting), which a CPU's second worker fills (2 vCPUs, 2026-11-26:
-# 10 min 4 s on 2 workers, 8 min 52 s on 4). The tests of one real sweep stay together
-# (tests/conftest.py). The tests that must have the host to themselves (`alone`: they measure its
-# CPU load, or switch io_uring off for all) run first, one after another: among the workers each
-# waited for every other worker's current test, a minute and more when that was a real sweep or
-# the browser, with three workers idle. native/ is built first: every worker's sweeps run make in
-# it, which must find nothing to do. A test that failed in either phase is run once more, alone on
-# the host, and named: the suite drives real namespaces, servers and clocks on 2 vCPUs shared by
-# 4 workers, so a failure beside the others is reported as such, and the verdict is the failure
-# alone (one in two fresh-clone runs on 2026-11-26 had one such test, each a race between workers
-# mended since). The exit status is the retry's, or 0 when nothing failed.
+# 10 min 4 s on 2 workers, 8 min 52 s on 4). native/ is built first: every worker's sweeps run make
+# in it, which must find nothing to do. tools/testsuite.py runs the phases: the tests that must have
+# the host to themselves (`alone`) first, one after another, then the rest on the workers (the tests
+# of one real sweep together, tests/conftest.py); a test that failed in either is run once more,
+# alone, and its verdict is that run's. The retry is a safety net, not a pass: the last line names
+# every test it rescued, and each run appends its record to output/make-test.jsonl
+# (tools/measurements.py from-test-runs counts them). The exit status is the retry's, or 0.
 TEST_WORKERS ?= $(shell echo $$(( $$(nproc) * 2 )))
 test: deps $(STAMP)
 	$(MAKE) -s -C native all sanitize
 	@$(BYTECODE)
-	@status=0; \
-	$(PY) -m pytest --cache-clear -m alone || status=$$?; \
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup -m "not alone" || { [ $$status -ne 0 ] || status=$$?; }; \
-	if [ $$status -ne 0 ]; then \
-	  echo "make test: the tests that failed above are run again, one after another, with nothing beside them:"; \
-	  $(PY) -m pytest --last-failed --last-failed-no-failures none -ra || exit $$?; \
-	  echo "make test: they passed alone: they failed beside other tests (named above), not on their own"; \
-	fi
+	@$(PYTEST_ENV) $(PY) tools/testsuite.py --workers $(TEST_WORKERS)
 
-# the tests marked neither root, network nor slow (tests/conftest.py holds the markers true), on the
-# workers too: one after another they passed a minute on 2026-11-26 (765 tests)
+# the tests marked neither root, network nor slow (tests/conftest.py holds the markers true), on one
+# worker per CPU: one after another they passed a minute on 2026-11-26 (765 tests). They compute
+# rather than wait on clocks, so make test's second worker per CPU found no idle CPU to fill here,
+# and cost: each worker starts pytest and collects the whole suite (5 s of CPU, best of five,
+# 2026-11-28) and builds again the module fixtures of the modules it runs tests of (a Study, the
+# figures: seconds each)
+CHECK_WORKERS ?= $(shell nproc)
 check: deps $(STAMP)
 	@$(BYTECODE)
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup -m "not root and not network and not slow"
+	$(PYTEST_ENV) $(PY) -m pytest -q -n $(CHECK_WORKERS) --dist loadgroup -m "not root and not network and not slow"
 
 sweep: deps $(STAMP)
 	$(PY) -m copylab sweep $(PARAMS)

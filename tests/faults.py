@@ -32,6 +32,44 @@ def assert_one_line_error(proc: subprocess.CompletedProcess, needle: str) -> Non
     assert needle in lines[0], f"{needle!r} not named in: {lines[0]}"
 
 
+HANG_S = 60.0  # a call that has not returned by then is blocked, not slow: no host is that loaded
+
+
+def returns(call, *args, **kwargs):
+    """call(*args, **kwargs)'s result (or its exception, raised here) and the bytes this process read
+    meanwhile (/proc/self/io rchar: every read of every thread, a few KiB of pytest's own beside it).
+    A call blocked (on a FIFO, say) fails the test after HANG_S instead of hanging the suite. What a
+    "quickly" in a test means: neither blocked nor reading more than it needs, however loaded the
+    host (a wall-time bound was a measurement of the machine: it failed beside other tests)."""
+    import threading
+
+    outcome: dict = {}
+
+    def run():
+        try:
+            outcome["value"] = call(*args, **kwargs)
+        except BaseException as exc:  # noqa: BLE001 - handed to the test's thread
+            outcome["error"] = exc
+    before = bytes_read()
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(HANG_S)
+    assert not thread.is_alive(), f"{getattr(call, '__name__', call)} did not return within {HANG_S:.0f} s: blocked"
+    read = bytes_read() - before
+    if "error" in outcome:
+        outcome["error"].bytes_read = read
+        raise outcome["error"]
+    return outcome["value"], read
+
+
+def bytes_read() -> int:
+    """Bytes this process has read so far (all its threads): /proc/self/io's rchar."""
+    for line in Path("/proc/self/io").read_text().splitlines():
+        if line.startswith("rchar:"):
+            return int(line.split()[1])
+    raise AssertionError("/proc/self/io has no rchar")
+
+
 def folder_state(folder: Path) -> dict[str, bytes]:
     """Every file under folder (hidden ones too) with its content: equal before/after = nothing written."""
     if not folder.exists():

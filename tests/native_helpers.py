@@ -73,7 +73,7 @@ class Server:
 
 
 def start_server(impl: str, mode: str, msg_size: int, *, bind: str = "127.0.0.1", sanitize: bool = False,
-                 prefix: list[str] | tuple = (), timeout: float = 10, extra: list[str] | tuple = ()) -> Server:
+                 prefix: list[str] | tuple = (), timeout: float = 60, extra: list[str] | tuple = ()) -> Server:
     """Start IMPL's server on a free port (--port 0) and wait for its `listening on` line.
 
     prefix: argv run in front of the binary, e.g. ["ip", "netns", "exec", NS] (which execs, so the
@@ -134,8 +134,9 @@ def thread_count(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/task"))
 
 
-def wait_until(predicate, timeout: float = 10, interval: float = 0.02) -> bool:
-    """Poll predicate() until true or timeout; returns its last value."""
+def wait_until(predicate, timeout: float = 60, interval: float = 0.02) -> bool:
+    """Poll predicate() until true or timeout; returns its last value. A wait, not a bound: it returns
+    as soon as the predicate holds, so the timeout only says when a loaded host's moment is a failure."""
     deadline = time.monotonic() + timeout
     while True:
         if predicate():

@@ -118,10 +118,27 @@ def _remove_dead_rigs() -> list[str]:
     return removed
 
 
+# One rig on the machine at a time: its hosts take fixed addresses in the root namespace, so a second
+# run's rig (two people testing on one machine) took the routes and the first run's ssh met the other
+# sshd ("Host key verification failed", every ssh test of one run failing). xdist keeps one rig per
+# run; this lock, in /run (one per boot, every user's), keeps one per machine: the second waits.
+RIG_LOCK = Path("/run/copylab-ssh-rig.lock")
+
+
 @contextlib.contextmanager
 def ssh_rig(root: Path):
-    """Build the rig under root (keys, configs, caches); remove every namespace and sshd on exit, and
-    first those a killed run left behind."""
+    """Build the rig under root (keys, configs, caches), once no other run's rig is up; remove every
+    namespace and sshd on exit, and first those a killed run left behind."""
+    import fcntl
+
+    with open(RIG_LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, a killed run's too
+        with _rig(root) as rig:
+            yield rig
+
+
+@contextlib.contextmanager
+def _rig(root: Path):
     _remove_dead_rigs()
     root.mkdir(parents=True, exist_ok=True)
     os.chmod(root, 0o700)

@@ -37,6 +37,16 @@ def study_of(df, meta):
 # every figure as (df, meta) -> figure: those showing the Study's comparisons get the Study of (df, meta)
 EVERY = [*figures.ALL_FIGURES, *((name, lambda df, meta, make=make: make(study_of(df, meta)))
                                  for name, make in figures.STUDY_FIGURES)]
+_FIGURES: dict = {}
+
+
+def figure_of(name, make, full):
+    """The figure name of the module's full results, built once: four parametrized tests read every
+    figure (units, hovers, titles, legend), and building them all took ~3.5 s of CPU each time (make
+    check's minute, issue 48). The tests only read it."""
+    if name not in _FIGURES:
+        _FIGURES[name] = make(*full)
+    return _FIGURES[name]
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +58,7 @@ def bare(tmp_path_factory):
 @pytest.mark.parametrize("name, make", EVERY, ids=[n for n, _ in EVERY])
 def test_every_figure_states_units_legend_and_system(full, name, make):
     df, meta = full
-    fig = make(df, meta)
+    fig = figure_of(name, make, full)
     assert isinstance(fig, go.Figure), fig
     layout = fig.layout
     assert layout.title.text and analysis.system_summary(meta) == layout.title.subtitle.text
@@ -75,7 +85,7 @@ def test_every_figure_states_units_legend_and_system(full, name, make):
 def test_every_hover_names_what_it_shows(full, name, make):
     """A hover in report.html says which implementation, at which size (and thread count), the
     value with its unit; the CPU buckets in the legend's words, not as column names."""
-    fig = make(*full)
+    fig = figure_of(name, make, full)
     hovered = [t for t in fig.data if t.hoverinfo != "skip"]
     assert hovered and all(t.hovertemplate for t in hovered), name
     for t in hovered:
@@ -330,7 +340,7 @@ def _text_px(text: str, size: float) -> float:
 def test_titles_fit_their_panels_and_axes(full, name, make):
     """A subplot title wider than its panel runs into its neighbour's ("send calls completed / message
     copied (solid) ..."); an axis title longer than its axis is clipped or overprints a neighbour."""
-    fig = make(*full)
+    fig = figure_of(name, make, full)
     width, height = _plot_area(fig)
     layout = fig.layout
     assert _text_px(layout.title.text, layout.title.font.size) <= PDF_WIDTH - 38, layout.title.text
@@ -350,7 +360,7 @@ def test_titles_fit_their_panels_and_axes(full, name, make):
 def test_the_legend_sits_clear_of_the_x_axis_title(full, name, make):
     """The legend (at the canvas's bottom) must end below the shared x title, which hangs under the
     bottom panels' tick labels: rows of legend entries that reach it overprint it."""
-    fig = make(*full)
+    fig = figure_of(name, make, full)
     shared = [a for a in fig.layout.annotations if a.name == "x-title"]
     if not shared:
         return

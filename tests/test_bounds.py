@@ -126,15 +126,11 @@ def test_a_table_beyond_the_row_cap_is_refused_before_it_is_read(tmp_path, monke
 def test_a_table_of_more_rows_than_a_day_of_points_is_one_line_quickly(tmp_path):
     """A results.csv of a million valid rows (485 MB, under the byte cap) ran `copylab report` past
     300 s and 4.9 GB; one row past the cap is enough to show the refusal."""
-    import time
-
     sweep = synthetic.write_sweep(tmp_path / "sweep", reps=1)
     write_rows(sweep / "results.csv", sweep / "results.csv.new", load.MAX_ROWS + 1)
     (sweep / "results.csv.new").replace(sweep / "results.csv")
     before = folder_state(sweep)
-    started = time.monotonic()
-    proc = run_copylab("report", str(sweep), timeout=120)
-    assert time.monotonic() - started < 60
+    proc = run_copylab("report", str(sweep), timeout=120)  # read whole it took over 300 s: TimeoutExpired
     errors = [line for line in proc.stderr.splitlines() if "error:" in line]
     assert proc.returncode != 0 and len(errors) == 1 and f"more than {load.MAX_ROWS:,} rows" in errors[0], proc.stderr
     assert folder_state(sweep) == before

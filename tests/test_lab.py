@@ -117,20 +117,26 @@ def test_the_sweeps_files_are_read_only_and_work_is_the_users(sweep):
 
 
 # a stand-in for JupyterLab: listens after DELAY seconds (writing a mark first), answers /api/status
-# with 200 for LIFE seconds, then exits 0
+# with 200, exits 0 a moment after its first 200 (or after LIFE seconds). It lived a fixed second
+# once listening: a poll that a loaded host delayed past that second found it gone, and no line came
 STAND_IN = """
 import http.server, pathlib, sys, threading, time
 delay, life, port, mark = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), pathlib.Path(sys.argv[4])
 time.sleep(delay)
 class Status(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
-        self.send_response(200 if self.path.startswith("/api/status?token=t0ken") else 404)
+        ok = self.path.startswith("/api/status?token=t0ken")
+        self.send_response(200 if ok else 404)
         self.end_headers()
+        if ok:
+            threading.Timer(0.2, server.shutdown).start()
     def log_message(self, *args):
         pass
 server = http.server.HTTPServer(("127.0.0.1", port), Status)
 mark.write_text("listening")
-threading.Timer(life, server.shutdown).start()
+bound = threading.Timer(life, server.shutdown)
+bound.daemon = True  # the process ends with its server, not at the bound
+bound.start()
 server.serve_forever()
 """
 
@@ -140,11 +146,11 @@ def _serve_stand_in(tmp_path, monkeypatch, delay: float, patience: float, code: 
     listening at that moment."""
     import sys
 
-    port = worker_port(19400)
+    port = worker_port()
     mark = tmp_path / "mark"
     printed = []
     monkeypatch.setattr(lab, "print", lambda text, **kw: printed.append((text, mark.exists())), raising=False)
-    argv = [sys.executable, "-c", code, str(delay), "1.0", str(port), str(mark)]
+    argv = [sys.executable, "-c", code, str(delay), "60", str(port), str(mark)]
     url = f"http://localhost:{port}/lab/tree/work/analysis.ipynb?token=t0ken"
     result = lab.serve(argv, dict(os.environ), url, "the line to open", patience=patience)
     return result, printed

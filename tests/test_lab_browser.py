@@ -109,7 +109,7 @@ class Lab:
         out, err = self.home / "stdout", self.home / "stderr"
         with open(out, "w") as stdout, open(err, "w") as stderr:
             self.proc = subprocess.Popen([sys.executable, "-m", "copylab", "lab", str(self.sweep), "--no-browser",
-                                          "--port", str(worker_port(18800))], cwd=ROOT, env=self.env,
+                                          "--port", str(worker_port())], cwd=ROOT, env=self.env,
                                          stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL)
         self.line = _wait(lambda: out.read_text().strip() or self.proc.poll() is not None, lab.ANSWER_PATIENCE + 60,
                           "copylab lab's line")

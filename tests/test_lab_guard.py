@@ -48,7 +48,7 @@ def server(sweep, tmp_path_factory):
     """JupyterLab as `copylab lab` starts it (lab.command), answering on its port; yields
     (port, token)."""
     home = tmp_path_factory.mktemp("jupyter-home")
-    port, token = worker_port(19800), secrets.token_urlsafe(16)
+    port, token = worker_port(), secrets.token_urlsafe(16)
     argv, env, _ = lab.command(sweep, port, token, open_browser=False)
     env.update(JUPYTER_CONFIG_DIR=str(home / "config"), JUPYTER_DATA_DIR=str(home / "data"),
                JUPYTER_RUNTIME_DIR=str(home / "runtime"), IPYTHONDIR=str(home / "ipython"))

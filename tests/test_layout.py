@@ -61,14 +61,14 @@ def test_the_analysis_package_says_what_each_of_its_modules_is():
 
 
 def test_the_suites_markers_are_judged_by_what_a_test_did_not_by_a_loaded_clock():
-    """A test that made a namespace without `network` fails; one over the wall-time limit fails
-    without `slow` only when it also spent the CPU: a loaded machine stretches a quick test's wall
-    time, not its CPU time (the check is not a timing assertion)."""
-    from conftest import SLOW_CPU_S, SLOW_LIMIT_S, marker_problems
+    """A test that made a namespace without `network` fails; one over the time limits without `slow` is
+    named at the end of the run and in make test's record, never failed: its time is the host's as
+    much as its own (issue 48), and a loaded machine stretches a quick test's wall time more than its CPU."""
+    from conftest import SLOW_CPU_S, SLOW_LIMIT_S, marker_problems, slow_unmarked
 
-    assert marker_problems(True, 1.0, 0.5, network=False, slow=False)[0].startswith("created or removed")
-    assert marker_problems(True, 1.0, 0.5, network=True, slow=False) == []
+    assert marker_problems(True, network=False)[0].startswith("created or removed")
+    assert marker_problems(True, network=True) == [] and marker_problems(False, network=False) == []
     stretched = SLOW_LIMIT_S * 3
-    assert marker_problems(False, stretched, SLOW_CPU_S / 4, network=False, slow=False) == []  # a loaded host
-    assert "not marked `slow`" in marker_problems(False, stretched, SLOW_CPU_S * 2, network=False, slow=False)[0]
-    assert marker_problems(False, stretched, SLOW_CPU_S * 2, network=False, slow=True) == []
+    assert slow_unmarked(stretched, SLOW_CPU_S / 4, slow=False) == ""  # a loaded host
+    assert "not marked `slow`" in slow_unmarked(stretched, SLOW_CPU_S * 2, slow=False)
+    assert slow_unmarked(stretched, SLOW_CPU_S * 2, slow=True) == ""

@@ -292,15 +292,13 @@ def _silent_server(reply: bytes | None):
 def test_client_against_a_peer_that_is_not_copylab(native_build, reply, needle):
     server, conns = _silent_server(reply)
     try:
-        started = time.monotonic()
         proc = subprocess.run(client_argv("127.0.0.1", server.getsockname()[1], "throughput", 4096, threads=1,
                                           duration=1, warmup=0), capture_output=True, text=True, timeout=30)
     finally:
         server.close()
         for conn in conns:
             conn.close()
-    assert time.monotonic() - started < 15
-    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.returncode == 1 and proc.stdout == ""  # a client that hung would have met the timeout
     assert len(proc.stderr.strip().splitlines()) == 1 and needle in proc.stderr, proc.stderr
 
 

@@ -104,19 +104,19 @@ def assert_one_line_failure(proc: subprocess.CompletedProcess, needle: str) -> N
 @pytest.mark.slow
 @BUILDS
 def test_a_peer_that_keeps_sending_after_stop_is_cut_off(native_build, sanitize):
-    """It lasted 40 s for a 0.5 s run (and forever against a peer that never stops)."""
-    proc, took = against(HostileServer("throughput", 4096, stream_ignoring_stop), "throughput", sanitize)
-    assert took < 15, f"the client took {took:.1f} s"
-    assert_one_line_failure(proc, "after STOP")
+    """It lasted 40 s for a 0.5 s run (and forever against a peer that never stops). The bound is the
+    bytes a server may still send (one message, its STOP check, the socket buffers): the message says
+    that bound ended it, not a clock of this host (run_timed's timeout is the hang guard)."""
+    proc, _ = against(HostileServer("throughput", 4096, stream_ignoring_stop), "throughput", sanitize)
+    assert_one_line_failure(proc, "bytes after STOP")
 
 
 @pytest.mark.slow
 @BUILDS
 def test_a_peer_that_trickles_after_stop_is_cut_off_in_time(native_build, sanitize):
     behave = lambda server, conn: stream_ignoring_stop(server, conn, trickle=True)  # noqa: E731
-    proc, took = against(HostileServer("throughput", 4096, behave), "throughput", sanitize)
-    assert took < 15, f"the client took {took:.1f} s"
-    assert_one_line_failure(proc, "did not close within")
+    proc, _ = against(HostileServer("throughput", 4096, behave), "throughput", sanitize)
+    assert_one_line_failure(proc, "did not close within")  # the client's own bound ended it
 
 
 @pytest.mark.slow
@@ -126,9 +126,8 @@ def test_a_peer_that_trickles_after_stop_is_cut_off_in_time(native_build, saniti
                          ids=["two responses per request", "silent after STOP"])
 def test_a_latency_peer_that_breaks_the_protocol_after_stop(native_build, sanitize, extra, closes, needle):
     """Two responses per request took 21 s; a peer silent after STOP held the client 30 s."""
-    proc, took = against(HostileServer("latency", 256, latency_peer(extra, closes)), "latency", sanitize)
-    assert took < HANDSHAKE_TIMEOUT_S + 5, f"the client took {took:.1f} s"
-    assert_one_line_failure(proc, needle)
+    proc, _ = against(HostileServer("latency", 256, latency_peer(extra, closes)), "latency", sanitize)
+    assert_one_line_failure(proc, needle)  # the protocol's check or the client's own bound ended it
 
 
 @pytest.mark.slow
@@ -175,9 +174,10 @@ def test_a_reply_trickled_a_byte_at_a_time_is_bounded_as_a_whole(native_build, s
             time.sleep(0.5)
 
     server = HostileServer("throughput", 4096, lambda server, conn: server.stop.wait(30), answer=trickle)
-    proc, took = against(server, "throughput", sanitize)
-    assert took < HANDSHAKE_TIMEOUT_S + 4, f"the client took {took:.1f} s"
-    assert_one_line_failure(proc, "did not answer within 5 s")
+    proc, _ = against(server, "throughput", sanitize)
+    # bounded per recv, the reply (12 s of trickle) would have arrived whole and the run gone on: the
+    # message is the whole-reply bound firing, whatever the host's load
+    assert_one_line_failure(proc, f"did not answer within {HANDSHAKE_TIMEOUT_S:.0f} s")
 
 
 @pytest.mark.slow

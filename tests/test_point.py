@@ -135,13 +135,13 @@ def _pids_matching(fragment: str) -> list[int]:
 def test_killed_process_gives_failed_row_and_no_leftovers(native_build, plan, victim, expect):
     spec = PointSpec(impl="a2", mode="throughput", msg_size=4096, threads=2, duration_s=3.0, warmup_s=0.2)
     killer = _kill_later(victim, delay=1.0)
-    started = time.monotonic()
     with netns_pair() as topo:
         row, _ = run_point(spec, plan, topo)
     killer.join()
     assert killer.killed, f"{victim} never ran"
+    # a death the driver missed would end in its own deadline's row ("did not finish within"), not
+    # this one: the error is the fact the test asserted with "under 20 s"
     assert row["status"] == "failed" and expect in row["error"], row["error"]
-    assert time.monotonic() - started < 20
     assert _our_ns() == [] and benchmark_processes() == []
 
 
@@ -179,7 +179,7 @@ def test_cli_run_interrupted_leaves_nothing(native_build):
     proc = subprocess.Popen([sys.executable, "-m", "copylab", "run", "--impl", "a2", "--mode", "throughput",
                              "--msg-size", "4096", "--duration", "10", "--topology", "netns"],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 60  # a wait, not a bound: it ends when the client appears
     while not _pids_matching(f"{ROOT}/native/build/client") and time.monotonic() < deadline:
         time.sleep(0.05)
     time.sleep(0.3)
@@ -200,8 +200,10 @@ def _signal_later(pattern: str, *steps: tuple[float, int]) -> threading.Thread:
     matching pattern (gone: ignored). The clock starts when the process appears, not when this is
     called: on a cold machine the namespaces and the server take over 0.6 s, and a signal sent before
     the client existed was lost (the point then ran "ok"). The thread's `delivered` lists the signals
-    that reached a process, so a test can tell a lost signal from a missed detection."""
+    that reached a process, so a test can tell a lost signal from a missed detection; its `cancel`
+    (an Event), once set, drops the steps still to come."""
     delivered: list[int] = []
+    cancel = threading.Event()
 
     def run():
         deadline = time.monotonic() + 30
@@ -209,14 +211,15 @@ def _signal_later(pattern: str, *steps: tuple[float, int]) -> threading.Thread:
             time.sleep(0.01)
         started = time.monotonic()
         for delay, signum in steps:
-            time.sleep(max(0.0, started + delay - time.monotonic()))
+            if cancel.wait(max(0.0, started + delay - time.monotonic())):
+                return
             for pid in _pids_matching(pattern):
                 with __import__("contextlib").suppress(ProcessLookupError):
                     os.kill(pid, signum)
                     delivered.append(signum)
 
     thread = threading.Thread(target=run, daemon=True)
-    thread.delivered = delivered
+    thread.delivered, thread.cancel = delivered, cancel
     thread.start()
     return thread
 
@@ -227,17 +230,21 @@ def _signal_later(pattern: str, *steps: tuple[float, int]) -> threading.Thread:
 @pytest.mark.parametrize("side, pattern", [("server", f"{ROOT}/native/build/a2_server --bind"),
                                            ("client", f"{ROOT}/native/build/client --connect")])
 def test_a_stopped_side_is_named_not_blamed_on_its_exit_status(native_build, plan, side, pattern):
-    """SIGSTOP 1 s into a 3 s window, SIGCONT 6 s later: the point fails at once, naming the side
-    (it read "exited with status 0", or status=ok with duration_s=0.705)."""
+    """SIGSTOP 1 s into a 3 s window: the point fails while the side is still stopped, naming it (it
+    read "exited with status 0", or status=ok with duration_s=0.705). The SIGCONT that would free a
+    side the driver waited for comes a minute later, so "at once" is a fact, not a clock: the point
+    ended before it was needed (it read "within 6 s of the start", which a loaded host's namespaces
+    and start alone could take)."""
     spec = PointSpec(impl="a2", mode="throughput", msg_size=4096, threads=2, duration_s=3.0, warmup_s=0.2)
-    signals = _signal_later(pattern, (1.2, signal.SIGSTOP), (7.2, signal.SIGCONT))
-    started = time.monotonic()
+    signals = _signal_later(pattern, (1.2, signal.SIGSTOP), (61.2, signal.SIGCONT))
     with netns_pair() as topo:
         row, _ = run_point(spec, plan, topo)
-    assert time.monotonic() - started < 6, "waited for the stopped side"
+    continued = signal.SIGCONT in signals.delivered
+    signals.cancel.set()
+    signals.join()
+    assert signal.SIGSTOP in signals.delivered and not continued, "waited for the stopped side"
     assert row["status"] == "failed" and row["error_kind"] == "stopped", row["error"]
     assert row["error"].startswith(f"the {side} was stopped (SIGSTOP"), row["error"]
-    signals.join()
     assert _our_ns() == [] and benchmark_processes() == []
 
 
@@ -344,7 +351,7 @@ def test_perf_killed_mid_point_gives_failed_row_with_reason(native_build, plan, 
         # the program perf was wrapping is orphaned, not our descendant any more: find it by its own
         # command line, which the port (free_port) makes unique to this point
         program_argv = " ".join(raw[side]["argv"][raw[side]["argv"].index(str(BUILD / program)):])
-        deadline = time.monotonic() + 10  # a SIGKILLed process can take a moment to go on a loaded host
+        deadline = time.monotonic() + 60  # a SIGKILLed process can take a moment to go on a loaded host
         while program_argv in [cmd.strip() for cmd in benchmark_processes()] and time.monotonic() < deadline:
             time.sleep(0.1)
         assert program_argv not in [cmd.strip() for cmd in benchmark_processes()], \
@@ -445,7 +452,7 @@ def test_an_ending_signal_mid_run_unwinds_and_leaves_nothing(native_build, signu
     proc = subprocess.Popen([sys.executable, "-m", "copylab", "run", "--impl", "a3", "--mode", "throughput",
                              "--msg-size", "65536", "--duration", "10", "--topology", "netns"],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 60  # a wait, not a bound: it ends when the namespaces appear
     while not [ns for ns in copylab_namespaces() if ns.startswith(f"copylab-{proc.pid}-")] \
             and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -201,7 +201,7 @@ def test_a_resumed_sweep_keeps_the_rounds_its_folder_recorded(tmp_path):
 def test_client_rounds_are_fresh_connections_one_after_another(native_build, sanitize):
     server = start_server("a2", "throughput", 4096, sanitize=sanitize)
     try:
-        run = run_client("127.0.0.1", server.port, "throughput", 4096, threads=2, duration=0.6, warmup=0.2,
+        run = run_client("127.0.0.1", server.port, "throughput", 4096, threads=2, duration=0.6, warmup=0.0,
                          sanitize=sanitize, extra=["--rounds", "3"])
     finally:
         status, served = server.stop()
@@ -213,9 +213,11 @@ def test_client_rounds_are_fresh_connections_one_after_another(native_build, san
     assert len(got["round_intervals"]) == 3 and sum(got["round_intervals"]) == len(got["interval_bytes"])
     assert got["round_gap_s"][0] is None and all(g >= w for g, w in zip(got["round_gap_s"][1:], got["round_warmup_s"][1:]))
     assert got["warmup_s"] == pytest.approx(sum(got["round_warmup_s"]))
-    # three 0.2 s windows, not the rounds' whole span, which holds the two gaps between them too (each at
-    # least the 0.2 s warm-up): half of them is far above any stretch of a window under load
-    assert 0.5 < got["duration_s"] < 0.6 + sum(got["round_gap_s"][1:]) / 2
+    # three 0.2 s windows, not the rounds' whole span, which holds the two reconnects between them too. A
+    # receiver's window runs from the window's opening (no warm-up: its round's start) to its last recv
+    # inside it, so no round counts more than 0.2 s, however loaded the host; a descheduled receiver
+    # counts less (0.36 s in all, once, beside other tests), which is why there is no lower bound
+    assert 0 < got["duration_s"] <= 3 * 0.2 + 1e-6 and all(g > 0 for g in got["round_gap_s"][1:])
     assert got["throughput_gbps"] == pytest.approx(got["bytes"] * 8 / got["duration_s"] / 1e9)
 
 
@@ -297,8 +299,8 @@ def test_the_calibration_measures_again_a_run_taken_apart_and_chooses_from_near_
     near_a1, near_a2 = [1.70, 1.72, 1.69, 1.71, 1.70, 1.72], [12.1, 12.3, 12.0, 12.2, 12.1, 12.2]
     taken_apart = [6.8, 6.8, 6.7, 6.8, 6.7, 12.9]
     records = [_calibration_record(near_a1), _calibration_record(taken_apart), _calibration_record(near_a2)]
-    # run 1: near at both probes; run 2: ended apart (set aside); its retry: near at both
-    sweep = _calibrating_sweep(monkeypatch, [52.0, 53.0, 51.0, 340.0, 52.0, 54.0], records)
+    # run 1: near at both probes; run 2: ended apart (set aside: the next probe agreed); its retry: near at both
+    sweep = _calibrating_sweep(monkeypatch, [52.0, 53.0, 51.0, 340.0, 340.0, 52.0, 54.0], records)
     choice, evidence = sweep_rounds.calibrate(sweep)
     assert not records  # three runs: the one set aside was measured again
     assert [e["set_aside"] for e in evidence] == [0, 1]
@@ -306,7 +308,7 @@ def test_the_calibration_measures_again_a_run_taken_apart_and_chooses_from_near_
     assert evidence[1]["round_gbps"] == pytest.approx(near_a2, rel=0.01)
     assert choice.per_connection_cv < 0.02  # the near runs' spread, not the apart run's
     assert sweep.accounting.placement_before_s >= RUN_S  # the run set aside is placement's cost
-    assert len(sweep.placing.history) == 70 + 6  # the sweep learns from the calibration's probes
+    assert len(sweep.placing.history) == 70 + 7  # the sweep learns from the calibration's probes
 
 
 def test_a_calibration_run_kept_apart_does_not_feed_the_choice(monkeypatch):
@@ -314,7 +316,7 @@ def test_a_calibration_run_kept_apart_does_not_feed_the_choice(monkeypatch):
     the choice, and said in its why."""
     monkeypatch.setattr(sweep_rounds, "RETRIES", 0)
     records = [_calibration_record([1.7, 1.72, 1.69, 1.71, 1.70, 1.72]), _calibration_record([6.8, 6.8, 6.7, 6.8, 6.7, 12.9])]
-    sweep = _calibrating_sweep(monkeypatch, [52.0, 53.0, 340.0, 345.0], records)
+    sweep = _calibrating_sweep(monkeypatch, [52.0, 53.0, 340.0, 345.0, 345.0, 350.0], records)  # apart, confirmed
     choice, evidence = sweep_rounds.calibrate(sweep)
     assert [e["cpus_apart"] for e in evidence] == ["False", "True"] and [e["set_aside"] for e in evidence] == [0, 0]
     assert choice.per_connection_cv < 0.02

@@ -431,14 +431,12 @@ def test_killed_kernel_fails_its_point_and_the_sweep_goes_on(tmp_path, native_bu
     kernels = [p for p in descendants(proc.pid) if "ipykernel" in cmdline(p)]
     assert kernels, "no notebook kernel found"
     os.kill(kernels[0], signal.SIGKILL)
-    killed_at = time.monotonic()
-    stdout, stderr = proc.communicate(timeout=240)
+    stdout, stderr = proc.communicate(timeout=240)  # a sweep that waited on its dead kernel would outlast it
     rows = [json.loads(p.read_text())["row"] for p in (out / "runs").glob("*.json")]
     died = [r for r in rows if r["error_kind"] == "kernel_died"]
     assert len(died) == 1, [(r["point_id"], r["status"], r["error"]) for r in rows]
     assert sum(r["status"] == "ok" for r in rows) == 5, "the other points must still be measured"
     assert "Traceback" not in stderr
-    assert time.monotonic() - killed_at < 200
     assert not benchmark_processes() and not [n for n in copylab_namespaces() if n.startswith(f"copylab-{proc.pid}-")]
 
 

@@ -5,6 +5,10 @@
     .venv/bin/python tools/measurements.py --check   # exit 1 when the page is not its records' (a test runs this)
     .venv/bin/python tools/measurements.py from-sweep OUT [OUT ...] --title T --command C [--wall LABEL=SECONDS ...]
                                                      # a record made from sweep folders' own files
+    .venv/bin/python tools/measurements.py from-test-runs LOG --title T --out RECORD [--since DATE]
+                                                     # a record of make test's runs (tools/testsuite.py's log,
+                                                     # output/make-test.jsonl): how many needed the retry, which
+                                                     # tests it rescued
 
 A record is one measurement as it was taken: where (`host`), when (`date`), what ran (`command`),
 under which `conditions`, its `values` (quantity, value), optionally a `table` (columns, rows) and a
@@ -117,6 +121,38 @@ def from_sweeps(folders: list[Path], title: str, command: str, conditions: str, 
             "conditions": conditions, "values": values, "table": {"columns": SWEEP_COLUMNS, "rows": rows}}
 
 
+TEST_RUN_COLUMNS = ["started (UTC)", "commit", "wall", "phases (exit status, seconds)", "failed beside the others",
+                    "rescued by the retry", "failed alone"]
+
+
+def from_test_runs(lines: list[str], title: str, command: str = "make test (tools/testsuite.py)",
+                   conditions: str = "", since: str = "") -> dict:
+    """A record whose numbers are make test's own log lines (tools/testsuite.py): one table row per run
+    since `since` (an ISO date or time; all by default), the runs that needed the retry counted, and
+    every test the retry rescued with how often."""
+    runs = [json.loads(line) for line in lines if line.strip()]
+    runs = [r for r in runs if str(r.get("date", "")) >= since]
+    rows, rescued = [], {}
+    for r in runs:
+        for test in r.get("rescued", []):
+            rescued[test] = rescued.get(test, 0) + 1
+        rows.append([str(r.get("date", "?"))[:16].replace("T", " "), str(r.get("commit") or "?"),
+                     f"{r['seconds'] / 60:.1f} min" if isinstance(r.get("seconds"), (int, float)) else "?",
+                     ", ".join(f"{p['name']} {p['status']} ({p['seconds']:.0f} s)" for p in r.get("phases", [])),
+                     ", ".join(r.get("failed_beside_others", [])) or "none",
+                     ", ".join(r.get("rescued", [])) or "none", ", ".join(r.get("failed_alone", [])) or "none"])
+    retried = sum(any(p.get("name") == "retry" for p in r.get("phases", [])) for r in runs)
+    values = [{"quantity": "runs", "value": str(len(runs))},
+              {"quantity": "runs that needed the retry", "value": f"{retried} of {len(runs)}"},
+              {"quantity": "runs that failed (the retry's verdict)", "value": str(sum(r.get("status") != 0 for r in runs))},
+              {"quantity": "tests the retry rescued (runs)",
+               "value": "; ".join(f"{t} ({n})" for t, n in sorted(rescued.items())) or "none"}]
+    hosts = sorted({f"{r.get('host', '?')} ({r.get('cpus', '?')} CPUs)" for r in runs})
+    return {"title": title, "date": rows[0][0][:10] if rows else "?", "host": ", ".join(hosts) or "?",
+            "command": command, "conditions": conditions, "values": values,
+            "table": {"columns": TEST_RUN_COLUMNS, "rows": rows}}
+
+
 def _rounds(chosen) -> str:
     """'2 x 0.40 s (8.8%)': the rounds a throughput pass took and the calibration's per-connection
     spread ('1' for a sweep before rounds)."""
@@ -128,6 +164,19 @@ def _rounds(chosen) -> str:
 
 
 def main() -> int:
+    if len(sys.argv) > 1 and sys.argv[1] == "from-test-runs":
+        parser = argparse.ArgumentParser(prog="measurements.py from-test-runs")
+        parser.add_argument("log", type=Path, help="tools/testsuite.py's log (output/make-test.jsonl)")
+        parser.add_argument("--title", required=True)
+        parser.add_argument("--conditions", default="")
+        parser.add_argument("--since", default="", help="only the runs from this ISO date or time on")
+        parser.add_argument("--out", type=Path, required=True, help="the record file to write (docs/measurements/...json)")
+        args = parser.parse_args(sys.argv[2:])
+        record = from_test_runs(args.log.read_text().splitlines(), args.title, conditions=args.conditions,
+                                since=args.since)
+        args.out.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+        print(args.out)
+        return 0
     if len(sys.argv) > 1 and sys.argv[1] == "from-sweep":
         parser = argparse.ArgumentParser(prog="measurements.py from-sweep")
         parser.add_argument("folders", nargs="+", type=Path)

@@ -186,7 +186,9 @@ EXTRA = (
     _numeric("cpu_round_trip_before_ns", "that round trip just before the run (after any wait)"),
     _numeric("cpu_round_trip_after_ns", "that round trip just after the run"),
     _numeric("cpu_apart_line_ns", "the line the rule had learned from this host's round trips when the run was "
-                                  "judged (placement.py); empty while the host showed one mode"),
+                                  "judged (placement.py): between its two modes or, while it showed one, the "
+                                  "bound beyond which a probe is far outside it (apart on first sight); empty "
+                                  "with too few probes"),
     _text("cpus_apart", "True when a round trip exceeded that line: the hypervisor had put the two vCPUs "
                         "apart (placement.py); such a run is measured again while the placement allowance lasts"),
     _numeric("placement_retries", "runs of this point set aside (runs/apart/) because the CPUs were apart"),

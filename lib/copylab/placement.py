@@ -12,8 +12,13 @@ So the rule is learned from the host's own round trips (`learn`): sorted on a lo
 exists only when the probes fall into two clusters, a near one and one at least MODE_RATIO x as far,
 separated by an empty stretch wider than the near cluster's own spread; the line between them lies
 in that stretch, so no round trip of the near mode is ever above it. A host whose probes show one
-mode, however wide, sets nothing aside. The probes come from a short calibration at the start and
-every probe taken since.
+mode, however wide, has no line; but a probe far outside every mode seen (`first_sight_ns`: beyond
+the near mode's own 10-90% spread above its top, and MODE_RATIO x its median, the tests learn()
+puts a second cluster to, with the one probe standing for the cluster) is apart on first sight:
+the first apart stretch of a host is caught before the rule has seen a second mode, and the rule
+learns that mode from the probes it takes then. A probe that finds the CPUs apart is believed when
+the next one agrees (`look`): a lone spike, a probe that waited out the hypervisor, is not a
+stretch. The probes come from a short calibration at the start and every probe taken since.
 
 Each point is probed just before its programs start (waiting for the CPUs to come together, a
 whole WAIT_S after another, since a run started apart would only be set aside) and just after they
@@ -78,20 +83,27 @@ class Mode:
     high: float
 
     @classmethod
-    def of(cls, values: list[float]) -> "Mode":
-        return cls(len(values), round(values[0], 1), round(float(np.median(values)), 1), round(values[-1], 1))
+    def of(cls, values) -> "Mode":
+        """The mode of sorted round trips."""
+        n = len(values)
+        median = (float(values[(n - 1) // 2]) + float(values[n // 2])) / 2
+        return cls(n, round(float(values[0]), 1), round(median, 1), round(float(values[-1]), 1))
 
 
 @dataclass(frozen=True)
 class Modes:
     """What the rule learned from a host's round trips: its near mode, its apart mode if it has
-    one, and the line between them (None: one mode, nothing is ever set aside); why, in words."""
+    one, and the line between them (None: one mode; then first_sight_ns, beyond which a probe is
+    far outside it); why, in words."""
 
     probes: int
     near: Mode | None
     apart: Mode | None
     line_ns: float | None
     why: str
+    # one mode: beyond this a probe is far outside it, apart on first sight (None with a line: above
+    # the line is apart; and with too few probes to know the mode)
+    first_sight_ns: float | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -99,10 +111,10 @@ class Modes:
 
 def learn(round_trips) -> Modes:
     """The modes of a host's round trips (see the module's docstring for the rule)."""
-    values = sorted(float(v) for v in round_trips if isinstance(v, (int, float)) and math.isfinite(v) and v > 0)
+    values = _usable(round_trips)
     n = len(values)
     if n < MIN_PROBES:
-        return Modes(n, Mode.of(values) if values else None, None, None,
+        return Modes(n, Mode.of(values) if n else None, None, None,
                      f"{n} probes: too few to tell modes apart (the rule needs {MIN_PROBES}); nothing set aside")
     logs = np.log(values)
     # every split k (near = the k smallest) at once: quantiles of a sorted prefix or suffix are
@@ -117,14 +129,47 @@ def learn(round_trips) -> Modes:
     if found.size:
         k = int(found[0])
         near, apart = values[:k], values[k:]
-        line = math.sqrt(values[k - 1] * values[k])
+        line = math.sqrt(float(values[k - 1]) * float(values[k]))
         return Modes(n, Mode.of(near), Mode.of(apart), round(line, 1),
                      f"two modes: near {near[0]:.0f}-{near[-1]:.0f} ns ({k} probes), apart {apart[0]:.0f}-"
                      f"{apart[-1]:.0f} ns ({n - k}), {Mode.of(apart).median / Mode.of(near).median:.1f}x "
                      f"between their medians; apart above {line:.0f} ns")
-    return Modes(n, Mode.of(values), None, None,
-                 f"one mode: {values[0]:.0f}-{values[-1]:.0f} ns over {n} probes (no second cluster "
-                 f"{MODE_RATIO:g}x as far behind an empty stretch); nothing set aside")
+    first_sight = first_sight_line(logs)
+    body = values[:int(np.searchsorted(values, first_sight, side="right"))]
+    outside = n - len(body)
+    return Modes(n, Mode.of(body), None, None,
+                 f"one mode: {body[0]:.0f}-{body[-1]:.0f} ns over {len(body)} probes (no second cluster "
+                 f"{MODE_RATIO:g}x as far behind an empty stretch); a probe beyond {first_sight:.0f} ns, far "
+                 f"outside it, is apart on first sight" + (f" ({outside} so far)" if outside else ""),
+                 round(first_sight, 1))
+
+
+def first_sight_line(logs: np.ndarray) -> float:
+    """The round trip (ns) beyond which a probe lies far outside a host's one mode (logs: the sorted
+    logarithms of its probes): learn()'s tests for a second cluster with the one probe standing for
+    the cluster, an empty stretch above the mode's top wider than the mode's own 10-90% spread (and
+    than MIN_GAP), at least MODE_RATIO x its median. Its top is its 90th percentile, not its largest
+    probe, so earlier lone spikes do not widen it; the mode's statistics are taken once more without
+    the probes beyond the first bound. So the factor comes from the host's own probes: 1.6-2.5x over
+    a tight or a wide near mode, never a constant of one VM."""
+    length = len(logs)  # the mode: the smallest `length` of the sorted logs
+    for _ in range(2):
+        low, middle, high = (float(_quantile(logs, 0, length, q)) for q in (0.1, 0.5, 0.9))
+        bound = max(high + max(high - low, MIN_GAP), middle + math.log(MODE_RATIO))
+        length = int(np.searchsorted(logs, bound, side="right"))
+    return float(math.exp(bound))
+
+
+def _usable(round_trips) -> np.ndarray:
+    """The round trips that are probes' answers (finite, positive numbers), sorted."""
+    seq = round_trips if isinstance(round_trips, list) else list(round_trips)
+    if all(type(v) is float for v in seq):  # the history: converted at once (learn() runs at every probe)
+        values = np.asarray(seq, dtype=float)
+    else:
+        values = np.asarray([float(v) for v in seq if isinstance(v, (int, float))], dtype=float)
+    values = values[np.isfinite(values) & (values > 0)]
+    values.sort()
+    return values
 
 
 def _quantile(sorted_values: np.ndarray, start, length, q: float) -> np.ndarray:
@@ -227,9 +272,25 @@ class CpuDistance:
             self.probe(cpus)
         return self.modes
 
+    @property
+    def line_ns(self) -> float | None:
+        """The line in force: the one learned between two modes, or with one mode the bound beyond
+        which a probe is far outside it (first sight); None while the rule has too few probes."""
+        modes = self.modes
+        return modes.line_ns if modes.line_ns is not None else modes.first_sight_ns
+
     def apart(self, round_trip_ns: float) -> bool:
-        line = self.modes.line_ns
+        line = self.line_ns
         return line is not None and round_trip_ns > line
+
+    def look(self, cpus: tuple[int, int]) -> float:
+        """The round trip between cpus now, as the rule judges it: a probe that finds them apart is
+        believed when the next one (PROBE_MS later) agrees, whose round trip is the answer. An apart
+        stretch lasts seconds, so the next probe is apart too; a lone spike (a probe that waited out
+        the hypervisor: 1-60 us on the second VM) is not, and sets no run aside, above a learned line
+        or far outside the one mode seen (first sight) alike. The rule learns from both probes."""
+        value = self.probe(cpus)
+        return self.probe(cpus) if self.apart(value) else value
 
     @property
     def affordable(self) -> bool:
@@ -248,11 +309,11 @@ class CpuDistance:
         would be set aside for certain, so waiting on costs less than measuring it and then waiting."""
         wait_s = WAIT_S if wait_s is None else wait_s
         started = whole = time.monotonic()
-        value = self.probe(cpus)
+        value = self.look(cpus)
         while self.apart(value) and wait_s > 0 and not self.in_long_stretch and \
                 self.spent_s + time.monotonic() - started < self.allowance_s:
             time.sleep(WAIT_STEP_S)
-            value = self.probe(cpus)
+            value = self.look(cpus)
             if self.apart(value) and time.monotonic() - whole >= wait_s:  # a whole wait, and still apart
                 self.futile_waits += 1
                 whole = time.monotonic()
@@ -309,18 +370,17 @@ def placed(distance: CpuDistance, cpus: tuple[int, int] | None, reason: str, mea
             result, run_s = timed()
             return done(result, placement_columns(None, len(attempts), reason), run_s)
         try:
-            before, waited = distance.wait_near(cpus) if distance.affordable else (distance.probe(cpus), 0.0)
+            before, waited = distance.wait_near(cpus) if distance.affordable else (distance.look(cpus), 0.0)
         except CopylabError as exc:
             cpus, reason = None, f"not probed: {exc}"
             continue
         result, run_s = timed()
         try:
-            after = distance.probe(cpus)
+            after = distance.look(cpus)
         except CopylabError as exc:
             return done(result, placement_columns(None, len(attempts), f"not probed after the run: {exc}"), run_s)
         distance.seen(before, after)
-        where = Placement(before, after, distance.apart(before) or distance.apart(after), waited,
-                          distance.modes.line_ns)
+        where = Placement(before, after, distance.apart(before) or distance.apart(after), waited, distance.line_ns)
         columns = placement_columns(where, len(attempts))
         if not where.apart or result[0].get("status") != "ok" or len(attempts) >= RETRIES \
                 or not distance.affordable:

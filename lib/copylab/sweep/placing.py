@@ -189,7 +189,7 @@ class SweepPlacement:
         finds the CPUs apart, or cannot probe."""
         try:
             with rule.CpuDistance(self.history) as distance:
-                value = distance.probe(self.cpus)
+                value = distance.look(self.cpus)  # apart when the next probe agrees (a lone spike is not)
                 self.history = distance.history
         except CopylabError as exc:
             return f"the CPUs could not be probed: {exc}"
