@@ -96,7 +96,8 @@ def test_quick_sweep_over_ssh_measures_records_describes_both_hosts_and_reports(
     assert "ssh destination" in text and "198.19.250.2" in text  # both hosts in the system configuration
     answers = json.loads((tmp_path / "out" / "answers.json").read_text())
     q1 = answers["q1_zero_copy_not_always_best"]
-    assert q1["path"] == "hosts" and q1["zc_not_copied_share_pct"] is not None
+    assert q1["counts"]["path"] == "hosts" and q1["counts"]["copied_share"] is not None
+    assert "Between these two hosts" in q1["text"] and "namespaces" not in q1["text"]
 
 
 def test_sshd_stopped_before_the_sweep_is_one_line_naming_the_host(rig, tmp_path):
