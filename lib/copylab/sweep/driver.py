@@ -30,6 +30,7 @@ from pathlib import Path
 from .. import hostmeta, limits, signals, userfiles
 from ..contract import check_cpus_available
 from ..errors import CopylabError
+from ..escape import shell_path
 from ..fsutil import atomic_write_json, describe_os_error, shown
 from ..params import Grid, load_grid
 from ..paths import NOTEBOOKS_DIR, OUTPUT_DIR
@@ -314,5 +315,6 @@ def describe(summary: SweepSummary, next_step: bool = True) -> str:
     folder = shown(summary.out_dir)
     lines.append(f"results: {folder}/results.csv")
     if next_step:  # one command a line: a long folder name still leaves each within reach of 80 columns
-        lines += [f"next: copylab report {folder}", f"  or: make lab RESULTS={folder}"]
+        # each a command to paste: the folder one shell word (a space, a quote, a leading dash)
+        lines += [f"next: copylab report {shell_path(folder)}", f"  or: make lab RESULTS={shell_path(folder)}"]
     return "\n".join(lines)
