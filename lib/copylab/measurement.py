@@ -32,6 +32,7 @@ from . import contract, intervals
 from . import perf as perfmod
 from .contract import COLUMNS, COUNTER_KEYS, SUMMED_COUNTERS
 from .errors import CopylabError, ErrorKind, MeasurementError
+from .escape import quoted
 from .procfs import stat_fields
 from .profile.record import Profiler, empty_columns
 from .runners import Failure, Result
@@ -436,9 +437,30 @@ def build_row(spec, topology: str, plan, got: Collected, failure: Failure | None
     if got.profile is not None:
         row.update(got.profile)
     failure = failure or got.result.failure or got.doubts
+    failure = impossible_values(row, failure) or failure
     row["status"] = "failed" if failure else "ok"
     row["error_kind"], row["error"] = failure or (ErrorKind.NONE, "")
     return row
+
+
+def impossible_values(row: dict, failure: Failure | None) -> Failure | None:
+    """The programs' answers checked where they become columns (contract.value_problem): a value no
+    measurement can be (negative, infinite, beyond a counter, a rate no host moves, text) is left
+    empty, the point fails naming the first (the record's raw output keeps what was printed), and
+    the row is one the report reads; an ok row without its mode's measure fails too."""
+    found = None
+    for column in contract.NUMERIC_COLUMNS:
+        value = row.get(column)
+        problem = contract.value_problem(column, value)
+        if problem:
+            row[column] = math.nan
+            found = found or (ErrorKind.VALUES, f"{column} = {quoted(value)}: {problem} (a program's result, "
+                                                "left empty)")
+    if found is None and failure is None:
+        measure = contract.MODE_MEASURE.get(row.get("mode"))
+        if measure and math.isnan(row.get(measure, math.nan)):
+            found = (ErrorKind.NO_RESULT, f"the result holds no {measure}: nothing measured to report")
+    return found
 
 
 def empty_row(spec, topology: str) -> dict:
