@@ -129,6 +129,15 @@ class GridSchema(BaseModel):
             return [_whole(v) for v in value]
         return value
 
+    @field_validator("rounds", mode="before")
+    @classmethod
+    def _rounds(cls, value):
+        """A whole number, or the word auto as written (strict: "Auto" is refused, naming auto)."""
+        value = _whole(value)
+        if value == "auto" or (isinstance(value, int) and not isinstance(value, bool)):
+            return value
+        raise ValueError(f"must be a whole number from 1 to {contract.ROUNDS_RANGE[1]} or auto (lower case)")
+
     @field_validator("repetitions", "seed", mode="before")
     @classmethod
     def _whole_number(cls, value):

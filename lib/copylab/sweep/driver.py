@@ -99,6 +99,9 @@ def run_sweep(params_path: str | Path, out_dir: str | Path | None = None, force:
         folder.claim(out, grid, restart, say)
         folder.ensure_runs(out)
         say(f"grid {grid.name}: {estimate.describe()}")
+        unused = est.unused_budget(grid)  # it was ignored without a word
+        if unused:
+            say(f"WARNING: {unused}")
         sweep = Sweep(grid, topology, out, force, progress, say)
         sweep.mixed_builds = mixed_builds
         return sweep.run()
