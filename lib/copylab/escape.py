@@ -66,6 +66,12 @@ def quoted(value, limit: int = QUOTED_MAX) -> str:
     return f"{text[:limit]!r}... ({len(text)} characters)"
 
 
+def quoted_path(path) -> str:
+    """A path the user gave, for a one-line message: quoted as quoted() does, never cut (a path is
+    acted on whole)."""
+    return repr(str(path))
+
+
 def one_line(message: str, limit: int = 2000) -> str:
     """A message as one terminal line: tabs, line breaks, control and bidi characters shown as
     escapes; past limit characters cut in the middle (a value no check cut must not fill a screen)."""

@@ -120,18 +120,8 @@ def _check_measurements(df, csv_path) -> None:
         if bad.any():
             index = bad.idxmax()
             raise _fail(csv_path, index, column, f"impossible: {what}", df.at[index, column])
-    if "status" not in df.columns:
-        return
-    ok = df["status"].astype("string").str.strip().str.lower() == "ok"
-    mode = df["mode"].astype("string").str.strip().str.lower()
-    for name, column in contract.MODE_MEASURE.items():  # an ok row without its measure was dropped silently
-        if column not in df.columns:
-            continue
-        bad = ok & (mode == name) & pd.to_numeric(df[column], errors="coerce").isna()
-        if bad.any():
-            index = bad.idxmax()
-            raise _fail(csv_path, index, column, f"empty in an ok {name} row: a measured point carries its {column}",
-                        df.at[index, column])
+    if "duration_s" in df.columns and "status" in df.columns:
+        ok = df["status"].astype("string").str.strip().str.lower() == "ok"
     if "duration_s" in df.columns:
         duration = pd.to_numeric(df["duration_s"], errors="coerce")
         bad = ok & duration.notna() & (duration <= 0)
