@@ -40,6 +40,25 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
     return path
 
 
+def install_written(tmp: str | Path, dest: str | Path, whole) -> bool:
+    """A file another program wrote (papermill's notebook) moved over dest only when whole(tmp) says
+    it is complete, after an fsync: as atomic_write_bytes leaves a file of ours. One cut off (a full
+    disk, a crash mid-write) is removed instead, and False returned: no half-written record is ever
+    put in place."""
+    tmp, dest = Path(tmp), Path(dest)
+    try:
+        complete = whole(tmp)
+    except OSError:
+        complete = False
+    if not complete:
+        tmp.unlink(missing_ok=True)
+        return False
+    with open(tmp, "rb") as handle:
+        os.fsync(handle.fileno())
+    os.replace(tmp, dest)
+    return True
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)

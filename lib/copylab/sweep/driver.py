@@ -135,6 +135,7 @@ class Sweep:
         self.summary: SweepSummary | None = None  # set however the session ends
         self.clock = SweepClock(grid.budget_min)  # the time against budget_min (clock.py)
         self.placing: SweepPlacement | None = None  # the vCPUs' placement: calibration, allowance (placing.py)
+        self.error = ""  # what ended the session when it failed on the file system (meta.json's session says it)
 
     # -- the session ------------------------------------------------------------------------------
 
@@ -157,7 +158,8 @@ class Sweep:
             status = "interrupted"
             raise
         except OSError as exc:  # disk full, a folder gone read-only: say where, once
-            raise CopylabError(f"{self.out}: {describe_os_error(exc)}") from None
+            self.error = describe_os_error(exc)  # and meta.json's session says it (failed)
+            raise CopylabError(f"{self.out}: {self.error}") from None
         finally:
             with signals.held():
                 try:
@@ -234,28 +236,37 @@ class Sweep:
     # -- the end, however it comes ------------------------------------------------------------------
 
     def _clean_up(self, status: str, wall: float) -> None:
+        """Stop what runs, remove the debris, rebuild results.csv, and close meta.json's books on every
+        path: a full disk met here too (results.csv or sweep.log cannot be written) still closes them,
+        as failed with the error, then is raised."""
         kill_registered(self.work)
         self.kernel.stop()
         if self.bar is not None:
             self.bar.close()
         for debris in (self.pending, self.work):
             shutil.rmtree(debris, ignore_errors=True)
-        if folder.still_there(self.out, self.runs):
-            write_results(self.out, self.runs, self.rows)
         self.summary = SweepSummary(self.out, len(self.specs), self.measured, self.skipped,
                                     self.failed, wall, self.point_seconds, self.accounting.placement_all)
-        if self.measured and self.out.is_dir():
-            with open(self.out / "sweep.log", "a") as log:
-                log.writelines(f"{now()} {line}\n" for line in self.accounting.lines())
-            busy = self.host_load.warning()
-            if busy:
-                self.log(f"WARNING: {busy}")
-        if self.meta is not None and self.out.is_dir():
-            overhead, without = self.summary.overhead, self.summary.overhead_without_placement
-            self.meta.close(status, measured=self.measured, failed=self.failed, wall_s=round(wall, 2),
-                            point_seconds=self.point_seconds, overhead=round(overhead, 3) if overhead else None,
-                            overhead_without_placement=round(without, 3) if without else None,
-                            time=self.accounting.summary(), host_load=self.host_load.summary())
+        try:
+            if folder.still_there(self.out, self.runs):
+                write_results(self.out, self.runs, self.rows)
+            if self.measured and self.out.is_dir():
+                with open(self.out / "sweep.log", "a") as log:
+                    log.writelines(f"{now()} {line}\n" for line in self.accounting.lines())
+                busy = self.host_load.warning()
+                if busy:
+                    self.log(f"WARNING: {busy}")
+        except OSError as exc:
+            status, self.error = "failed", self.error or describe_os_error(exc)
+            raise
+        finally:
+            if self.meta is not None and self.out.is_dir():
+                overhead, without = self.summary.overhead, self.summary.overhead_without_placement
+                self.meta.close(status, measured=self.measured, failed=self.failed, wall_s=round(wall, 2),
+                                point_seconds=self.point_seconds, overhead=round(overhead, 3) if overhead else None,
+                                overhead_without_placement=round(without, 3) if without else None,
+                                time=self.accounting.summary(), host_load=self.host_load.summary(),
+                                **({"error": self.error} if self.error else {}))
 
 
 def session(sweep: Sweep, stack: contextlib.ExitStack, started: float) -> None:
