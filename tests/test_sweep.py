@@ -31,6 +31,7 @@ from faults import (
     grid_file,
     make_namespace,
     path_without,
+    small_tmpfs,
     sweep,
 )
 
@@ -443,10 +444,7 @@ def test_meta_json_is_closed_on_a_disk_filled_to_the_last_byte(tmp_path):
     """The room meta.json's last write needs is kept from the session's start and given back then."""
     from copylab.sweep.meta import RESERVE, SweepMeta
 
-    small = tmp_path / "small"
-    small.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(small)], check=True)
-    try:
+    with small_tmpfs(tmp_path / "small", "256k") as small:
         meta = SweepMeta(small / "meta.json", {}, {"params": {"name": "x" * 20_000}})
         meta.open_session(to_measure=3)
         assert (small / RESERVE).stat().st_size > 0
@@ -459,8 +457,6 @@ def test_meta_json_is_closed_on_a_disk_filled_to_the_last_byte(tmp_path):
         meta.close("failed", error="No space left on device (ENOSPC)")
         closed = json.loads((small / "meta.json").read_text())
         left = sorted(p.name for p in small.iterdir())
-    finally:
-        subprocess.run(["umount", str(small)], check=True)
     assert closed["status"] == "failed" and closed["sessions"][-1]["error"] == "No space left on device (ENOSPC)"
     assert left == ["filler", "meta.json"]
 
