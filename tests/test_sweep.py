@@ -122,6 +122,28 @@ def test_second_run_skips_finished_points_and_keeps_results(quick_sweep_dir: Pat
     assert {name: (quick_sweep_dir / name).stat().st_mtime_ns for name in untouched} == untouched
 
 
+def _still_running(patience_s: float = 10.0) -> list[str]:
+    """This worker's benchmark programs and perf processes still running once patience_s has passed
+    (a SIGKILL'd parent's children get theirs within milliseconds; a loaded host, a little later)."""
+    from conftest import is_ours
+
+    deadline = time.monotonic() + patience_s
+    while True:
+        perf = [cmdline(int(e.name)) for e in Path("/proc").iterdir() if e.name.isdigit()
+                and _exe(e).endswith("/perf") and is_ours(int(e.name))]
+        left = benchmark_processes() + perf
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.1)
+
+
+def _exe(entry: Path) -> str:
+    try:
+        return os.readlink(entry / "exe")
+    except OSError:
+        return ""
+
+
 def _small_grid(tmp_path: Path, name: str) -> Path:
     grid = {"name": name, "impls": ["a1", "a2", "a3"], "modes": ["throughput"], "msg_sizes": [1024, 65536],
             "threads": [1, 2], "duration_s": 0.2, "warmup_s": 0.05, "profile": False}
@@ -148,6 +170,9 @@ def test_sweep_stopped_half_way_then_resumed_ends_complete(tmp_path, native_buil
     os.killpg(proc.pid, signum)  # the whole group: driver and its kernel, as a terminal's Ctrl-C does
     proc.communicate(timeout=60)
     assert proc.returncode != 0
+    # issue 46: after kill -9, perf stat and the server (their own process groups) ran on until the next
+    # sweep; now each dies with the process that started it (sides.PARENT_DEATH), before any command
+    assert not _still_running(), "left running after the sweep was killed"
     if signum == signal.SIGINT:
         assert not [ns for ns in copylab_namespaces() if ns.startswith(f"copylab-{proc.pid}-")]
     rerun = run_copylab("sweep", str(params), "--out", str(out), "--no-progress", timeout=300)
@@ -304,12 +329,20 @@ def faulty_sweep(tmp_path_factory, native_build):
     (runs / "apart" / f"{a1.point_id()}.0.json").write_text('{"row": {"status": "ok"')
     leftover = f"copylab-{dead_pid()}-abc123-srv"
     make_namespace(leftover)
+    # a program an earlier, killed session left running in its own process group, registered by its point
+    orphan = subprocess.Popen(["sleep", "600"], start_new_session=True)
+    (out / ".work" / "a1_point").mkdir(parents=True)
+    (out / ".work" / "a1_point" / "process-groups").write_text(f"{orphan.pid}\n")
     try:
         proc = run_copylab("sweep", str(params), "--out", str(out), "--no-progress", timeout=300,
                            env=env_with(PATH=path_without(tmp, "perf")))
     finally:
         subprocess.run(["ip", "netns", "del", leftover], capture_output=True)  # if the sweep did not
-    return {"proc": proc, "out": out, "leftover": leftover, "half_record": half_record, "a1": a1.point_id()}
+        orphan_status = orphan.poll()  # what the sweep did to it (None: still running)
+        orphan.kill()
+        orphan.wait()
+    return {"proc": proc, "out": out, "leftover": leftover, "half_record": half_record, "a1": a1.point_id(),
+            "orphan": (orphan.pid, orphan_status)}
 
 
 @pytest.mark.root
@@ -332,6 +365,16 @@ def test_sweep_without_perf_on_path_still_gives_rows_with_the_reason(faulty_swee
 def test_sweep_removes_a_dead_runs_namespace(faulty_sweep):
     assert f"removed namespace {faulty_sweep['leftover']}" in faulty_sweep["proc"].stderr
     assert faulty_sweep["leftover"] not in copylab_namespaces()
+
+
+@pytest.mark.slow
+@pytest.mark.network
+@pytest.mark.root
+def test_the_next_sweep_stops_what_a_killed_one_left_running_and_says_so(faulty_sweep):
+    pid, status = faulty_sweep["orphan"]
+    assert status == -signal.SIGKILL, "the sweep did not stop the program its earlier session registered"
+    said = " ".join(faulty_sweep["proc"].stderr.split())
+    assert f"stopped 1 program(s) an earlier crashed run left running (process groups {pid})" in said, said
 
 
 @pytest.mark.slow

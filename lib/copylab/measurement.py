@@ -36,7 +36,7 @@ from .escape import quoted
 from .procfs import stat_fields
 from .profile.record import Profiler, empty_columns
 from .runners import Failure, Result
-from .sides import PerfControl, Side, Window, start_side
+from .sides import PerfControl, Side, Window, dies_with_parent, start_side
 
 PROCESS_GROUPS = "process-groups"  # one line per started process group, in the point's workdir
 LISTEN_TIMEOUT_S = 10.0
@@ -102,8 +102,13 @@ class Context:
         stat = perfmod.stat_prefix(self.plan, self.perf_out[side])
         if stat:  # stat_prefix ends with "--": counting disabled until the window opens
             stat = stat[:-1] + ["-D", "-1", *self.controls[side].args(), "--"]
-        argv = host.command(_pinned(pin, host) + profile + stat + program_argv, self.dirs[side])
-        return start_side(side, argv, self.registry, listeners, self.wake, host=host)
+        # what each perf wrapper starts dies with it, and the chain with the engine (sides.PARENT_DEATH)
+        chain, guard = _pinned(pin, host), dies_with_parent([], host)
+        for wrapper in (profile, stat):
+            if wrapper:
+                chain += wrapper + guard
+        argv = host.command(chain + program_argv, self.dirs[side])
+        return start_side(side, dies_with_parent(argv, host), self.registry, listeners, self.wake, host=host)
 
 
 def _wait_ready(flag: threading.Event, side: Side) -> bool:

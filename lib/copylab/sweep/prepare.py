@@ -14,7 +14,7 @@ from ..errors import CopylabError
 from ..experiment import PENDING, probe_topology
 from ..fsutil import atomic_write_json, install_written, listing
 from ..paths import NATIVE_DIR, NOTEBOOKS_DIR
-from ..point import remove_stale_workdirs
+from ..point import kill_registered, remove_stale_workdirs
 from ..runners import runner_for
 from ..topology import clean_leftovers
 from . import budget as budgeting
@@ -27,14 +27,22 @@ from .records import load_rows, read_row
 def plan_queue(sweep) -> list[str]:
     """Clear an interrupted run's debris, load what earlier sessions measured, and return the
     point ids still to measure (finished ones skipped unless --force)."""
+    # an earlier session's programs still running (a kill -9 where setpriv was missing): by the process
+    # groups its points registered, before their registry goes with the debris
+    stopped = set(kill_registered(sweep.work)) if sweep.work.is_dir() else set()
     for stale in (sweep.pending, sweep.work, sweep.runs / ".pending"):
         shutil.rmtree(stale, ignore_errors=True)  # debris of an interrupted run
     for copy in (sweep.runs / "apart").glob(f"*{PENDING}"):  # a run kept apart, its re-take never done
         copy.unlink(missing_ok=True)
     repair_records(sweep)
     sweep.work.mkdir()
-    for ns in clean_leftovers()["removed_namespaces"]:
+    found = clean_leftovers()
+    for ns in found["removed_namespaces"]:
         sweep.say(f"removed namespace {ns} left by an earlier crashed run")
+    stopped |= set(found["killed_processes"])
+    if stopped:
+        sweep.say(f"stopped {len(stopped)} program(s) an earlier crashed run left running (process groups "
+                  f"{', '.join(map(str, sorted(stopped)))})")
     remove_stale_workdirs()
     drop_missing_peers(sweep)
     for spec in budgeting.extra_specs_from(recorded_specs(sweep.runs), sweep.grid, sweep.topology):
