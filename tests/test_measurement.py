@@ -113,3 +113,16 @@ def test_an_ok_row_without_its_measure_fails_as_no_result():
                                                             base.series)), None)
     assert (row["status"], row["error_kind"]) == ("failed", ErrorKind.NO_RESULT)
     assert row["error"] == "the result holds no throughput_gbps: nothing measured to report"
+
+
+def test_a_stretched_window_is_named_before_the_answer_it_cost():
+    """A client stopped inside its window can lose its answer too (its perf stat, seeing it stopped and
+    continued, returns early, and the program dies with it: sides.PARENT_DEATH): the row names the
+    stretched window, what went wrong first."""
+    stretched = (ErrorKind.STRETCHED, "the window lasted 3.60 s of wall clock for a 1 s window")
+    got = collected(Result({"throughput_gbps": math.nan}, (ErrorKind.NO_RESULT, "client printed no JSON result")))
+    got.doubts = got.stretched = stretched
+    row = build_row(SPEC, "netns", plan(), got, None)
+    assert (row["error_kind"], row["error"]) == stretched
+    row = build_row(SPEC, "netns", plan(), got, (ErrorKind.STOPPED, "the client was stopped"))
+    assert row["error_kind"] == ErrorKind.STOPPED, "the stages' own failure still comes first"

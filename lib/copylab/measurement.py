@@ -350,6 +350,7 @@ class Collected:
     congestion: dict        # "srv"/"cli" -> what a side runs when its program cannot say
     profile: dict | None    # profile columns (or None when the point was not profiled)
     doubts: Failure | None = None  # impossible counters, a stretched window: the row is not believed
+    stretched: Failure | None = None  # the window, stretched: what went wrong first, whatever followed
 
 
 def perf_texts(ctx: Context) -> dict[str, str]:
@@ -382,7 +383,8 @@ def collect(ctx: Context, server: Side, client: Side | None, texts: dict[str, st
             doubts = doubts or (ErrorKind.COUNTERS, f"perf stat of the {name}: {exc}")
         if note:
             notes.append(note)
-    doubts = doubts or stretched_window(ctx)
+    stretched = stretched_window(ctx)
+    doubts = doubts or stretched
     if ctx.profiler is not None:
         profile = ctx.profiler.columns(spec.point_id())
     else:
@@ -392,7 +394,7 @@ def collect(ctx: Context, server: Side, client: Side | None, texts: dict[str, st
                      {"srv_cpu_busy": window.busy("srv"), "cli_cpu_busy": window.busy("cli"),
                       "srv_cpu_steal": window.steal("srv"), "cli_cpu_steal": window.steal("cli")},
                      {"srv": ctx.topo.effective_congestion("server"), "cli": ctx.topo.effective_congestion("client")},
-                     profile, doubts)
+                     profile, doubts, stretched)
 
 
 # a window that lasts longer than asked by this much (seconds, or share of the window) was not measured
@@ -441,7 +443,9 @@ def build_row(spec, topology: str, plan, got: Collected, failure: Failure | None
     row.update(got.cpu)
     if got.profile is not None:
         row.update(got.profile)
-    failure = failure or got.result.failure or got.doubts
+    # a stretched window comes before the runner's verdict: a program stopped in it may have lost its
+    # answer too (its perf stat, seeing it stopped and continued, returns early: the program dies with it)
+    failure = failure or got.stretched or got.result.failure or got.doubts
     failure = impossible_values(row, failure) or failure
     row["status"] = "failed" if failure else "ok"
     row["error_kind"], row["error"] = failure or (ErrorKind.NONE, "")
