@@ -125,7 +125,7 @@ def warnings(inputs, record: dict) -> list[str]:
     if line:
         out.append(f"a draft: {line}")
     if record["results"]["sweep_status"] not in (None, "finished"):  # in the words report and compare use
-        out.append(check_state(inputs.results_dir, inputs.meta, len(inputs.df), "the sweep")
+        out.append(check_state(inputs.results_dir, inputs.meta, len(inputs.df), escape.quoted_path(inputs.results_dir))
                    or f"the sweep's status is {record['results']['sweep_status']!r}, not finished")
     if not _sources_note(record).startswith("from the same revision"):
         out.append("the C sources are " + _sources_note(record))
