@@ -450,6 +450,14 @@ def test_a_sweep_measuring_now_is_not_bundled(sources, tmp_path):
         with pytest.raises(CopylabError, match=r"is mid-sweep: a sweep is measuring into it now") as refused:
             bundle_module.check_inputs(folder, roll=ROLL, out_dir=tmp_path)
     assert "\n" not in str(refused.value) and not (tmp_path / f"{ROLL}_PA02").exists()
+    # once it stopped (interrupted), it is bundled with the warning report and compare give
+    inputs = bundle_module.check_inputs(folder, roll=ROLL, out_dir=tmp_path)
+    inputs.meta.update(status="interrupted", finished_at="2026-11-28T10:00:00+00:00")
+    said = bundle_module.readme.warnings(inputs, {"results": {"sweep_status": "interrupted", "git_revision": "x"},
+                                                  "sources": {"git_revision": "x"}})
+    assert len(said) == 1 and said[0].startswith(
+        f"{str(folder)!r} is an interrupted sweep: its sweep was interrupted at 2026-11-28T10:00:00+00:00 (meta.json "
+        f"status 'interrupted'); it holds {len(inputs.df)} measured row(s)") and "resume it" in said[0], said
 
 
 @pytest.mark.slow
