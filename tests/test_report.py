@@ -94,8 +94,8 @@ def test_report_pdf_and_html_from_synthetic_sweep(tmp_path):
     decl.write_text("SYNTHETIC declaration: no AI was harmed.")
     paths = report.build_report(results, output_dir=tmp_path / "report", author="Ada Synthetic",
                                 ai_declaration=str(decl), progress=None)
-    assert sorted(p.name for p in (tmp_path / "report").iterdir()) == [
-        "analysis.ipynb", "answers.json", "report.html", "report.json", "report.pdf"]
+    assert sorted(p.name for p in (tmp_path / "report").iterdir()) == [  # the folder marked copylab's (it made it)
+        ".copylab-output", "analysis.ipynb", "answers.json", "report.html", "report.json", "report.pdf"]
     doc = json.loads(paths["answers"].read_text())
     q4 = doc["q4_one_copy_vs_two_copy"]
     assert q4["crossover_by_means"] == {**q4["crossover_by_means"], **synthetic.EXPECTED_Q4}

@@ -71,6 +71,19 @@ def empty_rows_line(df) -> str:
             "statistics, as failed points are")
 
 
+def _check_folders(results_dir: Path, output_dir: Path, df, meta: dict, progress) -> None:
+    """Before anything is written: the sweep's state (one measuring now is refused, an interrupted one
+    said), rows left out without a word, and an --output-dir of the user's own files (refused)."""
+    from .sweep.folder import check_state
+
+    state = check_state(results_dir, meta, len(df), quoted_path(results_dir))
+    for warning in (state, empty_rows_line(df) if df.attrs.get("rows_empty") else ""):
+        if warning:
+            _say(progress, f"copylab report: warning: {warning}")
+    if output_dir != results_dir:  # a folder of the user's own report.pdf is not overwritten
+        fsutil.check_output_dir(output_dir, "--output-dir", "copylab report")
+
+
 def build_report(results_dir, output_dir=None, author=None, roll_no=None, repo_url=None,
                  ai_declaration=None, progress=print, timeout_s: int = 600, declaration_text=None) -> dict:
     """Execute the analysis notebook on results_dir; write analysis.ipynb, answers.json,
@@ -86,13 +99,7 @@ def build_report(results_dir, output_dir=None, author=None, roll_no=None, repo_u
     results_dir = Path(results_dir).resolve()
     output_dir = Path(output_dir).resolve() if output_dir else results_dir
     df, meta = load_results(results_dir)  # fails fast, one line, before anything is written
-    from .sweep.folder import check_state
-
-    state = check_state(results_dir, meta, len(df), f"{quoted_path(results_dir)}")  # a sweep measuring now: refused
-    if state:
-        _say(progress, f"copylab report: warning: {state}")
-    if output_dir != results_dir:  # a folder of the user's own report.pdf is not overwritten
-        fsutil.check_output_dir(output_dir, "--output-dir", "copylab report")
+    _check_folders(results_dir, output_dir, df, meta, progress)
     sources = _source_digests(results_dir)  # what the report is built from, for its manifest
     declaration = userfiles.read_declaration(ai_declaration) if ai_declaration else declaration_text
     fields = resolve_author(meta, results_dir, author=author, roll_no=roll_no, repo_url=repo_url,
@@ -105,8 +112,6 @@ def build_report(results_dir, output_dir=None, author=None, roll_no=None, repo_u
 
     _say(progress, f"[1/4] {results_dir / 'results.csv'}: {len(df)} measurements used, "
                    f"{df.attrs['rows_failed']} failed point(s) left out")
-    if df.attrs.get("rows_empty"):  # they were left out without a word
-        _say(progress, f"copylab report: warning: {empty_rows_line(df)}")
     from .sweep.kernel import check_kernel_folders
 
     check_kernel_folders()  # before anything is made: HOME=/sys is named, not blamed on TMPDIR

@@ -122,7 +122,6 @@ def _check_measurements(df, csv_path) -> None:
             raise _fail(csv_path, index, column, f"impossible: {what}", df.at[index, column])
     if "duration_s" in df.columns and "status" in df.columns:
         ok = df["status"].astype("string").str.strip().str.lower() == "ok"
-    if "duration_s" in df.columns:
         duration = pd.to_numeric(df["duration_s"], errors="coerce")
         bad = ok & duration.notna() & (duration <= 0)
         if bad.any():

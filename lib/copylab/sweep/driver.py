@@ -163,7 +163,7 @@ class Sweep:
         finally:
             with signals.held():
                 try:
-                    self._clean_up(status, time.monotonic() - started)
+                    clean_up(self, status, time.monotonic() - started)
                 except OSError as exc:  # the same full disk, met again while closing the books
                     raise CopylabError(f"{self.out}: {describe_os_error(exc)}") from None
                 finally:
@@ -233,40 +233,39 @@ class Sweep:
                       f"latency_us={row.get('latency_us')} {row.get('error') or ''}".rstrip() + "\n")
         self.bar.point(spec, ok)
 
-    # -- the end, however it comes ------------------------------------------------------------------
 
-    def _clean_up(self, status: str, wall: float) -> None:
-        """Stop what runs, remove the debris, rebuild results.csv, and close meta.json's books on every
-        path: a full disk met here too (results.csv or sweep.log cannot be written) still closes them,
-        as failed with the error, then is raised."""
-        kill_registered(self.work)
-        self.kernel.stop()
-        if self.bar is not None:
-            self.bar.close()
-        for debris in (self.pending, self.work):
-            shutil.rmtree(debris, ignore_errors=True)
-        self.summary = SweepSummary(self.out, len(self.specs), self.measured, self.skipped,
-                                    self.failed, wall, self.point_seconds, self.accounting.placement_all)
-        try:
-            if folder.still_there(self.out, self.runs):
-                write_results(self.out, self.runs, self.rows)
-            if self.measured and self.out.is_dir():
-                with open(self.out / "sweep.log", "a") as log:
-                    log.writelines(f"{now()} {line}\n" for line in self.accounting.lines())
-                busy = self.host_load.warning()
-                if busy:
-                    self.log(f"WARNING: {busy}")
-        except OSError as exc:
-            status, self.error = "failed", self.error or describe_os_error(exc)
-            raise
-        finally:
-            if self.meta is not None and self.out.is_dir():
-                overhead, without = self.summary.overhead, self.summary.overhead_without_placement
-                self.meta.close(status, measured=self.measured, failed=self.failed, wall_s=round(wall, 2),
-                                point_seconds=self.point_seconds, overhead=round(overhead, 3) if overhead else None,
-                                overhead_without_placement=round(without, 3) if without else None,
-                                time=self.accounting.summary(), host_load=self.host_load.summary(),
-                                **({"error": self.error} if self.error else {}))
+def clean_up(sweep: Sweep, status: str, wall: float) -> None:
+    """The end of a session, however it comes: stop what runs, remove the debris, rebuild results.csv,
+    and close meta.json's books on every path: a full disk met here too (results.csv or sweep.log
+    cannot be written) still closes them, as failed with the error, then is raised."""
+    kill_registered(sweep.work)
+    sweep.kernel.stop()
+    if sweep.bar is not None:
+        sweep.bar.close()
+    for debris in (sweep.pending, sweep.work):
+        shutil.rmtree(debris, ignore_errors=True)
+    sweep.summary = SweepSummary(sweep.out, len(sweep.specs), sweep.measured, sweep.skipped,
+                                 sweep.failed, wall, sweep.point_seconds, sweep.accounting.placement_all)
+    try:
+        if folder.still_there(sweep.out, sweep.runs):
+            write_results(sweep.out, sweep.runs, sweep.rows)
+        if sweep.measured and sweep.out.is_dir():
+            with open(sweep.out / "sweep.log", "a") as log:
+                log.writelines(f"{now()} {line}\n" for line in sweep.accounting.lines())
+            busy = sweep.host_load.warning()
+            if busy:
+                sweep.log(f"WARNING: {busy}")
+    except OSError as exc:
+        status, sweep.error = "failed", sweep.error or describe_os_error(exc)
+        raise
+    finally:
+        if sweep.meta is not None and sweep.out.is_dir():
+            overhead, without = sweep.summary.overhead, sweep.summary.overhead_without_placement
+            sweep.meta.close(status, measured=sweep.measured, failed=sweep.failed, wall_s=round(wall, 2),
+                             point_seconds=sweep.point_seconds, overhead=round(overhead, 3) if overhead else None,
+                             overhead_without_placement=round(without, 3) if without else None,
+                             time=sweep.accounting.summary(), host_load=sweep.host_load.summary(),
+                             **({"error": sweep.error} if sweep.error else {}))
 
 
 def session(sweep: Sweep, stack: contextlib.ExitStack, started: float) -> None:

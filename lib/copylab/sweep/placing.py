@@ -107,23 +107,12 @@ class SweepPlacement:
         return self.cpus is not None
 
     def turn_off(self, why: str) -> None:
-        """A probe answered something that is not a round trip, or nothing in time: no point of this
-        sweep is probed from here (each row's note says why), and the sweep says so once."""
-        if self.off:
-            return
-        self.off = why
-        self.cpus, self.reason = None, f"not probed: {why}"
-        self.sweep.log(f"WARNING: placement: {why}")
-        self.record()
-
-    def off_in(self, rows) -> None:
-        """A probe that misbehaved inside a group (its rows' notes say so) turns placement off for the
-        groups after it."""
-        for row in rows:
-            note = str(row.get("placement_note") or "")
-            if rule.OFF_FOR_RUN in note:
-                self.turn_off(note.split(": ", 1)[-1])
-                return
+        """A probe answered something that is not a round trip, or nothing in time (why; "": nothing
+        happened): no point of this sweep is probed from here (each row's note says why), said once."""
+        if why and not self.off:
+            self.off, self.cpus, self.reason = why, None, f"not probed: {why}"
+            self.sweep.log(f"WARNING: placement: {why}")
+            self.record()
 
     def calibrate(self) -> None:
         """Probes over a couple of seconds before the first point, after the earlier sessions' probes
@@ -179,7 +168,7 @@ class SweepPlacement:
         """After a group: its probes (kept runs and runs set aside) join the history, and its set-aside
         runs beside the runs kept in their place tell whether re-measuring is worth it here."""
         rows = [self.sweep.rows[p] for p in point_ids if p in self.sweep.rows]
-        self.off_in(rows)
+        self.turn_off(probe_gone_off(rows))  # a probe that misbehaved inside the group
         aside = self._apart_rows(point_ids)
         self.history += rule.round_trips(rows) + rule.round_trips(row for _, row in aside)
         del self.history[:-rule.HISTORY]
@@ -217,10 +206,8 @@ class SweepPlacement:
             with rule.CpuDistance(self.history) as distance:
                 value = distance.probe(self.cpus)
                 self.history = distance.history
-        except rule.ProbeMisbehaved as exc:
-            self.turn_off(str(exc))
-            return f"the CPUs could not be probed: {exc}"
         except CopylabError as exc:
+            self.turn_off(str(exc) if isinstance(exc, rule.ProbeMisbehaved) else "")
             return f"the CPUs could not be probed: {exc}"
         return f"the CPUs are apart now ({value:.0f} ns): they would be taken apart again" \
             if distance.apart(value) else ""
@@ -242,6 +229,12 @@ class SweepPlacement:
             if row is not None:
                 rows.append((pid, row))
         return rows
+
+
+def probe_gone_off(rows) -> str:
+    """Why a probe turned placement off inside a group, as its rows' notes say ("" when none did)."""
+    notes = (str(row.get("placement_note") or "") for row in rows)
+    return next((note.split(": ", 1)[-1] for note in notes if rule.OFF_FOR_RUN in note), "")
 
 
 def _speed(row: dict) -> float | None:
