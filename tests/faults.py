@@ -165,3 +165,14 @@ def cmdline(pid: int) -> str:
     with contextlib.suppress(OSError):
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
     return ""
+
+
+@contextlib.contextmanager
+def small_tmpfs(path: Path, size: str):
+    """A tmpfs of size mounted at path (made) for a while: a disk that fills up. Root only."""
+    path.mkdir(exist_ok=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], check=True)
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", str(path)], check=True)

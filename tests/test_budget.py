@@ -97,3 +97,24 @@ def test_the_runs_kept_apart_in_an_extra_pass_are_measured_again_before_the_next
     budget.spend(sweep)
     assert events == ["plan", ("measure", (spec.point_id(),)), ("retake", "pass 3"),
                       "plan", ("measure", (later.point_id(),)), ("retake", "pass 4"), "plan"]
+
+
+def test_a_budget_the_extra_passes_cannot_use_is_said_not_ignored(tmp_path, monkeypatch):
+    """budget_min with fewer than 3 repetitions added no pass without a word: the sweep's first lines
+    say what it does and does not do (it still bounds placement)."""
+    from types import SimpleNamespace
+
+    from copylab.params import parse_grid
+    from copylab.sweep import driver
+
+    data = {"name": "g", "impls": ["a1"], "modes": ["throughput"], "msg_sizes": [1024], "threads": [1],
+            "duration_s": 0.2, "warmup_s": 0.1, "topology": "loopback", "budget_min": 5, "repetitions": 2}
+    line = est.unused_budget(parse_grid(data))
+    assert line.startswith("budget_min 5: no extra pass will run, since extra passes need at least 3 repetitions")
+    assert "(this grid has 2)" in line and "placement" in line
+    assert est.unused_budget(parse_grid({**data, "repetitions": 3})) == ""
+    assert est.unused_budget(parse_grid({k: v for k, v in data.items() if k != "budget_min"})) == ""
+    said = []
+    monkeypatch.setattr(driver, "Sweep", lambda *args: SimpleNamespace(run=lambda: "measured", mixed_builds=False))
+    assert driver.run_sweep("g.yaml", tmp_path / "out", grid=parse_grid(data), say=said.append) == "measured"
+    assert f"WARNING: {line}" in said

@@ -411,6 +411,10 @@ BAD_INPUTS = {
     "no results.csv": ("no-results", ["--roll", ROLL], "results.csv"),
     "no report.pdf": ("no-report", ["--roll", ROLL], "report.pdf"),
     "--out is a file": ("valid", ["--roll", ROLL, "--out", "{file}"], "not a folder"),
+    # issue 46: the zip was written where the sweep keeps its records (a resume or the lab reads them)
+    "--out in the sweep's runs/": ("valid", ["--roll", ROLL, "--out", "{source}/runs"], "among the records of the sweep"),
+    "--out deeper in its profiles/": ("valid", ["--roll", ROLL, "--out", "{source}/profiles/x"],
+                                      "among the records of the sweep"),
     "placeholders": ("placeholders", [], "not bundled: still placeholders: author, repo_url, the AI declaration"),
 }
 
@@ -422,12 +426,38 @@ def test_bad_input_is_one_line_and_writes_nothing(sources, tmp_path, case):
     source = sources[variant]
     a_file = tmp_path / "a-file"
     a_file.write_text("not a folder\n")
-    args = [a.format(file=a_file) for a in args]
+    args = [a.format(file=a_file, source=source) for a in args]
     before = (folder_state(source), folder_state(tmp_path))
     proc = run_copylab("bundle", str(source), *args, timeout=300)  # default --out: the source folder
     assert_one_line_error(proc, needle)
     assert (folder_state(source), folder_state(tmp_path)) == before
     assert sorted(p.name for p in source.iterdir()) == sorted(before[0])  # no hidden staging folder
+
+
+@pytest.mark.slow
+def test_a_sweep_measuring_now_is_not_bundled(sources, tmp_path):
+    """The commands that read a sweep share one policy (sweep/folder.check_state): one that a live sweep
+    holds (its lock) is refused in one line, as report and compare refuse it."""
+    import fcntl
+    import shutil
+
+    from copylab import bundle as bundle_module
+
+    folder = tmp_path / "measuring"
+    shutil.copytree(sources["valid"], folder)
+    with open(folder / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        with pytest.raises(CopylabError, match=r"is mid-sweep: a sweep is measuring into it now") as refused:
+            bundle_module.check_inputs(folder, roll=ROLL, out_dir=tmp_path)
+    assert "\n" not in str(refused.value) and not (tmp_path / f"{ROLL}_PA02").exists()
+    # once it stopped (interrupted), it is bundled with the warning report and compare give
+    inputs = bundle_module.check_inputs(folder, roll=ROLL, out_dir=tmp_path)
+    inputs.meta.update(status="interrupted", finished_at="2026-11-28T10:00:00+00:00")
+    said = bundle_module.readme.warnings(inputs, {"results": {"sweep_status": "interrupted", "git_revision": "x"},
+                                                  "sources": {"git_revision": "x"}})
+    assert len(said) == 1 and said[0].startswith(
+        f"{str(folder)!r} is an interrupted sweep: its sweep was interrupted at 2026-11-28T10:00:00+00:00 (meta.json "
+        f"status 'interrupted'); it holds {len(inputs.df)} measured row(s)") and "resume it" in said[0], said
 
 
 @pytest.mark.slow

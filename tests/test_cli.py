@@ -3,6 +3,7 @@ folders are refused in one line, before anything runs or is written."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -188,3 +189,32 @@ def test_the_working_set_recorded_is_the_one_used(asked, msg_size, used):
     assert proc.returncode == 0, proc.stderr
     row = json.loads(proc.stdout)
     assert row["status"] == "ok" and row["working_set_bytes"] == used == row["ring_messages"] * msg_size
+
+
+
+@pytest.mark.slow
+def test_a_reader_that_goes_away_ends_the_command_quietly(native_build, tmp_path):
+    """`copylab run --show-output | head -1` ended in "error: Broken pipe (EPIPE)", exit 1: the reader
+    that closed the pipe is no error of the run's. Quiet, 141 (128 + SIGPIPE) as a C program has."""
+    import subprocess
+    import sys
+
+    run = [sys.executable, "-m", "copylab", "run", "--impl", "a1", "--mode", "throughput", "--msg-size", "4096",
+           "--duration", "0.2", "--warmup", "0.05", "--topology", "loopback", "--show-output"]
+    errors = tmp_path / "stderr.txt"
+    # head -1 goes after one line, or after all of them when they came at once (then nothing fails): a
+    # reader that goes at once makes the row's first write meet a closed pipe every time
+    script = '"$@" 2>"$ERRORS" | true; echo "${PIPESTATUS[0]}"'
+    proc = subprocess.run(["bash", "-c", script, "bash", *run], capture_output=True, text=True, cwd=ROOT,
+                          timeout=120, env={**os.environ, "ERRORS": str(errors)})
+    stderr = errors.read_text()
+    assert proc.stdout == "141\n", proc.stdout
+    assert "Broken pipe" not in stderr and "copylab run: error" not in stderr and "Traceback" not in stderr, stderr[-500:]
+    assert "[server] $" in stderr, "the program output --show-output prints still goes to stderr"
+
+
+def test_an_error_naming_a_path_with_a_line_break_or_a_bidi_control_is_still_one_line(tmp_path):
+    """A message is one terminal line whatever the path in it holds: a line break or a right-to-left
+    override (which reordered the rest of the line) is shown as an escape (cli.py, escape.one_line)."""
+    proc = run_copylab("report", str(tmp_path / "no\nsuch\u202edir"), timeout=60)
+    assert_one_line_error(proc, "no\\nsuch\\u202edir")

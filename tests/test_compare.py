@@ -4,6 +4,7 @@ with a known change, or none), and on the real quick sweep compared with a copy 
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import re
@@ -171,15 +172,20 @@ def test_grids_that_differ_are_compared_on_what_they_share(tmp_path):
 # bad input: one line, nothing written in either folder
 
 
+_HELD: list = []  # the lock of the "running" folder, held as a live sweep holds it
+
+
 def bad_folders(tmp_path: Path, a: Path, b: Path) -> list[tuple[list[str], str]]:
     """(arguments, what the one line must say) of every bad input, the folders made in tmp_path."""
     unrelated = tmp_path / "photos"
     unrelated.mkdir()
     (unrelated / "cat.txt").write_text("not a sweep")
-    running = tmp_path / "running"  # mid-sweep
+    running = tmp_path / "running"  # mid-sweep: its sweep holds the folder's lock (as sweep/folder.exclusive does)
     shutil.copytree(b, running)
     meta = json.loads((running / "meta.json").read_text())
     (running / "meta.json").write_text(json.dumps({**meta, "status": "running"}))
+    _HELD.append(open(running / ".lock", "w"))
+    fcntl.flock(_HELD[-1], fcntl.LOCK_EX | fcntl.LOCK_NB)
     bare = tmp_path / "bare"  # no meta.json: not a sweep folder
     bare.mkdir()
     shutil.copy(a / "results.csv", bare / "results.csv")
@@ -194,7 +200,7 @@ def bad_folders(tmp_path: Path, a: Path, b: Path) -> list[tuple[list[str], str]]
     rows.to_csv(other / "results.csv", index=False)
     return [([a, unrelated], "results.csv does not exist"),
             ([tmp_path / "nowhere", b], "A ("),
-            ([a, running], "mid-sweep (meta.json status 'running')"),
+            ([a, running], "is mid-sweep: a sweep is measuring into it now (it holds the folder's lock)"),
             ([bare, b], "no meta.json beside results.csv"),
             ([old, b], "results.csv lacks receive, latency_p50_us, which the other folder's has"),
             ([a, other], "share no measured point"),
@@ -210,16 +216,18 @@ def _prepare(args: list, out: Path) -> None:
                            options.get("--out", out))
 
 
-def test_bad_input_is_refused_in_one_line_and_writes_nothing(tmp_path):
-    """One folder's problem, or the pair's, is one line naming it; nothing is written anywhere."""
+@pytest.mark.parametrize("cases_of", ["bad_folders", "more_bad"], ids=["round 4", "issue 46"])
+def test_bad_input_is_refused_in_one_line_and_writes_nothing(tmp_path, cases_of):
+    """One folder's problem, or the pair's, is one line naming it (a long value cut); nothing is written
+    anywhere, the user's own files least of all."""
     a, b = write_pair(tmp_path, 61, 62)
-    cases = bad_folders(tmp_path, a, b)
+    cases = globals()[cases_of](tmp_path, a, b)
     before = snapshot(tmp_path)
     for args, says in cases:
         with pytest.raises(CopylabError) as refused:
             _prepare(args, tmp_path / "cmp-out")
         line = str(refused.value)
-        assert says in line and "\n" not in line, (args, line)
+        assert says in line and "\n" not in line and len(line) < 600, (args, line)
     assert snapshot(tmp_path) == before
 
 
@@ -237,6 +245,82 @@ def test_the_command_refuses_bad_input_in_one_line_with_exit_2(tmp_path):
         assert proc.returncode == 2 and len(lines) == 1 and says in lines[0], proc.stderr
         assert lines[0].startswith("copylab compare: error: ")
     assert snapshot(tmp_path) == before
+
+
+def more_bad(tmp_path: Path, a: Path, b: Path) -> list[tuple[list, str]]:
+    """Issue 46: the inputs compare took without a word (itself, a user's folder as --out, a sweep's
+    records as --out) or echoed whole (a 10 kB label), and labels that reorder or vanish in the PDF."""
+    copy = tmp_path / "copy-of-a"
+    shutil.copytree(a, copy)
+    link = tmp_path / "link-to-a"
+    link.symlink_to(a)
+    mine = tmp_path / "my-notes"  # the user's own folder, with files of the names compare writes
+    mine.mkdir()
+    (mine / "comparison.pdf").write_text("my own PDF")
+    (mine / "compare.ipynb").write_text("{}")
+    c = default_like.write(tmp_path / "c", seed=3)  # another sweep: its records are its own
+    return [([a, a], "A and B are the same folder"),
+            ([a, link], "A and B are the same folder"),
+            ([a, copy], "holds the same sweep as A (" + repr(str(a)) + "): identical results.csv and meta.json"),
+            ([a, b, "--out", mine], f"--out {str(mine)!r}: not empty and not a folder copylab made (it holds "
+                                    "compare.ipynb, comparison.pdf); copylab compare would overwrite files there"),
+            ([a, b, "--out", c / "runs" / "cmp"], f"among the records of the sweep {str(c)!r}"),
+            ([a, b, "--out", mine / "comparison.pdf"], "exists and is not a folder"),
+            ([a, b, "--label-b", "B\u202eevil.exe"], "it holds U+202E (RIGHT-TO-LEFT OVERRIDE)"),
+            ([a, b, "--label-a", "x\u2066y"], "--label-a: must be 1 to 60 printable characters"),
+            ([a, b, "--label-a", "q" * 10_000], "got 'qqqqqqqqqq"),
+            ]
+
+
+def test_the_command_says_a_sweep_compared_with_itself_in_one_line(tmp_path):
+    a, _ = write_pair(tmp_path, 65, 66)
+    (tmp_path / "link-to-a").symlink_to(a)
+    before = snapshot(tmp_path)
+    proc = run_copylab("compare", str(a), str(tmp_path / "link-to-a"), timeout=60)
+    assert proc.returncode == 2 and proc.stderr.startswith("copylab compare: error: A and B are the same folder")
+    assert len(proc.stderr.strip().splitlines()) == 1 and snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("status, says", [
+    ("interrupted", "its sweep was interrupted at 2026-11-28T10:00:00+00:00 (meta.json status 'interrupted')"),
+    ("failed", "its sweep was stopped by an error at 2026-11-28T10:00:00+00:00"),
+    ("running", "its sweep ended without closing its books (killed, or the machine stopped): meta.json still says "
+                "running")])
+def test_an_interrupted_sweep_is_compared_with_a_warning_saying_how_much_it_holds(tmp_path, status, says):
+    """Compare took an interrupted sweep (16 of 36 rows) as finished without a word. A sweep measuring
+    now is refused (test above, its lock held); one that stopped, however (a signal, an error, kill -9:
+    meta.json still says running but nobody holds the lock), is compared with one warning."""
+    a, b = write_pair(tmp_path, 67, 68)
+    rows = pd.read_csv(b / "results.csv")
+    rows.iloc[: len(rows) // 2].to_csv(b / "results.csv", index=False)
+    meta = json.loads((b / "meta.json").read_text())
+    (b / "meta.json").write_text(json.dumps({**meta, "status": status, "finished_at": "2026-11-28T10:00:00+00:00"}))
+    said = []
+    params = compare_report.prepare(a, b, out=tmp_path / "cmp", say=said.append)
+    assert params["b_dir"] == str(b.resolve())
+    assert len(said) == 1 and said[0].startswith(f"copylab compare: warning: B ({str(b)!r}) is an interrupted sweep: "), said
+    assert says in said[0] and f"it holds {len(rows) // 2} measured row(s)" in said[0] and "resume it" in said[0]
+    assert not (tmp_path / "cmp").exists()
+
+
+def test_two_folders_of_one_name_are_labelled_by_their_paths(tmp_path):
+    """Two sweeps named quick got labels "quick (A)", "quick (B)", which titles adding the side doubled."""
+    assert compare_report.default_labels(Path("/r/runs1/quick"), Path("/r/runs2/quick")) == ("runs1/quick", "runs2/quick")
+    assert compare_report.default_labels(Path("/r/a"), Path("/r/b")) == ("a", "b")
+    assert compare_report.default_labels(Path("/x/q\u202euick"), Path("/y/q\u202euick")) == ("x/quick", "y/quick")
+
+
+def test_a_folder_compare_made_is_written_again_and_a_new_empty_one_is_taken(tmp_path):
+    from copylab import fsutil
+
+    made = tmp_path / "made"
+    fsutil.make_output_dir(made, "copylab compare")
+    (made / "comparison.pdf").write_text("an earlier comparison")
+    fsutil.check_output_dir(made, "--out", "copylab compare")  # copylab's own: written again
+    (tmp_path / "empty").mkdir()
+    fsutil.check_output_dir(tmp_path / "empty", "--out", "copylab compare")
+    fsutil.check_output_dir(tmp_path / "new", "--out", "copylab compare")
+    assert (made / fsutil.OUTPUT_MARK).read_text() == "made by copylab: copylab compare\n"
 
 
 def test_prepare_names_the_side_of_a_bad_folder(tmp_path):
@@ -260,8 +344,8 @@ def test_compare_writes_the_report_and_comparison_json_and_leaves_both_folders_a
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip().splitlines()[-1] == str(out / "comparison.pdf")
     assert snapshot(a, b) == before
-    assert sorted(p.name for p in out.iterdir()) == ["compare.ipynb", "comparison.html", "comparison.json",
-                                                      "comparison.pdf"]
+    assert sorted(p.name for p in out.iterdir()) == [".copylab-output", "compare.ipynb", "comparison.html",
+                                                      "comparison.json", "comparison.pdf"]
     doc = json.loads((out / "comparison.json").read_text())
     assert doc["b"]["label"] == label
     # the contract's decision (each at 95%); whether it also stands after Holm's correction over its

@@ -136,3 +136,53 @@ def test_shell_gives_one_word(value):
     out = subprocess.run(["bash", "-c", f"printf '%s|' {escape.shell(value)}"], capture_output=True, text=True,
                          check=True).stdout
     assert out == escape.clean(value) + "|"
+
+
+# bidirectional controls reorder what follows them ("B\u202eevil.exe" printed "Bexe.live" in the PDF), line
+# and paragraph separators break a line nobody typed, C0/C1 controls vanish or drive a terminal (issue 46)
+UNSEEN = ["\u202e", "\u202d", "\u202a", "\u202b", "\u202c", "\u2066", "\u2067", "\u2068", "\u2069", "\u200e", "\u200f",
+          "\u061c", "\u2028", "\u2029", "\x85", "\x1b", "\x00", "\x7f", "\x9b"]
+
+
+@pytest.mark.parametrize("char", UNSEEN, ids=[f"U+{ord(c):04X}" for c in UNSEEN])
+def test_bidi_controls_and_separators_are_filtered_out_of_every_page_target(char):
+    text = f"B{char}evil.exe"
+    for target in (escape.markdown, escape.markdown_prose, escape.markdown_code, escape.latex, escape.html,
+                   escape.clean):
+        assert char not in target(text), target.__name__
+    assert visible_html(markdown2html_mistune(escape.markdown(text))) == "Bevil.exe"
+    assert escape.unsafe_character(text) == f"U+{ord(char):04X} " + escape.unsafe_character(char).split(" ", 1)[1]
+
+
+def test_the_first_unsafe_character_is_named_by_its_code_point():
+    assert escape.unsafe_character("B\u202eevil.exe") == "U+202E (RIGHT-TO-LEFT OVERRIDE)"
+    assert escape.unsafe_character("a\u2066b\u202ec") == "U+2066 (LEFT-TO-RIGHT ISOLATE)"
+    assert escape.unsafe_character("two\nlines") == "U+000A (LINE FEED)"
+    assert escape.unsafe_character("\x1b[31m") == "U+001B (a control character)"
+    # every script a name may be written in, and the joiners its letters need, pass
+    for name in SCRIPTS + ["naïve café", "क्‍ष", "👩‍💻", "a\u00a0b"]:
+        assert escape.unsafe_character(name) is None, name
+
+
+def test_a_value_in_a_message_is_quoted_visibly_and_cut_when_long():
+    assert escape.quoted("my results") == "'my results'"
+    assert escape.quoted("B\u202eevil") == "'B\\u202eevil'" and "\u202e" not in escape.quoted("B\u202eevil")
+    assert escape.quoted("a\nb") == "'a\\nb'"
+    long = escape.quoted("x" * 10_000)
+    assert len(long) < 100 and long.endswith("... (10000 characters)") and long.startswith("'xxx")
+
+
+def test_a_message_is_one_line_whatever_it_holds():
+    message = escape.one_line("output/a\nb: no such folder \u202eevil\t" + "y" * 10_000 + " end")
+    assert "\n" not in message and "\u202e" not in message and "\t" not in message
+    assert message.startswith("output/a\\nb: no such folder \\u202eevil\\t") and message.endswith("y end")
+    assert len(message) < 2100 and "characters cut" in message
+    assert escape.one_line("plain, unchanged") == "plain, unchanged"
+
+
+@pytest.mark.parametrize("path", ["my results", "-rf", "it's", "$(touch x)", "/abs/-x", "a\u202eb"])
+def test_a_path_in_a_printed_command_is_one_word_and_never_an_option(path):
+    out = subprocess.run(["bash", "-c", f"printf '%s|' {escape.shell_path(path)}"], capture_output=True, text=True,
+                         check=True).stdout
+    expected = escape.clean(path)
+    assert out == ("./" + expected if expected.startswith("-") else expected) + "|"

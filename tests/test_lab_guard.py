@@ -215,3 +215,14 @@ def test_the_users_own_work_is_still_written(server, sweep):
     assert (sweep / "work" / "analysis-Copy1.ipynb").is_file()
     assert request(port, token, "GET", "/api/contents/results.csv")[1]["writable"] is False
     assert request(port, token, "GET", "/api/contents/work%2F..%2Fresults.csv")[1]["writable"] is False
+
+
+def test_the_lab_offers_no_terminal(server):
+    """A lab on a results folder needs notebooks, not a shell: JupyterLab's terminals (a root shell
+    when copylab runs as root, past every guard on the sweep's files) are off (lab.command)."""
+    port, token = server
+    assert request(port, token, "GET", "/api/status")[0] == 200  # the server answers, with this token
+    assert request(port, token, "POST", "/api/terminals")[0] == 404
+    assert request(port, token, "GET", "/api/terminals")[0] == 404
+    status, body = request(port, token, "GET", "/terminals/1")
+    assert status == 404, body

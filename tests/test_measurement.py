@@ -68,3 +68,61 @@ def test_a_profiled_run_is_marked_and_carries_its_columns():
                     None)
     assert row["run_kind"] == "profile" and row["profile_mode"] == "per_cpu" and row["srv_prof_samples"] == 480
     assert row["point_id"].endswith("_prof")
+
+
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+# what a program may print that no measurement can be (issue 46: a client's 1.8e19 Gbit/s gave an ok row
+# that validation took; a string, a negative count) -> the words the point's error says
+IMPOSSIBLE = {
+    "throughput no memory moves": ({"throughput_gbps": 1.8e19}, "throughput_gbps = '1.8e+19': impossible: more than "
+                                                                "10000 Gbit/s"),
+    "a negative count": ({"send_calls": -3.0}, "send_calls = '-3.0': cannot be negative"),
+    "text for a number": ({"latency_p99_us": "fast"}, "latency_p99_us = 'fast': not a number"),
+    "an infinite rate": ({"throughput_gbps": math.inf}, "throughput_gbps = 'inf': must be a finite number"),
+    "a share above one": ({"srv_cpu_busy": 7.0}, "srv_cpu_busy = '7.0': impossible: a share, at most 1"),
+}
+
+
+@pytest.mark.parametrize("case", IMPOSSIBLE)
+def test_a_value_no_measurement_can_be_fails_the_point_and_is_left_empty(tmp_path, case):
+    """Checked where the programs' answers become columns: the point fails (values_invalid) naming the
+    value, the value is left empty (the record's raw output keeps it), and the row is one that
+    `copylab report` reads (validate.py refuses the same values at load)."""
+    from copylab import analysis
+    from copylab.contract import COLUMNS as ALL
+
+    fields, needle = IMPOSSIBLE[case]
+    base = collected().result
+    got = collected(Result({**base.fields, **{k: v for k, v in fields.items() if k != "srv_cpu_busy"}}, None, base.series))
+    if "srv_cpu_busy" in fields:
+        got.cpu["srv_cpu_busy"] = fields["srv_cpu_busy"]
+    row = build_row(SPEC, "netns", plan(), got, None)
+    assert (row["status"], row["error_kind"]) == ("failed", ErrorKind.VALUES) and needle in row["error"], row["error"]
+    column = next(iter(fields))
+    assert math.isnan(row[column])
+    pd.DataFrame([row], columns=list(ALL)).to_csv(tmp_path / "results.csv", index=False)
+    df, _ = analysis.load_results(tmp_path)  # read, not refused (a failed row stays out of the statistics)
+    assert df.empty
+
+
+def test_an_ok_row_without_its_measure_fails_as_no_result():
+    base = collected().result
+    row = build_row(SPEC, "netns", plan(), collected(Result({**base.fields, "throughput_gbps": math.nan}, None,
+                                                            base.series)), None)
+    assert (row["status"], row["error_kind"]) == ("failed", ErrorKind.NO_RESULT)
+    assert row["error"] == "the result holds no throughput_gbps: nothing measured to report"
+
+
+def test_a_stretched_window_is_named_before_the_answer_it_cost():
+    """A client stopped inside its window can lose its answer too (its perf stat, seeing it stopped and
+    continued, returns early, and the program dies with it: sides.PARENT_DEATH): the row names the
+    stretched window, what went wrong first."""
+    stretched = (ErrorKind.STRETCHED, "the window lasted 3.60 s of wall clock for a 1 s window")
+    got = collected(Result({"throughput_gbps": math.nan}, (ErrorKind.NO_RESULT, "client printed no JSON result")))
+    got.doubts = got.stretched = stretched
+    row = build_row(SPEC, "netns", plan(), got, None)
+    assert (row["error_kind"], row["error"]) == stretched
+    row = build_row(SPEC, "netns", plan(), got, (ErrorKind.STOPPED, "the client was stopped"))
+    assert row["error_kind"] == ErrorKind.STOPPED, "the stages' own failure still comes first"

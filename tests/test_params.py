@@ -296,3 +296,15 @@ def test_papermill_documents_every_notebook_parameter_with_its_type(name):
     for key, p in params.items():
         assert p["inferred_type_name"] not in ("None", "") and p["help"], (key, p)
         assert f"{key}: {p['inferred_type_name']} (default" in shown.output and p["help"] in shown.output
+
+
+@pytest.mark.parametrize("value", ["Auto", "AUTO", "best", 2.5, True])
+def test_rounds_that_are_neither_a_number_nor_auto_are_refused_naming_auto(value):
+    """`rounds: "Auto"` was refused with "Input should be a valid integer", never naming the word it
+    takes: the line names both forms, and the value as written."""
+    with pytest.raises(CopylabError) as info:
+        parse_grid({**GOOD, "rounds": value}, source="bad.yaml")
+    message = str(info.value)
+    assert "rounds: must be a whole number from 1 to" in message and "or auto (lower case)" in message
+    assert repr(value) in message and "\n" not in message
+    assert parse_grid({**GOOD, "rounds": "auto"}).rounds == "auto" and parse_grid({**GOOD, "rounds": 3.0}).rounds == 3

@@ -7,6 +7,8 @@ import json
 import math
 import re
 import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -176,7 +178,8 @@ def test_an_unpinned_point_is_measured_once_with_why_it_was_not_probed():
 
 def test_measure_points_keeps_the_set_aside_run_under_apart(monkeypatch, tmp_path):
     trips = [50.0, 300.0, 300.0, 50.0, 52.0]
-    monkeypatch.setattr(experiment, "CpuDistance", lambda history, allowance, futile_waits=0: ScriptedDistance(trips))
+    monkeypatch.setattr(experiment, "CpuDistance",
+                        lambda history, allowance, futile_waits=0, off="": ScriptedDistance(trips))
     monkeypatch.setattr(experiment, "probe_topology", lambda topo: None)
     calls = []
 
@@ -274,7 +277,7 @@ def test_the_grid_key_placement_is_on_by_default_and_can_be_turned_off():
 
 
 def test_measure_points_with_placement_off_probes_nothing(monkeypatch, tmp_path):
-    monkeypatch.setattr(experiment, "CpuDistance", lambda history, allowance, futile_waits=0: ScriptedDistance([]))  # a probe would fail
+    monkeypatch.setattr(experiment, "CpuDistance", lambda history, allowance, futile_waits=0, off="": ScriptedDistance([]))  # a probe would fail
     monkeypatch.setattr(experiment, "probe_topology", lambda topo: None)
 
     def fake_run_point(spec, plan, topo, workdir=None, profile_dir=None):
@@ -290,18 +293,153 @@ def test_measure_points_with_placement_off_probes_nothing(monkeypatch, tmp_path)
     assert row["placement_note"] == placement.OFF and row["cpu_round_trip_ns"] is None  # NaN in the record: null
 
 
-def test_a_probe_that_answers_nonsense_is_stopped_and_named(monkeypatch, tmp_path):
+# a stand-in cpuprobe for each way a probe's answer can be wrong: what it prints to the first request
+# (after two good answers, so the calibration's probes and the runs' probes are both tried), what the
+# message must quote
+MISBEHAVING = {
+    "negative": ("echo -5", "answered '-5', not a round trip"),
+    "too large": ("echo 1e308", "answered '1e308', not a round trip"),
+    "not a number": ("echo nan", "answered 'nan'"),
+    "infinite": ("echo inf", "answered 'inf'"),
+    "zero": ("echo 0.0", "answered '0.0'"),
+    "a word": ("echo fast", "answered 'fast'"),
+    "an empty line": ("echo", "answered ''"),
+    "a bidi control": ("printf '5\\342\\200\\256\\n'", "answered '5\\u202e'"),
+    "a line without end": ("head -c 100000 /dev/zero | tr '\\0' 7", "answered a line longer than 64 bytes ('7777"),
+    # in one write (printf may write a line at a time: then the second is the next request's "answered before it was asked")
+    "two lines": (f"{sys.executable} -c 'import os; os.write(1, b\"50.0\\n51.0\\n\")'",
+                  "answered more than one line to one request ('50.0\\n51.0\\n')"),
+    "silence": ("sleep 100", "gave no answer within 0.3 s"),
+}
+
+
+def _misbehaving_probe(tmp_path: Path, action: str) -> Path:
+    """A cpuprobe that answers two requests with 50.0 ns, then does action for each later request;
+    it appends its pid to tmp_path/pids when it starts."""
+    script = tmp_path / "cpuprobe"
+    script.write_text(f"#!/bin/bash\necho $$ >> {tmp_path}/pids\nn=0\nwhile read line; do\n  n=$((n + 1))\n"
+                      f"  if [ $n -le 2 ]; then echo 50.0; else {action}; fi\ndone\n")
+    script.chmod(0o755)
+    return script
+
+
+@pytest.mark.parametrize("kind", list(MISBEHAVING))
+def test_a_probe_that_misbehaves_turns_placement_off_for_the_run_naming_what_it_said(monkeypatch, tmp_path, kind):
+    """-5 and 1e308 gave rows the report then refused, nan a run counted as placed without a round
+    trip, a silent probe hung the sweep: every answer is checked (a number of ns from 1 to 1e9, within
+    ANSWER_S); the first that is not a round trip turns placement off for the rest of the run, with
+    the program and what it said in every later row's note, no probe asked again."""
     from copylab.topology import pid_alive
 
+    action, said = MISBEHAVING[kind]
+    monkeypatch.setattr(placement, "PROBE", _misbehaving_probe(tmp_path, action))
+    monkeypatch.setattr(placement, "ANSWER_S", 0.3)
+    runs = []
+    with CpuDistance(BIMODAL) as distance:
+        assert distance.probe((0, 1)) == 50.0
+        first = placed(distance, (0, 1), "", ok_run(runs))  # its probe after the run misbehaves
+        later = [placed(distance, (0, 1), "", ok_run(runs)) for _ in range(3)]
+    assert len(runs) == 4, "every run measured, none set aside, none hung"
+    note = first[-1][1]["placement_note"]
+    assert note.startswith("not probed after the run: cpuprobe 0 1 ") and said in note, note
+    assert note.endswith("; placement off for the rest of this run") and "\n" not in note and len(note) < 250
+    for attempts in later:
+        (row, _), columns = attempts[-1]
+        assert columns["placement_note"] == f"not probed: {distance.off}" and math.isnan(columns["cpu_round_trip_ns"])
+        assert columns["cpus_apart"] == "" and row["status"] == "ok"
+    pids = (tmp_path / "pids").read_text().split()
+    assert len(pids) == 1, "a probe that misbehaved is not started again"
+    assert not pid_alive(int(pids[0])), "the probe that misbehaved still runs"
+    assert distance.history == BIMODAL + [50.0, 50.0], "nothing it said was learned from"
+
+
+def test_a_sweep_whose_probe_misbehaves_says_so_once_and_probes_no_later_point(monkeypatch, tmp_path):
+    """In a sweep the calibration (or a group's notebook) meets the probe that misbehaves: one warning
+    in sweep.log naming the program and what it said, meta.json's placement note, and every later
+    group told (placement_state "off"): its rows unprobed with that reason, no probe started again."""
+    from types import SimpleNamespace
+
+    from copylab.sweep.placing import SweepPlacement
+
+    monkeypatch.setattr(placement, "PROBE", _misbehaving_probe(tmp_path, "echo -5"))
+    monkeypatch.setattr(placement, "CALIBRATION_SPACING_S", 0.0)
+    logged, updates = [], []
+    (tmp_path / "runs").mkdir()
+    grid = SimpleNamespace(pin_server="0", pin_client="1", placement=True, equivalence_margin=0.10)
+
+    def a_sweep():
+        return SimpleNamespace(grid=grid, topology="netns", rows={}, runs=tmp_path / "runs", say=logged.append,
+                               log=logged.append, accounting=SimpleNamespace(placement_all=0.0), last_row=None,
+                               meta=SimpleNamespace(update=lambda **kw: updates.append(kw), previous={}))
+
+    placing = SweepPlacement(a_sweep())
+    placing.calibrate()
+    warnings = [line for line in logged if "WARNING" in line]
+    assert warnings == ["WARNING: placement: cpuprobe 0 1 answered '-5', not a round trip (a number of nanoseconds "
+                        "from 1 to 1e+09); placement off for the rest of this run"]
+    assert not placing.active and updates[-1]["placement"]["note"] == f"not probed: {placing.off}"
+    state = placing.group_params(group_s=10.0, elapsed_s=5.0, behind=False)
+    assert state["off"] == placing.off
+
+    monkeypatch.setattr(experiment, "probe_topology", lambda topo: None)
+    monkeypatch.setattr(experiment, "run_point", lambda spec, plan, topo, workdir=None, profile_dir=None: (
+        {**empty_row(spec, topo.kind), "status": "ok", "point_id": spec.point_id()}, {}))
+    point = dict(impl="a1", mode="throughput", msg_size=1024, threads=1, duration_s=0.5, warmup_s=0.1,
+                 pin_server="0", pin_client="1")
+    records = experiment.measure_points([point, {**point, "msg_size": 2048}], topology="loopback",
+                                        placement_state=state, say=lambda _t: None)
+    assert [r["row"]["placement_note"] for r in records] == [f"not probed: {placing.off}"] * 2
+    assert len((tmp_path / "pids").read_text().split()) == 1, "a group started the probe again"
+
+    # a probe that misbehaves inside a group: its rows say so, and the sweep turns placement off after it
+    logged.clear()
+    later = SweepPlacement(a_sweep())
+    later.sweep.rows = {r["row"]["point_id"]: r["row"] for r in records}
+    later.learned(list(later.sweep.rows))
+    later.learned(list(later.sweep.rows))
+    assert [line for line in logged if "WARNING" in line] == warnings and later.off == placing.off
+
+
+def test_a_probe_that_exits_is_not_misbehaving_and_the_next_run_probes_again(monkeypatch, tmp_path):
+    """A probe that fails (a CPU gone, a crash) leaves that run unplaced with its reason, as before: it
+    said why, and the next run starts a fresh one. Placement goes off only for answers that are not
+    round trips."""
     script = tmp_path / "cpuprobe"
-    script.write_text(f"#!/bin/sh\necho $$ > {tmp_path}/pid\nread line\necho nonsense\nexec sleep 100\n")
+    script.write_text(f"#!/bin/sh\necho $$ >> {tmp_path}/pids\nread line\necho 'cpuprobe: cannot run on CPU 1' >&2\n"
+                      "exit 1\n")
     script.chmod(0o755)
     monkeypatch.setattr(placement, "PROBE", script)
-    distance = CpuDistance()
-    with pytest.raises(CopylabError, match=r"^cpuprobe 0 1: no answer$"):
-        distance.probe((0, 1))
-    assert not pid_alive(int((tmp_path / "pid").read_text())), "the probe that answered nonsense still runs"
-    distance.close()
+    runs = []
+    with CpuDistance() as distance:
+        attempts = [placed(distance, (0, 1), "", ok_run(runs)) for _ in range(2)]
+    assert [a[-1][1]["placement_note"] for a in attempts] == ["not probed: cpuprobe 0 1: cpuprobe: cannot run on CPU 1"] * 2
+    assert not distance.off and len((tmp_path / "pids").read_text().split()) == 2
+
+
+def test_a_probe_that_speaks_before_it_is_asked_is_misbehaving(tmp_path):
+    """An answer waiting before the request (a probe that prints on its own, or answered one request
+    twice in two writes) would be read as the next round trip: stale, so refused."""
+    script = tmp_path / "cpuprobe"
+    script.write_text("#!/bin/sh\necho 50.0\nexec sleep 100\n")
+    script.chmod(0o755)
+    proc = subprocess.Popen([str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            bufsize=0)
+    try:
+        import select
+
+        assert select.select([proc.stdout], [], [], 10)[0], "the stand-in did not start"
+        with pytest.raises(placement.ProbeMisbehaved, match=r"^cpuprobe 0 1 answered before it was asked \('50.0\\n'\); "
+                                                            "placement off for the rest of this run$"):
+            placement.ask_probe(proc, "cpuprobe 0 1", 1.0)
+    finally:
+        proc.kill()
+        placement.stop_probe(proc)
+
+
+@pytest.mark.parametrize("text, value", [("57.3", 57.3), ("1", 1.0), ("1000000000", 1e9), ("1.5e3", 1500.0),
+                                         (" 62.0 ", 62.0)])
+def test_a_round_trip_in_range_is_read_as_its_number(text, value):
+    assert placement.round_trip_answer(text, "cpuprobe 0 1") == value
 
 
 def test_a_placement_note_from_a_results_folder_reaches_the_report_escaped():

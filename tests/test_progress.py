@@ -9,6 +9,8 @@ import os
 import re
 from pathlib import Path
 
+import pytest
+
 from copylab.pointspec import PointSpec
 from copylab.sweep import SweepSummary, describe
 from copylab.sweep.progress import PLAIN_WIDTH, Progress, label, terminal_columns
@@ -93,3 +95,21 @@ def test_the_last_lines_fit_and_name_the_next_command(tmp_path, monkeypatch):
     # `--report` (make report) goes on to the report, whose path is the last line
     assert describe(summary, next_step=False).splitlines()[-1] == "results: output/quick/results.csv"
     assert Path(tmp_path).is_dir()
+
+
+@pytest.mark.parametrize("name", ["my results", "-rf", "it's $(here)"])
+def test_the_next_command_takes_the_folder_as_one_path_however_it_is_named(tmp_path, monkeypatch, name):
+    """"next: copylab report PATH" is a command to paste: a folder with a space, a quote or a leading
+    dash stays one word that the command reads as a path (it was printed unquoted)."""
+    import shlex
+
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / name
+    summary = SweepSummary(out, total=2, measured=2, skipped=0, failed=0, wall_s=3.0, point_seconds=2.0)
+    report, lab = describe(summary).splitlines()[-2:]
+    words = shlex.split(report.removeprefix("next: "))
+    assert words[:2] == ["copylab", "report"] and len(words) == 3 and not words[2].startswith("-")
+    assert (tmp_path / words[2]).resolve() == out.resolve()
+    words = shlex.split(lab.removeprefix("  or: "))
+    assert words[:2] == ["make", "lab"] and len(words) == 3
+    assert (tmp_path / words[2].removeprefix("RESULTS=")).resolve() == out.resolve()

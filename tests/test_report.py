@@ -20,7 +20,7 @@ from conftest import run_copylab
 from copylab import analysis, report, report_display, tools
 from copylab.errors import CopylabError
 from data.analysis import synthetic
-from faults import cmdline, descendants, env_with, folder_state, path_without
+from faults import assert_one_line_error, cmdline, descendants, env_with, folder_state, path_without
 
 ROOT = Path(__file__).resolve().parents[1]
 HEADINGS = [f"{k.upper()}. {q}" for k, q in analysis.QUESTIONS.items()]
@@ -91,8 +91,8 @@ def test_report_pdf_and_html_from_synthetic_sweep(tmp_path):
     decl.write_text("SYNTHETIC declaration: no AI was harmed.")
     paths = report.build_report(results, output_dir=tmp_path / "report", author="Ada Synthetic",
                                 ai_declaration=str(decl), progress=None)
-    assert sorted(p.name for p in (tmp_path / "report").iterdir()) == [
-        "analysis.ipynb", "answers.json", "report.html", "report.json", "report.pdf"]
+    assert sorted(p.name for p in (tmp_path / "report").iterdir()) == [  # the folder marked copylab's (it made it)
+        ".copylab-output", "analysis.ipynb", "answers.json", "report.html", "report.json", "report.pdf"]
     doc = json.loads(paths["answers"].read_text())
     assert doc["q1_zero_copy_not_always_best"]["break_even_bytes"] == doc["q5_zero_copy_vs_two_copy"]["crossover_bytes"]
     text = " ".join(pdf_text(paths["pdf"]).split())
@@ -468,3 +468,74 @@ def test_make_report_names_the_placeholders_in_one_line_before_it_builds(tmp_pat
         report.build_report(results, tmp_path / "out", progress=progress, author="A", repo_url="https://x.invalid",
                             declaration_text="AI-usage declaration: none used.")
     assert not any("warning" in line for line in said)
+
+
+# ------------------------------------------------------------------------------------------------
+# issue 46: the folders a report reads and writes
+
+
+def test_output_dir_of_the_users_own_files_is_refused_and_one_copylab_made_is_written(tmp_path, monkeypatch):
+    """--output-dir into a folder holding the user's own report.pdf would have replaced it: refused in
+    one line naming a few of its files, nothing written; a new folder is made and marked copylab's,
+    and a report into it again is allowed."""
+    from copylab import fsutil
+
+    folder = synthetic.write_sweep(tmp_path / "sweep", reps=1)
+    mine = tmp_path / "thesis"
+    mine.mkdir()
+    (mine / "report.pdf").write_bytes(b"%PDF my own")
+    (mine / "answers.json").write_text("{}")
+    before = folder_state(mine), folder_state(folder)
+    proc = run_copylab("report", str(folder), "--output-dir", str(mine), timeout=120)
+    assert_one_line_error(proc, f"--output-dir {str(mine)!r}: not empty and not a folder copylab made (it holds "
+                                "answers.json, report.pdf); copylab report would overwrite files there")
+    assert (folder_state(mine), folder_state(folder)) == before
+    monkeypatch.setattr(report, "_execute_analysis", _fake_analysis)
+    monkeypatch.setattr(report, "_missing_tools", lambda: ["xelatex"])  # the HTML is enough here
+    made = tmp_path / "made"
+    for _ in range(2):  # made and marked, then written again
+        with pytest.raises(CopylabError, match="report.html written"):
+            report.build_report(folder, output_dir=made, progress=None)
+    assert (made / fsutil.OUTPUT_MARK).is_file() and (made / "report.html").is_file()
+
+
+def test_a_sweep_measuring_now_is_refused_and_an_interrupted_one_is_said(tmp_path, monkeypatch):
+    """report, compare and bundle read a sweep's state one way (sweep/folder.check_state)."""
+    import fcntl
+
+    folder = synthetic.write_sweep(tmp_path / "sweep", reps=1)
+    before = folder_state(folder)
+    with open(folder / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        proc = run_copylab("report", str(folder), timeout=120)
+    assert_one_line_error(proc, "is mid-sweep: a sweep is measuring into it now (it holds the folder's lock)")
+    assert folder_state(folder) == {**before, ".lock": b""}
+    meta = json.loads((folder / "meta.json").read_text())
+    (folder / "meta.json").write_text(json.dumps({**meta, "status": "interrupted", "finished_at": "2026-11-28T10:00:00"}))
+    monkeypatch.setattr(report, "_execute_analysis", _fake_analysis)
+    monkeypatch.setattr(report, "_missing_tools", lambda: ["xelatex"])
+    said = []
+    with pytest.raises(CopylabError, match="report.html written"):
+        report.build_report(folder, progress=said.append)
+    warnings = [line for line in said if "warning" in line and "placeholders" not in line]
+    assert len(warnings) == 1 and warnings[0].startswith(f"copylab report: warning: {str(folder)!r} is an interrupted "
+                                                         "sweep: its sweep was interrupted at 2026-11-28T10:00:00")
+
+
+def test_rows_marked_ok_without_their_value_are_said_not_dropped_silently(tmp_path, monkeypatch):
+    import pandas as pd
+
+    folder = synthetic.write_sweep(tmp_path / "sweep", reps=1)
+    table = pd.read_csv(folder / "results.csv")
+    throughput = table.index[(table["mode"] == "throughput") & (table["status"] == "ok")][:3]
+    table.loc[throughput, "throughput_gbps"] = float("nan")
+    table.to_csv(folder / "results.csv", index=False)
+    monkeypatch.setattr(report, "_execute_analysis", _fake_analysis)
+    monkeypatch.setattr(report, "_missing_tools", lambda: ["xelatex"])
+    said = []
+    with pytest.raises(CopylabError, match="report.html written"):
+        report.build_report(folder, progress=said.append)
+    assert [line for line in said if "warning" in line and "placeholders" not in line] == [
+        f"copylab report: warning: 3 row(s) of {folder}/results.csv are marked ok but carry no value of their mode "
+        "(throughput_gbps in throughput mode, latency_us in latency mode): left out of the statistics, as failed "
+        "points are"]

@@ -31,6 +31,7 @@ from faults import (
     grid_file,
     make_namespace,
     path_without,
+    small_tmpfs,
     sweep,
 )
 
@@ -121,6 +122,28 @@ def test_second_run_skips_finished_points_and_keeps_results(quick_sweep_dir: Pat
     assert {name: (quick_sweep_dir / name).stat().st_mtime_ns for name in untouched} == untouched
 
 
+def _still_running(patience_s: float = 10.0) -> list[str]:
+    """This worker's benchmark programs and perf processes still running once patience_s has passed
+    (a SIGKILL'd parent's children get theirs within milliseconds; a loaded host, a little later)."""
+    from conftest import is_ours
+
+    deadline = time.monotonic() + patience_s
+    while True:
+        perf = [cmdline(int(e.name)) for e in Path("/proc").iterdir() if e.name.isdigit()
+                and _exe(e).endswith("/perf") and is_ours(int(e.name))]
+        left = benchmark_processes() + perf
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.1)
+
+
+def _exe(entry: Path) -> str:
+    try:
+        return os.readlink(entry / "exe")
+    except OSError:
+        return ""
+
+
 def _small_grid(tmp_path: Path, name: str) -> Path:
     grid = {"name": name, "impls": ["a1", "a2", "a3"], "modes": ["throughput"], "msg_sizes": [1024, 65536],
             "threads": [1, 2], "duration_s": 0.2, "warmup_s": 0.05, "profile": False}
@@ -147,6 +170,9 @@ def test_sweep_stopped_half_way_then_resumed_ends_complete(tmp_path, native_buil
     os.killpg(proc.pid, signum)  # the whole group: driver and its kernel, as a terminal's Ctrl-C does
     proc.communicate(timeout=60)
     assert proc.returncode != 0
+    # issue 46: after kill -9, perf stat and the server (their own process groups) ran on until the next
+    # sweep; now each dies with the process that started it (sides.PARENT_DEATH), before any command
+    assert not _still_running(), "left running after the sweep was killed"
     if signum == signal.SIGINT:
         assert not [ns for ns in copylab_namespaces() if ns.startswith(f"copylab-{proc.pid}-")]
     rerun = run_copylab("sweep", str(params), "--out", str(out), "--no-progress", timeout=300)
@@ -297,14 +323,26 @@ def faulty_sweep(tmp_path_factory, native_build):
     a1 = next(p for p in parse_grid(TINY_GRID).points("netns") if p.impl == "a1")
     half_record = runs / f"{a1.point_id()}.json"
     half_record.write_text('{"row": {"status": "ok", "impl": "a1"')  # truncated: must be re-measured
+    # what a full disk left before issue 46: an earlier session's notebook and a run set aside, cut off
+    (runs / "group-s0-0001.ipynb").write_text('{"cells": [{"cell_type": "code", "source": "x')
+    (runs / "apart").mkdir()
+    (runs / "apart" / f"{a1.point_id()}.0.json").write_text('{"row": {"status": "ok"')
     leftover = f"copylab-{dead_pid()}-abc123-srv"
     make_namespace(leftover)
+    # a program an earlier, killed session left running in its own process group, registered by its point
+    orphan = subprocess.Popen(["sleep", "600"], start_new_session=True)
+    (out / ".work" / "a1_point").mkdir(parents=True)
+    (out / ".work" / "a1_point" / "process-groups").write_text(f"{orphan.pid}\n")
     try:
         proc = run_copylab("sweep", str(params), "--out", str(out), "--no-progress", timeout=300,
                            env=env_with(PATH=path_without(tmp, "perf")))
     finally:
         subprocess.run(["ip", "netns", "del", leftover], capture_output=True)  # if the sweep did not
-    return {"proc": proc, "out": out, "leftover": leftover, "half_record": half_record}
+        orphan_status = orphan.poll()  # what the sweep did to it (None: still running)
+        orphan.kill()
+        orphan.wait()
+    return {"proc": proc, "out": out, "leftover": leftover, "half_record": half_record, "a1": a1.point_id(),
+            "orphan": (orphan.pid, orphan_status)}
 
 
 @pytest.mark.root
@@ -332,10 +370,35 @@ def test_sweep_removes_a_dead_runs_namespace(faulty_sweep):
 @pytest.mark.slow
 @pytest.mark.network
 @pytest.mark.root
+def test_the_next_sweep_stops_what_a_killed_one_left_running_and_says_so(faulty_sweep):
+    pid, status = faulty_sweep["orphan"]
+    assert status == -signal.SIGKILL, "the sweep did not stop the program its earlier session registered"
+    said = " ".join(faulty_sweep["proc"].stderr.split())
+    assert f"stopped 1 program(s) an earlier crashed run left running (process groups {pid})" in said, said
+
+
+@pytest.mark.slow
+@pytest.mark.network
+@pytest.mark.root
 def test_sweep_remeasures_a_half_written_record(faulty_sweep):
     record = json.loads(faulty_sweep["half_record"].read_text())  # whole JSON now
     assert record["row"]["status"] == "ok" and record["row"]["bytes"] > 0
     assert not (faulty_sweep["out"] / "runs" / ".pending").exists(), "crash debris must be cleared"
+
+
+@pytest.mark.slow
+@pytest.mark.network
+@pytest.mark.root
+def test_a_resume_removes_what_an_earlier_session_left_cut_off_and_says_so(faulty_sweep):
+    """A group's notebook cut off mid-JSON was kept by every later resume: records that are not whole
+    are removed (a point's measured again), in one line naming them."""
+    runs, a1 = faulty_sweep["out"] / "runs", faulty_sweep["a1"]
+    assert not (runs / "group-s0-0001.ipynb").exists() and not (runs / "apart" / f"{a1}.0.json").exists()
+    said = " ".join(faulty_sweep["proc"].stderr.split())  # the sweep's lines are wrapped to the terminal
+    assert (f"copylab sweep: removed 3 file(s) an earlier session left cut off mid-write (runs/{a1}.json, "
+            f"runs/apart/{a1}.0.json, runs/group-s0-0001.ipynb); 1 point(s) among them measured again") in said, said
+    for notebook in runs.glob("*.ipynb"):
+        assert json.loads(notebook.read_text())["cells"]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -402,13 +465,43 @@ def test_disk_full_mid_sweep_keeps_what_was_finished(tmp_path, native_build):
         params = grid_file(tmp_path, msg_sizes=[64, 256, 1024, 4096, 16384, 65536], repetitions=3)
         proc = sweep(params, small / "out", timeout=300)
         records = [json.loads(p.read_text()) for p in (small / "out" / "runs").glob("*.json")]
+        notebooks = {p.name: p.read_bytes() for p in (small / "out" / "runs").glob("*.ipynb")}
+        meta = json.loads((small / "out" / "meta.json").read_text())
+        left = sorted(p.name for p in (small / "out").iterdir())
     finally:
         subprocess.run(["umount", str(small)], check=True)
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     last = proc.stderr.strip().splitlines()[-1]
     assert "No space left on device" in last and str(small / "out") in last, last
     assert all(r["row"]["status"] in ("ok", "failed") for r in records), "a record on disk is whole or absent"
+    # issue 46: a group's notebook was moved into place cut off mid-JSON, and meta.json still said running
+    for name, data in notebooks.items():
+        assert json.loads(data)["cells"], f"runs/{name} was put in place cut off"
+    assert meta["status"] == "failed" and "No space left on device" in meta["sessions"][-1]["error"], meta["status"]
+    assert ".meta-reserve" not in left and ".pending" not in left, left
     assert not benchmark_processes()
+
+
+@pytest.mark.root
+def test_meta_json_is_closed_on_a_disk_filled_to_the_last_byte(tmp_path):
+    """The room meta.json's last write needs is kept from the session's start and given back then."""
+    from copylab.sweep.meta import RESERVE, SweepMeta
+
+    with small_tmpfs(tmp_path / "small", "256k") as small:
+        meta = SweepMeta(small / "meta.json", {}, {"params": {"name": "x" * 20_000}})
+        meta.open_session(to_measure=3)
+        assert (small / RESERVE).stat().st_size > 0
+        with open(small / "filler", "wb", buffering=0) as filler, pytest.raises(OSError, match="No space left"):
+            while True:
+                filler.write(bytes(4096))
+                filler.flush()
+        with pytest.raises(OSError, match="No space left"):
+            meta.update(placement={"why": "y" * 20_000})
+        meta.close("failed", error="No space left on device (ENOSPC)")
+        closed = json.loads((small / "meta.json").read_text())
+        left = sorted(p.name for p in small.iterdir())
+    assert closed["status"] == "failed" and closed["sessions"][-1]["error"] == "No space left on device (ENOSPC)"
+    assert left == ["filler", "meta.json"]
 
 
 # ------------------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import ROOT, copylab_namespaces, run_copylab
+from conftest import ROOT, benchmark_processes, copylab_namespaces, run_copylab
 from copylab.point import WORKDIR_PREFIX
 from faults import UNPRIVILEGED, assert_one_line_error, dead_pid, env_with, make_namespace
 
@@ -133,8 +133,16 @@ def test_killed_run_leaves_a_folder_that_clean_removes(native_build, tmp_path):
     while not list(tmp.glob(f"{WORKDIR_PREFIX}{proc.pid}-*")) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert list(tmp.glob(f"{WORKDIR_PREFIX}{proc.pid}-*"))
+    while len(benchmark_processes()) < 2 and time.monotonic() < deadline:  # its server and client running
+        time.sleep(0.05)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=30)
+    # its programs died with it (sides.PARENT_DEATH), well before their 5 s window ends (they used to run
+    # on in their own groups until then, or until `clean`)
+    deadline = time.monotonic() + 2
+    while benchmark_processes() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not benchmark_processes(), "a program of the killed run is still running"
     cleaned = run_copylab("clean", timeout=60)
     assert f"{WORKDIR_PREFIX}{proc.pid}-" in cleaned.stdout
     assert not list(tmp.glob(f"{WORKDIR_PREFIX}{proc.pid}-*"))

@@ -51,6 +51,9 @@ BAD_CELLS = {
     "unknown status": ("status", "maybe", "must be one of"),
     "a path as point id": ("point_id", "../../etc/passwd", "must be a plain name"),
     "an empty window": ("duration_s", "0", "more than 0 s"),
+    # issue 46: a rate no host's memory moves (1.8e19 passed)
+    "throughput beyond any memory": ("throughput_gbps", "1.8e19", "more than 10000 Gbit/s, beyond what any host's memory moves"),
+    "throughput of a unit slip": ("throughput_gbps", "1.2e10", "beyond what any host's memory moves"),
 }
 
 
@@ -68,6 +71,20 @@ def test_a_bad_cell_is_one_line_naming_file_row_and_column(tmp_path, case):
     assert "\n" not in message
     assert message.startswith(f"{folder / 'results.csv'}: row {index + 2}, column {column}: "), message
     assert needle in message and repr(value) in message, message
+
+
+def test_a_fast_host_is_not_refused():
+    """The throughput ceiling lies orders of magnitude above what a host moves: a whole DDR5 socket's
+    memory bandwidth still loads."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = synthetic.write_sweep(Path(tmp) / "fast", reps=2)
+        fields, rows = _rows(folder)
+        rows[_ok_row_index(rows)]["throughput_gbps"] = "3700"  # 12-channel DDR5: ~460 GB/s
+        _write(folder, fields, rows)
+        df, _ = analysis.load_results(folder)
+    assert df["throughput_gbps"].max() == 3700.0
 
 
 def test_a_duplicated_row_is_refused_naming_both_rows(tmp_path):

@@ -6,12 +6,14 @@ line, no traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import sys
 
 from . import signals
 from .commands import COMMANDS
 from .errors import CopylabError
+from .escape import one_line
 from .fsutil import describe_os_error
 
 
@@ -56,17 +58,36 @@ def _address_limit() -> str:
     return "unlimited" if limit == resource.RLIM_INFINITY else f"{limit >> 10} KiB"
 
 
+def _reader_gone() -> int:
+    """stdout's reader closed the pipe: nothing more can be said there, and Python's flush at exit
+    must not complain either (stdout pointed at /dev/null). 128 + SIGPIPE, the status of a program
+    that SIGPIPE ended."""
+    import os
+    import signal
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            os.dup2(devnull, stream.fileno())
+    return 128 + signal.SIGPIPE
+
+
 def main(argv: list[str] | None = None) -> int:
     signals.unwind_on_ending()  # SIGTERM, SIGHUP, SIGQUIT clean up as Ctrl-C does
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        status = int(args.func(args) or 0)
+        sys.stdout.flush()  # here, where a reader that went away is caught, not at exit
+        return status
     except CopylabError as exc:
-        print(f"copylab {args.command}: error: {exc}", file=sys.stderr)
+        # one line whatever a value in it holds (a path with a line break, a 10 kB flag value)
+        print(f"copylab {args.command}: error: {one_line(str(exc))}", file=sys.stderr)
         return exc.exit_code
+    except BrokenPipeError:  # the reader went away (`copylab run | head -1`): as a C program would, quietly
+        return _reader_gone()
     except OSError as exc:  # disk full, read-only folder, a file where a folder should be...
-        print(f"copylab {args.command}: error: {describe_os_error(exc)}", file=sys.stderr)
+        print(f"copylab {args.command}: error: {one_line(describe_os_error(exc))}", file=sys.stderr)
         return 1
     except MemoryError:  # ulimit -v below what copylab itself needs, or a host out of memory
         print(f"copylab {args.command}: error: out of memory (ulimit -v is {_address_limit()}); raise the limit "

@@ -6,6 +6,7 @@ CPU list imports it from here, so the contract is spelled out once.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -115,7 +116,7 @@ EXTRA = (
     _text("error", "why the point failed, one line"),
     _text("error_kind", "why the point failed, as a word: server_failed, client_failed, namespace_lost, "
                         "timeout, no_result, not_verified, notebook_failed, kernel_died, stopped, "
-                        "window_stretched, counters_invalid"),
+                        "window_stretched, counters_invalid, values_invalid"),
     _text("started_at", "UTC time the point started"),
     _text("build_id", "fingerprint of the native build that measured the point (sources, compiler, flags)"),
     _text("topology", "netns, loopback or ssh"),
@@ -213,6 +214,52 @@ REQUIRED_COLUMNS = tuple(c.name for c in REQUIRED)
 COLUMNS = tuple(c.name for c in ALL)
 NUMERIC_COLUMNS = tuple(c.name for c in ALL if c.numeric)
 TEXT_COLUMNS = tuple(c.name for c in ALL if not c.numeric)
+
+# What no measurement can be, checked where a program's answer becomes a row (measurement.py: the
+# point fails and the value is left empty) and again where a results folder is loaded
+# (analysis/validate.py: refused): not a number, infinite, negative, more than a 64-bit counter
+# holds, a share above 1, or a rate no host can move.
+U64 = float(2**64)  # perf's counters are u64; nothing counted here can exceed one
+SHARE_SLACK = 1e-6
+# Every payload byte crosses memory at least twice (the sender's buffer read, the receiver's
+# written). A 12-channel DDR5 socket moves about 460 GB/s (3.7 Tbit/s), HBM3 a few TB/s; veth and
+# loopback carry 10-100 Gbit/s. 10 Tbit/s is above any host's memory and orders of magnitude above
+# anything measured here: a value beyond it is a unit slip or garbage (1.8e19 passed validation).
+THROUGHPUT_MAX_GBPS = 10_000.0
+# the measure an ok row of each mode stands for: a row without it says nothing (it was dropped silently)
+MODE_MEASURE = {"throughput": "throughput_gbps", "latency": "latency_us"}
+
+
+def is_share(column: str) -> bool:
+    """Columns that hold a share of something: between 0 and 1."""
+    if column.endswith(("_cpu_busy", "_cpu_steal", "_prof_skid", "_share")):
+        return True
+    if column.startswith(("srv_prof_", "cli_prof_")) and not column.endswith("_samples"):
+        return True
+    return column.startswith(("srv_cai_", "cli_cai_"))
+
+
+def ceiling(column: str) -> tuple[float, str]:
+    """The largest value a numeric column can hold, and why, in the words of a refusal."""
+    if is_share(column):
+        return 1.0 + SHARE_SLACK, "a share, at most 1"
+    if column == "throughput_gbps":
+        return THROUGHPUT_MAX_GBPS, f"more than {THROUGHPUT_MAX_GBPS:g} Gbit/s, beyond what any host's memory moves"
+    return U64, "more than any counter can hold (2^64)"
+
+
+def value_problem(column: str, value) -> str | None:
+    """What is wrong with value in numeric column (None, NaN: not measured, fine), or None."""
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None if value is None else "not a number"
+    if math.isnan(value):
+        return None
+    if not math.isfinite(value):
+        return "must be a finite number or empty"
+    if value < 0:
+        return "cannot be negative"
+    high, why = ceiling(column)
+    return f"impossible: {why}" if value > high else None
 GROUP_KEYS = ("impl", "mode", "msg_size", "threads")  # a point, over its repetitions
 UNSTABLE_CV = 0.10  # repetitions of a point that vary more than this are flagged
 

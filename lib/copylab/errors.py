@@ -33,3 +33,4 @@ class ErrorKind:
     STOPPED = "stopped"               # a side's process was stopped (SIGSTOP) during the run
     STRETCHED = "window_stretched"    # the window lasted far longer on the wall clock than asked
     COUNTERS = "counters_invalid"     # perf stat printed a value no counter can hold
+    VALUES = "values_invalid"         # a program's result held a value no measurement can be (emptied)

@@ -11,9 +11,14 @@ text it lands in, or travels as data (a JSON literal that is parsed, never paste
 | HTML (report.html text, plotly labels) | `html` | `html.escape` with quotes |
 | Python source (the bundle's plot scripts) | `python` | an expression that evaluates to the value: `json.loads(<str literal>)`, a literal repr() cannot break out of |
 | shell source (the run-all script) | `shell` | `shlex.quote` |
+| a command line printed for the user to run (`next: copylab report PATH`) | `shell_path` | one word, never an option |
 
 Control characters other than tab and newline are dropped first (a terminal escape in a host name
-must not reach a PDF, a page or a script).
+must not reach a PDF, a page or a script), and so are the bidirectional controls (which reorder the
+text around them: `B\u202eevil.exe` shows as "Bexe.live") and the line and paragraph separators
+(U+2028, U+2029, U+0085: a line break nobody typed). That is `clean`, the one filter of text that
+reaches a PDF or a page; a value copylab refuses instead (a label) names the first such character
+with `unsafe_character`, and a message shows a value the user gave with `quoted` (cut when long).
 """
 
 from __future__ import annotations
@@ -23,15 +28,57 @@ import json
 import re
 import shlex
 import string
+import unicodedata
 
 _PUNCTUATION = frozenset(string.punctuation)  # CommonMark and pandoc honour a backslash before each
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+# bidirectional controls: Arabic letter mark, LRM/RLM, embeddings and overrides (LRE RLE PDF LRO
+# RLO), isolates (LRI RLI FSI PDI)
+_BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+_CONTROL = re.compile(f"[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f\\u2028\\u2029{_BIDI}]")
+_UNSAFE = re.compile(f"[\\x00-\\x1f\\x7f-\\x9f\\u2028\\u2029{_BIDI}]")  # in one line: tab and newline too
+QUOTED_MAX = 60  # characters of a value a message shows
 _BACKTICKS = re.compile(r"`+")
 
 
 def clean(text) -> str:
     """str(text) without control characters (tab and newline kept), CRLF as LF."""
     return _CONTROL.sub("", str(text).replace("\r\n", "\n").replace("\r", "\n"))
+
+
+def unsafe_character(text) -> str | None:
+    """The first character of text that clean() would drop, or a tab or line break (a one-line value
+    holds none), as "U+202E (RIGHT-TO-LEFT OVERRIDE)"; None when there is none."""
+    found = _UNSAFE.search(str(text))
+    if found is None:
+        return None
+    char = found.group()
+    name = unicodedata.name(char, "") or {"\t": "TAB", "\n": "LINE FEED", "\r": "CARRIAGE RETURN"}.get(char, "a control character")
+    return f"U+{ord(char):04X} ({name})"
+
+
+def quoted(value, limit: int = QUOTED_MAX) -> str:
+    """A value the user gave, for a one-line message: quoted as Python quotes it (control and bidi
+    characters shown as escapes, so nothing reorders or breaks the line) and, past limit characters,
+    cut with its length said."""
+    text = str(value)
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[:limit]!r}... ({len(text)} characters)"
+
+
+def quoted_path(path) -> str:
+    """A path the user gave, for a one-line message: quoted as quoted() does, never cut (a path is
+    acted on whole)."""
+    return repr(str(path))
+
+
+def one_line(message: str, limit: int = 2000) -> str:
+    """A message as one terminal line: tabs, line breaks, control and bidi characters shown as
+    escapes; past limit characters cut in the middle (a value no check cut must not fill a screen)."""
+    text = _UNSAFE.sub(lambda m: repr(m.group())[1:-1], str(message))
+    if len(text) > limit:
+        text = f"{text[:limit - 200]} ... ({len(text) - limit + 100} characters cut) ... {text[-100:]}"
+    return text
 
 
 def _one_line(text: str) -> str:
@@ -157,3 +204,10 @@ def python(value, width: int = 100) -> str:
 def shell(text) -> str:
     """text as one shell word."""
     return shlex.quote(clean(text))
+
+
+def shell_path(path) -> str:
+    """A path as one shell word a command reads as a path: quoted, and "./" before a relative path
+    that starts with "-" (it would be read as an option)."""
+    text = str(path)
+    return shell(f"./{text}" if text.startswith("-") else text)

@@ -72,7 +72,8 @@ def measure_points(points: list[dict], *, topology: str = "auto", topology_param
         scope = open_topology(topology, SshSettings(**ssh) if ssh else None)
     records = []
     state = placement_state or {}
-    distance = CpuDistance(state.get("history", ()), state.get("allowance_s", math.inf), state.get("futile_waits", 0))
+    distance = CpuDistance(state.get("history", ()), state.get("allowance_s", math.inf), state.get("futile_waits", 0),
+                           off=state.get("off", ""))  # a probe that misbehaved earlier in the sweep: placement off
     with scope as topo, distance:
         try:
             plan = perfmod.PerfPlan.from_dict(perf_plan) if perf_plan else probe_topology(topo)

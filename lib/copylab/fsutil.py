@@ -40,6 +40,25 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
     return path
 
 
+def install_written(tmp: str | Path, dest: str | Path, whole) -> bool:
+    """A file another program wrote (papermill's notebook) moved over dest only when whole(tmp) says
+    it is complete, after an fsync: as atomic_write_bytes leaves a file of ours. One cut off (a full
+    disk, a crash mid-write) is removed instead, and False returned: no half-written record is ever
+    put in place."""
+    tmp, dest = Path(tmp), Path(dest)
+    try:
+        complete = whole(tmp)
+    except OSError:
+        complete = False
+    if not complete:
+        tmp.unlink(missing_ok=True)
+        return False
+    with open(tmp, "rb") as handle:
+        os.fsync(handle.fileno())
+    os.replace(tmp, dest)
+    return True
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
@@ -193,3 +212,49 @@ def shown(path: str | Path) -> str:
         return str(path.relative_to(Path.cwd()))
     except ValueError:
         return str(path)
+
+
+# ------------------------------------------------------------------------------------------------
+# output folders: copylab writes only into a folder it made (or an empty one, which it then marks)
+
+OUTPUT_MARK = ".copylab-output"  # written into every output folder copylab makes (compare, report --output-dir)
+
+
+def listing(names, at_most: int = 4) -> str:
+    """A few names of a folder's entries for a one-line message ("a, b, c, d and 3 more")."""
+    names = sorted(names)
+    shown = ", ".join(repr(n) if not n.isprintable() else n for n in names[:at_most])
+    return shown + (f" and {len(names) - at_most} more" if len(names) > at_most else "")
+
+
+def check_output_dir(path: str | Path, flag: str, what: str) -> None:
+    """path may receive what a command writes: it does not exist yet, is empty, or carries the mark
+    of a folder copylab made. Anything else is one line naming the flag, the folder and a few of its
+    files: they are the user's, and the command would overwrite them (a sweep folder is claimed by
+    sweep/folder.py instead)."""
+    from .errors import CopylabError
+    from .escape import quoted_path as quoted
+
+    path = Path(path)
+    if path.is_symlink() and not path.exists():
+        raise CopylabError(f"{flag} {quoted(path)}: a link to nothing; name a folder")
+    if path.exists() and not path.is_dir():
+        raise CopylabError(f"{flag} {quoted(path)}: exists and is not a folder")
+    if not path.exists() or (path / OUTPUT_MARK).is_file():
+        return
+    try:
+        others = [entry.name for entry in path.iterdir()]
+    except OSError as exc:
+        raise CopylabError(f"{flag} {quoted(path)}: {describe_os_error(exc)}") from None
+    if others:
+        raise CopylabError(f"{flag} {quoted(path)}: not empty and not a folder copylab made (it holds "
+                           f"{listing(others)}); {what} would overwrite files there: use an empty or new folder")
+
+
+def make_output_dir(path: str | Path, what: str) -> Path:
+    """Create the output folder (checked by check_output_dir) and mark it as copylab's."""
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    if not (path / OUTPUT_MARK).exists():
+        atomic_write_text(path / OUTPUT_MARK, f"made by copylab: {what}\n")
+    return path

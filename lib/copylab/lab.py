@@ -125,6 +125,9 @@ def command(results_dir, port: int, token: str, open_browser: bool) -> tuple[lis
             "--ServerApp.log_level=WARN", "--LabApp.log_level=WARN",
             # the kernel over a Unix socket in Jupyter's runtime folder rather than local TCP
             "--KernelManager.transport=ipc",
+            # no terminals: exploring a results folder needs notebooks, not a shell (as root, a root
+            # shell past the guard on the sweep's files, for anyone holding the token)
+            "--ServerApp.terminals_enabled=False",
             # JupyterLab's settings defaults from the package (overrides.json): widget state saved
             # with the notebook, so the explorer is drawn when the notebook is opened again
             f"--LabApp.app_settings_dir={LAB_SETTINGS}"]

@@ -32,10 +32,11 @@ from . import contract, intervals
 from . import perf as perfmod
 from .contract import COLUMNS, COUNTER_KEYS, SUMMED_COUNTERS
 from .errors import CopylabError, ErrorKind, MeasurementError
+from .escape import quoted
 from .procfs import stat_fields
 from .profile.record import Profiler, empty_columns
 from .runners import Failure, Result
-from .sides import PerfControl, Side, Window, start_side
+from .sides import PerfControl, Side, Window, dies_with_parent, start_side
 
 PROCESS_GROUPS = "process-groups"  # one line per started process group, in the point's workdir
 LISTEN_TIMEOUT_S = 10.0
@@ -101,8 +102,13 @@ class Context:
         stat = perfmod.stat_prefix(self.plan, self.perf_out[side])
         if stat:  # stat_prefix ends with "--": counting disabled until the window opens
             stat = stat[:-1] + ["-D", "-1", *self.controls[side].args(), "--"]
-        argv = host.command(_pinned(pin, host) + profile + stat + program_argv, self.dirs[side])
-        return start_side(side, argv, self.registry, listeners, self.wake, host=host)
+        # what each perf wrapper starts dies with it, and the chain with the engine (sides.PARENT_DEATH)
+        chain, guard = _pinned(pin, host), dies_with_parent([], host)
+        for wrapper in (profile, stat):
+            if wrapper:
+                chain += wrapper + guard
+        argv = host.command(chain + program_argv, self.dirs[side])
+        return start_side(side, dies_with_parent(argv, host), self.registry, listeners, self.wake, host=host)
 
 
 def _wait_ready(flag: threading.Event, side: Side) -> bool:
@@ -344,6 +350,7 @@ class Collected:
     congestion: dict        # "srv"/"cli" -> what a side runs when its program cannot say
     profile: dict | None    # profile columns (or None when the point was not profiled)
     doubts: Failure | None = None  # impossible counters, a stretched window: the row is not believed
+    stretched: Failure | None = None  # the window, stretched: what went wrong first, whatever followed
 
 
 def perf_texts(ctx: Context) -> dict[str, str]:
@@ -376,7 +383,8 @@ def collect(ctx: Context, server: Side, client: Side | None, texts: dict[str, st
             doubts = doubts or (ErrorKind.COUNTERS, f"perf stat of the {name}: {exc}")
         if note:
             notes.append(note)
-    doubts = doubts or stretched_window(ctx)
+    stretched = stretched_window(ctx)
+    doubts = doubts or stretched
     if ctx.profiler is not None:
         profile = ctx.profiler.columns(spec.point_id())
     else:
@@ -386,7 +394,7 @@ def collect(ctx: Context, server: Side, client: Side | None, texts: dict[str, st
                      {"srv_cpu_busy": window.busy("srv"), "cli_cpu_busy": window.busy("cli"),
                       "srv_cpu_steal": window.steal("srv"), "cli_cpu_steal": window.steal("cli")},
                      {"srv": ctx.topo.effective_congestion("server"), "cli": ctx.topo.effective_congestion("client")},
-                     profile, doubts)
+                     profile, doubts, stretched)
 
 
 # a window that lasts longer than asked by this much (seconds, or share of the window) was not measured
@@ -435,10 +443,33 @@ def build_row(spec, topology: str, plan, got: Collected, failure: Failure | None
     row.update(got.cpu)
     if got.profile is not None:
         row.update(got.profile)
-    failure = failure or got.result.failure or got.doubts
+    # a stretched window comes before the runner's verdict: a program stopped in it may have lost its
+    # answer too (its perf stat, seeing it stopped and continued, returns early: the program dies with it)
+    failure = failure or got.stretched or got.result.failure or got.doubts
+    failure = impossible_values(row, failure) or failure
     row["status"] = "failed" if failure else "ok"
     row["error_kind"], row["error"] = failure or (ErrorKind.NONE, "")
     return row
+
+
+def impossible_values(row: dict, failure: Failure | None) -> Failure | None:
+    """The programs' answers checked where they become columns (contract.value_problem): a value no
+    measurement can be (negative, infinite, beyond a counter, a rate no host moves, text) is left
+    empty, the point fails naming the first (the record's raw output keeps what was printed), and
+    the row is one the report reads; an ok row without its mode's measure fails too."""
+    found = None
+    for column in contract.NUMERIC_COLUMNS:
+        value = row.get(column)
+        problem = contract.value_problem(column, value)
+        if problem:
+            row[column] = math.nan
+            found = found or (ErrorKind.VALUES, f"{column} = {quoted(value)}: {problem} (a program's result, "
+                                                "left empty)")
+    if found is None and failure is None:
+        measure = contract.MODE_MEASURE.get(row.get("mode"))
+        if measure and math.isnan(row.get(measure, math.nan)):
+            found = (ErrorKind.NO_RESULT, f"the result holds no {measure}: nothing measured to report")
+    return found
 
 
 def empty_row(spec, topology: str) -> dict:

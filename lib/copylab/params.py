@@ -147,10 +147,10 @@ class GridSchema(BaseModel):
             return [_whole(v) for v in value]
         return value
 
-    @field_validator("repetitions", "seed", mode="before")
+    @field_validator("repetitions", "seed", "rounds", mode="before")
     @classmethod
-    def _whole_number(cls, value):
-        return _whole(value)
+    def _whole_number(cls, value, info):
+        return _rounds(value) if info.field_name == "rounds" else _whole(value)
 
     @field_validator("working_set", mode="before")
     @classmethod
@@ -233,6 +233,14 @@ class GridSchema(BaseModel):
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return str(value)  # a roll number written without quotes
         return value
+
+
+def _rounds(value):
+    """rounds: a whole number, or the word auto as written (strict: "Auto" is refused, naming auto)."""
+    value = _whole(value)
+    if value == "auto" or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    raise ValueError(f"must be a whole number from 1 to {contract.ROUNDS_RANGE[1]} or auto (lower case)")
 
 
 def _rounds_fit(rounds, duration_s: float) -> None:

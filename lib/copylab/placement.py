@@ -37,6 +37,9 @@ one; a point still apart after its retries, or once the allowance is spent, keep
 from __future__ import annotations
 
 import math
+import os
+import re
+import select
 import subprocess
 import time
 from dataclasses import asdict, dataclass
@@ -45,6 +48,7 @@ import numpy as np
 
 from . import contract
 from .errors import CopylabError
+from .escape import quoted
 from .paths import BUILD_DIR
 
 PROBE = BUILD_DIR / "cpuprobe"
@@ -199,8 +203,10 @@ class CpuDistance:
     the seconds placement may still spend (waits, runs measured again) before runs are kept as
     they come; futile_waits: whole waits in a row that ended apart so far (FUTILE_WAITS)."""
 
-    def __init__(self, history=(), allowance_s: float = math.inf, futile_waits: int = 0):
+    def __init__(self, history=(), allowance_s: float = math.inf, futile_waits: int = 0, off: str = ""):
         self.history: list[float] = [float(v) for v in history][-HISTORY:]
+        # why placement is off for the rest of the run ("": it is on): a probe misbehaved (ProbeMisbehaved)
+        self.off = off
         self.allowance_s = allowance_s
         self.spent_s = 0.0
         # waits in a row that ended with the CPUs still apart (a group may start inside a stretch)
@@ -216,13 +222,7 @@ class CpuDistance:
 
     def close(self) -> None:
         for proc in self._probes.values():
-            if proc.stdin:
-                proc.stdin.close()
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop_probe(proc)
         self._probes.clear()
 
     @property
@@ -237,29 +237,26 @@ class CpuDistance:
         self._modes = None
 
     def probe(self, cpus: tuple[int, int]) -> float:
-        """The round trip between cpus now, in ns; the rule learns from it."""
+        """The round trip between cpus now, in ns; the rule learns from it. A probe that cannot run
+        (not built, a CPU it cannot use) raises CopylabError: this run is unplaced, the next one tries
+        again. One that answers anything but a round trip, or nothing within ANSWER_S, raises
+        ProbeMisbehaved and turns placement off for the rest of the run (self.off says why)."""
+        if self.off:
+            raise ProbeMisbehaved(self.off)
         proc = self._probes.get(cpus)
         if proc is None:
-            if not PROBE.is_file():
-                raise CopylabError(f"{PROBE}: not built; run `make native`")
-            proc = subprocess.Popen([str(PROBE), str(cpus[0]), str(cpus[1]), "--ms", str(PROBE_MS)],
-                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            self._probes[cpus] = proc
-        answer = ""
+            proc = self._probes[cpus] = start_probe(cpus)
         try:
-            proc.stdin.write("probe\n")
-            proc.stdin.flush()
-            answer = proc.stdout.readline()
-            value = float(answer)
-        except (OSError, ValueError):
+            value = round_trip_answer(ask_probe(proc, probe_name(cpus), ANSWER_S), probe_name(cpus))
+        except ProbeMisbehaved as exc:
+            self.off = str(exc)
+            proc.kill()  # it may not be listening any more: not waited for
+            self.close()  # and no probe of a run whose placement is off is asked again
+            raise
+        except CopylabError:
             self._probes.pop(cpus, None)
-            try:  # a probe that closed its output is exiting: its stderr says why once it has exited
-                proc.wait(timeout=2 if not answer else 0)
-            except subprocess.TimeoutExpired:
-                proc.kill()  # one that answered nonsense is not asked again
-                proc.wait()
-            error = proc.stderr.read().strip()
-            raise CopylabError(f"cpuprobe {cpus[0]} {cpus[1]}: {error or 'no answer'}") from None
+            stop_probe(proc)
+            raise
         self.observe(value)
         return value
 
@@ -414,3 +411,101 @@ def round_trips(rows) -> list[float]:
             if isinstance(value, (int, float)) and math.isfinite(value) and value > 0:
                 out.append(float(value))
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# the probe's answers: what native/cpuprobe says is data from another program, checked at the
+# boundary before the rule or a row sees it (type, range, finite), and waited for a bounded time
+
+ANSWER_S = 5.0  # a probe takes PROBE_MS; its process start on a loaded host, far less than this
+ANSWER_BYTES = 64  # "%.1f\n" of any round trip fits many times over
+# a cache line's round trip between two CPUs: not under a nanosecond (one cycle of any clock), and
+# not a second or more (the probe gives up when the other CPU has not answered within 1 s; on a
+# loaded host its threads descheduled gave 1.7 ms)
+ROUND_TRIP_RANGE_NS = (1.0, 1e9)
+OFF_FOR_RUN = "placement off for the rest of this run"  # ends every ProbeMisbehaved message (a row's note)
+_DECIMAL = re.compile(r"[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?")
+
+
+class ProbeMisbehaved(CopylabError):
+    """The probe answered something that is not a round trip, or nothing in time: placement is off
+    for the rest of the run (a sweep: for every later point too), never a hang, never a row the
+    report refuses."""
+
+
+def probe_name(cpus: tuple[int, int]) -> str:
+    return f"cpuprobe {cpus[0]} {cpus[1]}"
+
+
+def start_probe(cpus: tuple[int, int]) -> subprocess.Popen:
+    if not PROBE.is_file():
+        raise CopylabError(f"{PROBE}: not built; run `make native`")
+    # unbuffered bytes: its answers are read with select() and a deadline, never a blocking readline
+    return subprocess.Popen([str(PROBE), str(cpus[0]), str(cpus[1]), "--ms", str(PROBE_MS)], bufsize=0,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def stop_probe(proc: subprocess.Popen) -> str:
+    """End a probe (end of its input, then SIGKILL if it lingers); what it wrote on stderr. Once."""
+    if proc.stdin and not proc.stdin.closed:
+        try:
+            proc.stdin.close()
+        except OSError:
+            pass
+    try:
+        proc.wait(timeout=2)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    error = b""
+    if proc.stderr and not proc.stderr.closed:
+        ready, _, _ = select.select([proc.stderr], [], [], 0)
+        error = proc.stderr.read(4096) if ready else b""
+        proc.stderr.close()
+    return error.decode("utf-8", "replace").strip()
+
+
+def ask_probe(proc: subprocess.Popen, name: str, timeout_s: float) -> str:
+    """One request, one answer line within timeout_s (at most ANSWER_BYTES): the line's text. A
+    probe that exited is a CopylabError with what it said on stderr; silence, a line without end, or
+    a line nobody asked for is ProbeMisbehaved."""
+    if select.select([proc.stdout], [], [], 0)[0]:  # output waiting before the request: unasked
+        early = os.read(proc.stdout.fileno(), ANSWER_BYTES)
+        if early:
+            raise misbehaved(name, "answered before it was asked", early)
+    try:
+        proc.stdin.write(b"probe\n")
+    except OSError:
+        raise CopylabError(f"{name}: {stop_probe(proc) or 'exited before it was asked'}") from None
+    data, deadline = b"", time.monotonic() + timeout_s
+    while b"\n" not in data:
+        ready, _, _ = select.select([proc.stdout], [], [], max(deadline - time.monotonic(), 0.0))
+        if not ready:
+            raise misbehaved(name, f"gave no answer within {timeout_s:g} s", data)
+        chunk = os.read(proc.stdout.fileno(), ANSWER_BYTES)
+        if not chunk:
+            raise CopylabError(f"{name}: {stop_probe(proc) or 'no answer'}")
+        data += chunk
+        if len(data) > ANSWER_BYTES and b"\n" not in data[:ANSWER_BYTES]:
+            raise misbehaved(name, f"answered a line longer than {ANSWER_BYTES} bytes", data)
+    line, rest = data.split(b"\n", 1)
+    if rest:
+        raise misbehaved(name, "answered more than one line to one request", data)
+    return line.decode("utf-8", "replace")
+
+
+def misbehaved(name: str, what: str, said: bytes) -> ProbeMisbehaved:
+    told = f" ({quoted(said.decode('utf-8', 'replace'))})" if said else ""
+    return ProbeMisbehaved(f"{name} {what}{told}; {OFF_FOR_RUN}")
+
+
+def round_trip_answer(text: str, name: str) -> float:
+    """A probe's answer as a round trip in ns, or ProbeMisbehaved naming the program and what it
+    said: a decimal number (no sign, no nan, no inf) within ROUND_TRIP_RANGE_NS."""
+    low, high = ROUND_TRIP_RANGE_NS
+    text = text.strip()
+    value = float(text) if _DECIMAL.fullmatch(text) else math.nan
+    if not math.isfinite(value) or not low <= value <= high:
+        raise ProbeMisbehaved(f"{name} answered {quoted(text)}, not a round trip (a number of nanoseconds from "
+                              f"{low:g} to {high:g}); {OFF_FOR_RUN}")
+    return value

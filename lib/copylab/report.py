@@ -13,6 +13,7 @@ from . import escape, fsutil, tools, userfiles
 from .analysis import load_results
 from .fsutil import atomic_write_bytes, atomic_write_json, atomic_write_text
 from .errors import CopylabError
+from .escape import quoted_path
 from .report_display import placeholder_line, placeholders, resolve_author
 from .paths import NOTEBOOKS_DIR, PROJECT_ROOT
 
@@ -62,6 +63,27 @@ MANIFEST = "report.json"
 SCRATCH_BYTES = 200 << 20  # TMPDIR space a report needs: Chromium's profile, xelatex's files
 
 
+def empty_rows_line(df) -> str:
+    """What load_results left out besides the failed points: rows marked ok without their mode's measure."""
+    n = df.attrs.get("rows_empty", 0)
+    return (f"{n} row(s) of {df.attrs.get('results_dir', 'results.csv')}/results.csv are marked ok but carry no "
+            "value of their mode (throughput_gbps in throughput mode, latency_us in latency mode): left out of the "
+            "statistics, as failed points are")
+
+
+def _check_folders(results_dir: Path, output_dir: Path, df, meta: dict, progress) -> None:
+    """Before anything is written: the sweep's state (one measuring now is refused, an interrupted one
+    said), rows left out without a word, and an --output-dir of the user's own files (refused)."""
+    from .sweep.folder import check_state
+
+    state = check_state(results_dir, meta, len(df), quoted_path(results_dir))
+    for warning in (state, empty_rows_line(df) if df.attrs.get("rows_empty") else ""):
+        if warning:
+            _say(progress, f"copylab report: warning: {warning}")
+    if output_dir != results_dir:  # a folder of the user's own report.pdf is not overwritten
+        fsutil.check_output_dir(output_dir, "--output-dir", "copylab report")
+
+
 def build_report(results_dir, output_dir=None, author=None, roll_no=None, repo_url=None,
                  ai_declaration=None, progress=print, timeout_s: int = 600, declaration_text=None) -> dict:
     """Execute the analysis notebook on results_dir; write analysis.ipynb, answers.json,
@@ -77,6 +99,7 @@ def build_report(results_dir, output_dir=None, author=None, roll_no=None, repo_u
     results_dir = Path(results_dir).resolve()
     output_dir = Path(output_dir).resolve() if output_dir else results_dir
     df, meta = load_results(results_dir)  # fails fast, one line, before anything is written
+    _check_folders(results_dir, output_dir, df, meta, progress)
     sources = _source_digests(results_dir)  # what the report is built from, for its manifest
     declaration = userfiles.read_declaration(ai_declaration) if ai_declaration else declaration_text
     fields = resolve_author(meta, results_dir, author=author, roll_no=roll_no, repo_url=repo_url,
@@ -92,7 +115,10 @@ def build_report(results_dir, output_dir=None, author=None, roll_no=None, repo_u
     from .sweep.kernel import check_kernel_folders
 
     check_kernel_folders()  # before anything is made: HOME=/sys is named, not blamed on TMPDIR
-    output_dir.mkdir(parents=True, exist_ok=True)
+    if output_dir != results_dir:
+        fsutil.make_output_dir(output_dir, "copylab report")
+    else:
+        output_dir.mkdir(parents=True, exist_ok=True)
     missing = _missing_tools()
     with fsutil.scratch_dir("copylab-report-", SCRATCH_BYTES) as scratch, \
             fsutil.staging_dir(output_dir, ".report-staging-") as staging:

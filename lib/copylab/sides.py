@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 import json
 import os
+import shutil
 import signal
 import subprocess
 import threading
@@ -28,6 +30,28 @@ PERF_NOTICES = ("Events disabled", "Events enabled", "[ perf record:")
 # what hosts.SshHost's wrapper prints around a remote program (kept out of the program's output)
 PGID_NOTICE = "copylab-pgid"
 EXIT_NOTICE = "copylab-exit"
+
+
+# After kill -9 of the sweep (or of copylab run), its perf and server ran on in their own process
+# groups until the next sweep. Every local process the engine starts, and every program a perf wrapper
+# starts, gets SIGKILL when the one that started it dies (prctl PR_SET_PDEATHSIG, set by util-linux
+# setpriv, then exec: kept across the wrappers' execs, ip netns exec and taskset): the chain
+# kernel -> perf -> program comes down link by link. (A program whose parent ended normally is
+# already past its use: perf waits for its program.)
+PARENT_DEATH = ("setpriv", "--pdeathsig", "KILL", "--")
+
+
+@functools.lru_cache(maxsize=1)
+def _setpriv() -> bool:
+    return shutil.which("setpriv") is not None
+
+
+def dies_with_parent(argv: list[str], host=None) -> list[str]:
+    """argv so that its process gets SIGKILL when its parent dies: on this host, with setpriv (without
+    it, as before: the next sweep, or copylab clean, stops what was left)."""
+    if (host is not None and host.remote) or not _setpriv():
+        return list(argv)
+    return [*PARENT_DEATH, *argv]
 
 
 def last_json_object(lines) -> dict | None:

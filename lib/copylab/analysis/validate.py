@@ -18,8 +18,7 @@ import pandas as pd
 from .. import contract
 from ..errors import CopylabError
 
-U64 = float(2**64)  # perf's counters are u64; nothing measured here can exceed one
-SHARE_SLACK = 1e-6
+U64 = contract.U64  # perf's counters are u64; nothing measured here can exceed one
 POINT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,254}")  # a file name, never a path
 STATUSES = ("ok", "failed")
 IDENTITY = ("impl", "mode", "msg_size", "threads", "rep", "receive")
@@ -42,15 +41,6 @@ def _fail(csv_path: Path, index, column: str, problem: str, value) -> CopylabErr
     if raw is not None and column in raw.columns and index in raw.index:
         value = raw.at[index, column]  # as written in the file, not as pandas read it
     return CopylabError(f"{csv_path}: row {_row(index)}, column {column}: {problem} (got {_shown(value)})")
-
-
-def _is_share(column: str) -> bool:
-    """Columns that hold a share of something: between 0 and 1."""
-    if column.endswith(("_cpu_busy", "_cpu_steal", "_prof_skid", "_share")):
-        return True
-    if column.startswith(("srv_prof_", "cli_prof_")) and not column.endswith("_samples"):
-        return True
-    return column.startswith(("srv_cai_", "cli_cai_"))
 
 
 def check_results(df: pd.DataFrame, csv_path: Path, raw: pd.DataFrame | None = None) -> None:
@@ -125,11 +115,10 @@ def _check_measurements(df, csv_path) -> None:
         if bad.any():
             index = bad.idxmax()
             raise _fail(csv_path, index, column, "cannot be negative", df.at[index, column])
-        high = 1.0 + SHARE_SLACK if _is_share(column) else U64
+        high, what = contract.ceiling(column)  # a share above 1, a rate no host moves, beyond a counter
         bad = present & (values > high)
         if bad.any():
             index = bad.idxmax()
-            what = "a share, at most 1" if high < 2 else "more than any counter can hold (2^64)"
             raise _fail(csv_path, index, column, f"impossible: {what}", df.at[index, column])
     if "duration_s" in df.columns and "status" in df.columns:
         ok = df["status"].astype("string").str.strip().str.lower() == "ok"

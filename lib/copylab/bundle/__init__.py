@@ -27,11 +27,13 @@ from ..analysis import load_results, resolve_results_dir
 from ..analysis.levels import one_working_set
 from ..contract import WORKING_SET_DEFAULT
 from ..errors import CopylabError
+from ..escape import quoted_path
 from ..fsutil import atomic_write_bytes, atomic_write_json, atomic_write_text
 from ..hostmeta import git_revision
 from ..analysis.load import MAX_CSV_BYTES
 from ..report import MANIFEST, read_manifest
 from ..report_display import AUTHOR_FIELDS, placeholder_line, placeholders, resolve_author
+from ..sweep.folder import check_state, records_holding
 from ..sweep.records import now
 from . import csource, plots, readme, runall
 
@@ -113,6 +115,8 @@ def check_inputs(results_dir, roll=None, out_dir=None, author=None, repo_url=Non
         check_roll(roll, "--roll")
     results_dir = resolve_results_dir(results_dir).resolve()
     df, meta = load_results(results_dir)
+    check_state(results_dir, meta, len(df), quoted_path(results_dir))  # a sweep measuring now: refused (an
+    # interrupted one is bundled with a warning: readme.warnings)
     df = one_working_set(df, WORKING_SET_DEFAULT)  # Part D's plots: one working set, as the report's figures
     pdf, csv = check_report(results_dir)
     declaration = userfiles.read_declaration(ai_declaration) if ai_declaration else None
@@ -136,6 +140,10 @@ def check_inputs(results_dir, roll=None, out_dir=None, author=None, repo_url=Non
 
 
 def _check_out_dir(out_dir: Path, name: str) -> None:
+    holder = records_holding(out_dir)  # runs/ of a sweep: a resume, a report or the lab would read it as a record
+    if holder is not None:
+        raise CopylabError(f"--out {quoted_path(out_dir)}: among the records of the sweep {quoted_path(holder)}, "
+                           "where a file would be read as the sweep's own; choose another --out")
     if not out_dir.is_dir():
         raise CopylabError(f"--out {out_dir}: no such folder" if not out_dir.exists()
                            else f"--out {out_dir}: not a folder")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from .. import escape, registry
 from ..fmt import system_summary
 from ..report_display import placeholder_line, placeholders
+from ..sweep.folder import check_state
 from .plots import PLOTS
 
 PART_OF = {"A1": "A1 server: serialises the 8 fields into one buffer, then send() (two copies)",
@@ -123,8 +124,9 @@ def warnings(inputs, record: dict) -> list[str]:
     line = placeholder_line(placeholders(fields), "--roll")  # only a --draft bundle gets here with any
     if line:
         out.append(f"a draft: {line}")
-    if record["results"]["sweep_status"] not in (None, "finished"):
-        out.append(f"the sweep's status is {record['results']['sweep_status']!r}, not finished")
+    if record["results"]["sweep_status"] not in (None, "finished"):  # in the words report and compare use
+        out.append(check_state(inputs.results_dir, inputs.meta, len(inputs.df), escape.quoted_path(inputs.results_dir))
+                   or f"the sweep's status is {record['results']['sweep_status']!r}, not finished")
     if not _sources_note(record).startswith("from the same revision"):
         out.append("the C sources are " + _sources_note(record))
     return out

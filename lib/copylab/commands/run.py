@@ -107,6 +107,8 @@ def run_command(args) -> int:
                     distance.calibrate(cpus, probes=MIN_PROBES, spacing_s=0.01)
             attempts = placed(distance, cpus, reason, lambda: run_point(
                 spec, plan, topo, profile_dir=Path(args.profile_dir) if args.profile else None))
+        if distance.off:  # a probe that misbehaved (the run measured unplaced, its row's note says why): once
+            print(f"copylab run: WARNING: placement: {distance.off}", file=sys.stderr)
         for (row, raw), columns in attempts[:-1]:
             print(f"copylab run: note: set aside a run taken while the CPUs were apart ({columns['cpu_round_trip_ns']:.0f} "
                   f"ns round trip): {summary_line(row)}", file=sys.stderr)

@@ -28,7 +28,7 @@ from pathlib import Path
 from ..perf import c_locale_env, paranoid
 from ..privilege import can_admin_network
 from ..hosts import LocalHost
-from ..sides import PerfControl, Window
+from ..sides import PerfControl, Window, dies_with_parent
 from . import classify, script
 
 FREQ_HZ = 999
@@ -44,7 +44,7 @@ class _Recording:
         self.data, self.control = data, control
         self.ready = threading.Event()
         self.stderr: list[str] = []
-        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        self.proc = subprocess.Popen(dies_with_parent(argv), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE, text=True, errors="replace",
                                      start_new_session=True, env=c_locale_env())
         threading.Thread(target=self._pump, daemon=True).start()

@@ -30,6 +30,7 @@ from pathlib import Path
 from .. import hostmeta, limits, signals, userfiles
 from ..contract import check_cpus_available
 from ..errors import CopylabError
+from ..escape import shell_path
 from ..fsutil import atomic_write_json, describe_os_error, shown
 from ..params import Grid, load_grid
 from ..paths import NOTEBOOKS_DIR, OUTPUT_DIR
@@ -98,6 +99,9 @@ def run_sweep(params_path: str | Path, out_dir: str | Path | None = None, force:
         folder.claim(out, grid, restart, say)
         folder.ensure_runs(out)
         say(f"grid {grid.name}: {estimate.describe()}")
+        unused = est.unused_budget(grid)  # it was ignored without a word
+        if unused:
+            say(f"WARNING: {unused}")
         sweep = Sweep(grid, topology, out, force, progress, say)
         sweep.mixed_builds = mixed_builds
         return sweep.run()
@@ -131,6 +135,7 @@ class Sweep:
         self.summary: SweepSummary | None = None  # set however the session ends
         self.clock = SweepClock(grid.budget_min)  # the time against budget_min (clock.py)
         self.placing: SweepPlacement | None = None  # the vCPUs' placement: calibration, allowance (placing.py)
+        self.error = ""  # what ended the session when it failed on the file system (meta.json's session says it)
 
     # -- the session ------------------------------------------------------------------------------
 
@@ -153,11 +158,12 @@ class Sweep:
             status = "interrupted"
             raise
         except OSError as exc:  # disk full, a folder gone read-only: say where, once
-            raise CopylabError(f"{self.out}: {describe_os_error(exc)}") from None
+            self.error = describe_os_error(exc)  # and meta.json's session says it (failed)
+            raise CopylabError(f"{self.out}: {self.error}") from None
         finally:
             with signals.held():
                 try:
-                    self._clean_up(status, time.monotonic() - started)
+                    clean_up(self, status, time.monotonic() - started)
                 except OSError as exc:  # the same full disk, met again while closing the books
                     raise CopylabError(f"{self.out}: {describe_os_error(exc)}") from None
                 finally:
@@ -227,31 +233,39 @@ class Sweep:
                       f"latency_us={row.get('latency_us')} {row.get('error') or ''}".rstrip() + "\n")
         self.bar.point(spec, ok)
 
-    # -- the end, however it comes ------------------------------------------------------------------
 
-    def _clean_up(self, status: str, wall: float) -> None:
-        kill_registered(self.work)
-        self.kernel.stop()
-        if self.bar is not None:
-            self.bar.close()
-        for debris in (self.pending, self.work):
-            shutil.rmtree(debris, ignore_errors=True)
-        if folder.still_there(self.out, self.runs):
-            write_results(self.out, self.runs, self.rows)
-        self.summary = SweepSummary(self.out, len(self.specs), self.measured, self.skipped,
-                                    self.failed, wall, self.point_seconds, self.accounting.placement_all)
-        if self.measured and self.out.is_dir():
-            with open(self.out / "sweep.log", "a") as log:
-                log.writelines(f"{now()} {line}\n" for line in self.accounting.lines())
-            busy = self.host_load.warning()
+def clean_up(sweep: Sweep, status: str, wall: float) -> None:
+    """The end of a session, however it comes: stop what runs, remove the debris, rebuild results.csv,
+    and close meta.json's books on every path: a full disk met here too (results.csv or sweep.log
+    cannot be written) still closes them, as failed with the error, then is raised."""
+    kill_registered(sweep.work)
+    sweep.kernel.stop()
+    if sweep.bar is not None:
+        sweep.bar.close()
+    for debris in (sweep.pending, sweep.work):
+        shutil.rmtree(debris, ignore_errors=True)
+    sweep.summary = SweepSummary(sweep.out, len(sweep.specs), sweep.measured, sweep.skipped,
+                                 sweep.failed, wall, sweep.point_seconds, sweep.accounting.placement_all)
+    try:
+        if folder.still_there(sweep.out, sweep.runs):
+            write_results(sweep.out, sweep.runs, sweep.rows)
+        if sweep.measured and sweep.out.is_dir():
+            with open(sweep.out / "sweep.log", "a") as log:
+                log.writelines(f"{now()} {line}\n" for line in sweep.accounting.lines())
+            busy = sweep.host_load.warning()
             if busy:
-                self.log(f"WARNING: {busy}")
-        if self.meta is not None and self.out.is_dir():
-            overhead, without = self.summary.overhead, self.summary.overhead_without_placement
-            self.meta.close(status, measured=self.measured, failed=self.failed, wall_s=round(wall, 2),
-                            point_seconds=self.point_seconds, overhead=round(overhead, 3) if overhead else None,
-                            overhead_without_placement=round(without, 3) if without else None,
-                            time=self.accounting.summary(), host_load=self.host_load.summary())
+                sweep.log(f"WARNING: {busy}")
+    except OSError as exc:
+        status, sweep.error = "failed", sweep.error or describe_os_error(exc)
+        raise
+    finally:
+        if sweep.meta is not None and sweep.out.is_dir():
+            overhead, without = sweep.summary.overhead, sweep.summary.overhead_without_placement
+            sweep.meta.close(status, measured=sweep.measured, failed=sweep.failed, wall_s=round(wall, 2),
+                             point_seconds=sweep.point_seconds, overhead=round(overhead, 3) if overhead else None,
+                             overhead_without_placement=round(without, 3) if without else None,
+                             time=sweep.accounting.summary(), host_load=sweep.host_load.summary(),
+                             **({"error": sweep.error} if sweep.error else {}))
 
 
 def session(sweep: Sweep, stack: contextlib.ExitStack, started: float) -> None:
@@ -314,5 +328,6 @@ def describe(summary: SweepSummary, next_step: bool = True) -> str:
     folder = shown(summary.out_dir)
     lines.append(f"results: {folder}/results.csv")
     if next_step:  # one command a line: a long folder name still leaves each within reach of 80 columns
-        lines += [f"next: copylab report {folder}", f"  or: make lab RESULTS={folder}"]
+        # each a command to paste: the folder one shell word (a space, a quote, a leading dash)
+        lines += [f"next: copylab report {shell_path(folder)}", f"  or: make lab RESULTS={shell_path(folder)}"]
     return "\n".join(lines)

@@ -100,6 +100,15 @@ def estimate(grid: Grid) -> Estimate:
     return Estimate(points, wall, peak, where, base, budget)
 
 
+def unused_budget(grid: Grid) -> str:
+    """What a budget_min the extra passes cannot use does (and does not) do, or "" when they use it."""
+    if grid.budget_min is None or grid.repetitions >= 3:  # budget.MIN_BASE_PASSES (see estimate())
+        return ""
+    return (f"budget_min {grid.budget_min:g}: no extra pass will run, since extra passes need at least 3 "
+            f"repetitions to decide from (this grid has {grid.repetitions}); the budget only stops placement's "
+            "waits and re-measurements once the points left need the rest of it")
+
+
 def _peers(grid: Grid) -> tuple[int, float]:
     """Points and seconds of the reference programs: each runs as long as its runner says (whole
     seconds, fixed sleeps); a latency peer answers one connection (point.py)."""

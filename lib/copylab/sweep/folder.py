@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .. import userfiles
 from ..errors import CopylabError
-from ..fsutil import describe_os_error
+from ..fsutil import describe_os_error, listing
 from ..params import Grid
 
 # the grid keys that decide what is measured; the report's author fields and the description do not
@@ -92,11 +92,10 @@ def claim(out: Path, grid: Grid, restart: bool, say) -> Path:
     A folder that is neither empty nor a copylab sweep is refused: its files are the user's (a
     thesis beside a results.csv of their own) and a sweep would overwrite them."""
     if not is_sweep(out):
-        others = sorted(entry.name for entry in out.iterdir() if entry.name not in _OURS)
+        others = [entry.name for entry in out.iterdir() if entry.name not in _OURS]
         if others:
-            shown = ", ".join(others[:4]) + (f" and {len(others) - 4} more" if len(others) > 4 else "")
-            raise CopylabError(f"--out {out}: not empty and not a copylab sweep (it holds {shown}); a sweep would "
-                               "overwrite files there: use an empty or new folder")
+            raise CopylabError(f"--out {out}: not empty and not a copylab sweep (it holds {listing(others)}); a sweep "
+                               "would overwrite files there: use an empty or new folder")
         _mark(out, grid)
         return out
     if not any((out / name).exists() for name in ("meta.json", "results.csv", "runs")):
@@ -155,3 +154,83 @@ def ensure_runs(out: Path) -> Path:
 def still_there(out: Path, runs: Path) -> bool:
     """False when the folder (or its runs/) was removed under a running sweep."""
     return out.is_dir() and runs.is_dir()
+
+
+# ------------------------------------------------------------------------------------------------
+# what state a sweep folder is in, for the commands that read one (report, compare, bundle)
+
+RECORD_FOLDERS = ("runs", "profiles", ".pending", ".work")  # a sweep's records and work: nothing else goes there
+
+
+def records_holding(path: Path) -> Path | None:
+    """The sweep folder whose records (runs/, profiles/...) hold path, or None: a file written there
+    would be read as the sweep's own (a resume, a report, the lab's guard)."""
+    path = Path(path).resolve()
+    for inner in (path, *path.parents):
+        if inner.name in RECORD_FOLDERS and is_sweep(inner.parent):
+            return inner.parent
+    return None
+
+
+def being_written(out: Path) -> bool:
+    """Does a live sweep hold out's lock now? (A killed one's lock went with it.)"""
+    try:
+        handle = open(out / ".lock", "rb")
+    except OSError:
+        return False
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        except OSError:
+            return False
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return False
+
+
+def sweep_state(out: Path, meta: dict) -> tuple[str, str]:
+    """(state, in words) of the sweep whose folder out is: finished, interrupted or running; ("", "")
+    for a results folder without a sweep's status (a CSV from elsewhere). meta.json says running for a
+    sweep that was killed too (kill -9, a power cut): only a live sweep holds the folder's lock."""
+    status = meta.get("status")
+    if being_written(out):
+        return "running", "a sweep is measuring into it now (it holds the folder's lock)"
+    if status == "running":
+        return "interrupted", ("its sweep ended without closing its books (killed, or the machine stopped): "
+                               "meta.json still says running")
+    if status in ("interrupted", "failed"):
+        stopped = meta.get("finished_at") or "an unknown time"
+        why = "interrupted" if status == "interrupted" else "stopped by an error"
+        return "interrupted", f"its sweep was {why} at {stopped} (meta.json status {status!r})"
+    if status == "finished":
+        return "finished", "finished"
+    return "", ""
+
+
+def planned_points(meta: dict) -> int | None:
+    """How many points the sweep's grid has (meta.json params), when that can be told."""
+    params = meta.get("params")
+    if not isinstance(params, dict):
+        return None
+    from ..params import parse_grid
+
+    try:
+        return len(parse_grid(params, source="meta.json").points(meta.get("topology") or "netns"))
+    except (CopylabError, ValueError, TypeError, KeyError):
+        return None
+
+
+def check_state(out: Path, meta: dict, rows: int, who: str) -> str:
+    """The one policy of every command that reads a sweep: a sweep measuring now is refused (its
+    results change under the reader); an interrupted one is read with a warning saying so and how
+    much it holds (returned, "" for a finished sweep). who names it in the lines ("A (path)")."""
+    state, words = sweep_state(out, meta)
+    if state == "running":
+        raise CopylabError(f"{who} is mid-sweep: {words}; read it once the sweep has finished")
+    if state != "interrupted":
+        return ""
+    planned = planned_points(meta)
+    held = f"{rows} measured row(s)" + (f" of the grid's {planned} points" if planned else "")
+    return (f"{who} is an interrupted sweep: {words}; it holds {held}, and what it lacks is missing from what "
+            "follows (resume it: copylab sweep with --out the same folder)")

@@ -4,19 +4,19 @@ reach put back at the front of the queue (tried again once per session)."""
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
 from ..errors import CopylabError, ErrorKind, MeasurementError
 from ..experiment import spec_params
+from ..fsutil import install_written
 from ..paths import NOTEBOOKS_DIR
 from ..point import kill_registered
 from ..pointspec import PointSpec
 from ..topology import Topology
 from . import folder
 from .budget import pass_seconds
-from .kernel import Outcome, execute
+from .kernel import Outcome, execute, whole_notebook
 from .records import now, read_row, record_path, write_results
 
 # points per notebook execution: each costs 0.3-0.5 s beyond its points (papermill and the kernel's
@@ -68,8 +68,11 @@ def run_group(sweep, group: list[PointSpec], topo: Topology, queue: list[str]) -
     outcome = execute(NOTEBOOKS_DIR / "experiment.ipynb", notebook_tmp, params, sweep.kernel,
                       timeout_s=budget, cwd=NOTEBOOKS_DIR, watch=watch)
     share = sweep.host_load.end() if metered else None
-    if notebook_tmp.exists() and sweep.runs.is_dir():
-        os.replace(notebook_tmp, sweep.runs / f"{name}.ipynb")
+    if notebook_tmp.exists() and sweep.runs.is_dir() and \
+            not install_written(notebook_tmp, sweep.runs / f"{name}.ipynb", whole_notebook):
+        # cut off mid-JSON (a full disk): not kept, as after a kill; the points keep their records
+        sweep.say(f"WARNING: runs/{name}.ipynb was cut off while papermill wrote it ({outcome.error or 'no error said'}); "
+                  "not kept: the points it measured keep their records")
     if folder.still_there(sweep.out, sweep.runs):
         sweep.placing.learned(watch.done)
         # between groups, while nothing is measured: rebuilding it takes CPU the programs would miss

@@ -50,6 +50,17 @@ def check_kernel_folders() -> None:
                                "can write") from None
 
 
+def whole_notebook(path: Path) -> bool:
+    """Is path a complete notebook (JSON to its end, with its cells), not one cut off mid-write?"""
+    from ..userfiles import loads_json
+
+    try:
+        nb = loads_json(Path(path).read_bytes())
+    except (OSError, ValueError, UnicodeDecodeError):
+        return False
+    return isinstance(nb, dict) and isinstance(nb.get("cells"), list) and "nbformat" in nb
+
+
 @dataclass
 class Outcome:
     kind: str = ErrorKind.NONE   # ErrorKind; "" when the notebook ran to the end

@@ -98,10 +98,19 @@ class SweepPlacement:
         self.aside_seen: set[str] = set()  # runs/apart/ records already learned from (each once)
         # the runs a retake found kept apart, and those it measured again: the earlier sessions' too (a resume)
         self.retake_points = earlier_retakes(sweep.meta.previous)
+        self.off = ""  # why placement is off for the rest of the sweep: its probe misbehaved (placement.py)
 
     @property
     def active(self) -> bool:
         return self.cpus is not None
+
+    def turn_off(self, why: str) -> None:
+        """A probe answered something that is not a round trip, or nothing in time (why; "": nothing
+        happened): no point of this sweep is probed from here (each row's note says why), said once."""
+        if why and not self.off:
+            self.off, self.cpus, self.reason = why, None, f"not probed: {why}"
+            self.sweep.log(f"WARNING: placement: {why}")
+            self.record()
 
     def calibrate(self) -> None:
         """Probes over a couple of seconds before the first point, after the earlier sessions' probes
@@ -117,6 +126,9 @@ class SweepPlacement:
             with rule.CpuDistance(self.history) as distance:
                 modes = distance.calibrate(self.cpus)
                 self.history = distance.history
+        except rule.ProbeMisbehaved as exc:
+            self.turn_off(str(exc))
+            return
         except CopylabError as exc:  # the points will say why they were not probed
             self.sweep.say(f"WARNING: placement: {exc}")
             return
@@ -141,7 +153,7 @@ class SweepPlacement:
                 self.sweep.log("placement: no more waits or re-measurements: the points still to measure need "
                                "the rest of the budget")
         return {"history": self.history[-rule.HISTORY:], "allowance_s": round(allowance, 2),
-                "futile_waits": self._stretch_goes_on()}
+                "futile_waits": self._stretch_goes_on(), "off": self.off}
 
     def _stretch_goes_on(self) -> int:
         """rule.FUTILE_WAITS when the last run measured was kept while the CPUs were apart: the next
@@ -154,6 +166,7 @@ class SweepPlacement:
         """After a group: its probes (kept runs and runs set aside) join the history, and its set-aside
         runs beside the runs kept in their place tell whether re-measuring is worth it here."""
         rows = [self.sweep.rows[p] for p in point_ids if p in self.sweep.rows]
+        self.turn_off(probe_gone_off(rows))  # a probe that misbehaved inside the group
         aside = self._apart_rows(point_ids)
         self.history += rule.round_trips(rows) + rule.round_trips(row for _, row in aside)
         del self.history[:-rule.HISTORY]
@@ -192,6 +205,7 @@ class SweepPlacement:
                 value = distance.look(self.cpus)  # apart when the next probe agrees (a lone spike is not)
                 self.history = distance.history
         except CopylabError as exc:
+            self.turn_off(str(exc) if isinstance(exc, rule.ProbeMisbehaved) else "")
             return f"the CPUs could not be probed: {exc}"
         return f"the CPUs are apart now ({value:.0f} ns): they would be taken apart again" \
             if distance.apart(value) else ""
@@ -213,6 +227,12 @@ class SweepPlacement:
             if row is not None:
                 rows.append((pid, row))
         return rows
+
+
+def probe_gone_off(rows) -> str:
+    """Why a probe turned placement off inside a group, as its rows' notes say ("" when none did)."""
+    notes = (str(row.get("placement_note") or "") for row in rows)
+    return next((note.split(": ", 1)[-1] for note in notes if rule.OFF_FOR_RUN in note), "")
 
 
 def _speed(row: dict) -> float | None:

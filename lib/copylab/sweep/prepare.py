@@ -4,7 +4,6 @@ lacks, the native build, perf's plan and meta.json's session."""
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 from pathlib import Path
 
@@ -13,28 +12,37 @@ from .. import perf as perfmod
 from ..contract import PEERS, WORKING_SET_DEFAULT
 from ..errors import CopylabError
 from ..experiment import PENDING, probe_topology
-from ..fsutil import atomic_write_json
+from ..fsutil import atomic_write_json, install_written, listing
 from ..paths import NATIVE_DIR, NOTEBOOKS_DIR
-from ..point import remove_stale_workdirs
+from ..point import kill_registered, remove_stale_workdirs
 from ..runners import runner_for
 from ..topology import clean_leftovers
 from . import budget as budgeting
 from . import folder
-from .kernel import execute
+from .kernel import execute, whole_notebook
 from .meta import SweepMeta
-from .records import load_rows
+from .records import load_rows, read_row
 
 
 def plan_queue(sweep) -> list[str]:
     """Clear an interrupted run's debris, load what earlier sessions measured, and return the
     point ids still to measure (finished ones skipped unless --force)."""
+    # an earlier session's programs still running (a kill -9 where setpriv was missing): by the process
+    # groups its points registered, before their registry goes with the debris
+    stopped = set(kill_registered(sweep.work)) if sweep.work.is_dir() else set()
     for stale in (sweep.pending, sweep.work, sweep.runs / ".pending"):
         shutil.rmtree(stale, ignore_errors=True)  # debris of an interrupted run
     for copy in (sweep.runs / "apart").glob(f"*{PENDING}"):  # a run kept apart, its re-take never done
         copy.unlink(missing_ok=True)
+    repair_records(sweep)
     sweep.work.mkdir()
-    for ns in clean_leftovers()["removed_namespaces"]:
+    found = clean_leftovers()
+    for ns in found["removed_namespaces"]:
         sweep.say(f"removed namespace {ns} left by an earlier crashed run")
+    stopped |= set(found["killed_processes"])
+    if stopped:
+        sweep.say(f"stopped {len(stopped)} program(s) an earlier crashed run left running (process groups "
+                  f"{', '.join(map(str, sorted(stopped)))})")
     remove_stale_workdirs()
     drop_missing_peers(sweep)
     for spec in budgeting.extra_specs_from(recorded_specs(sweep.runs), sweep.grid, sweep.topology):
@@ -47,6 +55,24 @@ def plan_queue(sweep) -> list[str]:
     sweep.say(f"sweep {sweep.grid.name}: {len(sweep.specs)} points, {len(done)} already measured, "
              f"{len(queue)} to measure -> {sweep.out}")
     return queue
+
+def repair_records(sweep) -> None:
+    """What an earlier session left cut off mid-write (a full disk, a crash) is never kept: a point's
+    record is removed and the point measured again, a run set aside or a group's notebook removed
+    (the points it measured keep their records, as after a kill); said in one line."""
+    damaged = [path for path in sorted(sweep.runs.glob("*.json")) if read_row(path) is None]
+    damaged += [path for path in sorted((sweep.runs / "apart").glob("*.json")) if read_row(path) is None]
+    damaged += [path for path in [*sorted(sweep.runs.glob("*.ipynb")), sweep.out / "build.ipynb"]
+                if path.is_file() and not whole_notebook(path)]
+    if not damaged:
+        return
+    for path in damaged:
+        path.unlink()
+    names = [str(path.relative_to(sweep.out)) for path in damaged]
+    measured_again = sum(path.suffix == ".json" and path.parent == sweep.runs for path in damaged)
+    sweep.say(f"removed {len(names)} file(s) an earlier session left cut off mid-write ({listing(names)}); "
+              f"{measured_again} point(s) among them measured again")
+
 
 def drop_missing_peers(sweep) -> None:
     """A peer tool this host lacks: say so once and measure the rest (A1/A2/A3 need no peer)."""
@@ -73,7 +99,7 @@ def build_here(sweep) -> None:
                       {"native_dir": str(NATIVE_DIR), "extra_cflags": "", "sanitize": False},
                       sweep.kernel, timeout_s=600, cwd=NOTEBOOKS_DIR)
     if tmp.exists():
-        os.replace(tmp, sweep.out / "build.ipynb")
+        install_written(tmp, sweep.out / "build.ipynb", whole_notebook)  # a cut-off one is not kept
     if not outcome.ok:
         raise CopylabError(f"building native/ failed ({outcome.error}); see {sweep.out / 'build.ipynb'}")
 

@@ -113,6 +113,8 @@ def _learned(sweep, distance: CpuDistance, evidence: list[dict]) -> None:
     counted as a point's are (each kept run's placement_s: probes, waits, runs set aside)."""
     if sweep.placing is not None:
         sweep.placing.history = distance.history
+        if distance.off:  # its probe misbehaved: off for the sweep's points too
+            sweep.placing.turn_off(distance.off)
     for run in evidence:
         sweep.accounting.setup_placement(run["placement_s"])
 
