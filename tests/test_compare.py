@@ -306,8 +306,9 @@ def test_the_quick_sweep_compared_with_a_copy_decides_no_change(quick_sweep_dir,
 def test_the_explorer_loads_two_sweeps_with_a_sweep_selector(tmp_path):
     a, b = write_pair(tmp_path, 101, 102, CHANGE_AT_1K)
     df_a, meta = analysis.load_results(a)
-    df_b, _ = analysis.load_results(b)
-    ex = explorer.Explorer(df_a, meta, other=df_b, labels=("bbr", "cubic"))
+    df_b, meta_b = analysis.load_results(b)
+    meta_b = {**meta_b, "kernel": "6.18.0-other"}
+    ex = explorer.Explorer(df_a, meta, other=df_b, labels=("bbr", "cubic"), other_meta=meta_b)
     assert ex.sweep.options == ("bbr", "cubic", "both")
     ex.filter.value = 1  # one thread
     ex.metric.value = "throughput_gbps"
@@ -326,6 +327,13 @@ def test_the_explorer_loads_two_sweeps_with_a_sweep_selector(tmp_path):
     assert names == set(shown_a) | set(shown_b)
     dashes = {t.name: t.line.dash for t in ex.fig.data if t.name in names}
     assert dashes[f"{a1} (cubic)"] == "dash" and dashes[f"{a1} (bbr)"] == "solid"
+    # every hover opens with its trace's name, the sweep's label in it; the host line names both hosts
+    for trace in ex.fig.data:
+        if trace.visible and len(trace.y):
+            assert "%{customdata[0]}" in trace.hovertemplate
+            assert {row[0] for row in trace.customdata} == {trace.name.removesuffix(": repetitions")}, trace.name
+    assert "A (bbr): measured on Linux 6.1.0-synthetic" in ex.host.value
+    assert "B (cubic): measured on Linux 6.18.0-other" in ex.host.value
     # one sweep: no selector shown, the traces named as before
     single = explorer.Explorer(df_a, meta)
     assert single.sweep.layout.display == "none" and a1 in {t.name for t in single.fig.data}
