@@ -11,7 +11,9 @@ for writing here:
 - `SweepContents` shows the sweep's own files as read-only (JupyterLab then offers "Save As" and skips
   autosave) and refuses to write, rename, delete or restore them, or to create anything among them
   (runs/, profiles/, the sweep's names), whatever path leads there; work/ and new files of other
-  names are the user's.
+  names are the user's. A notebook it saves keeps each explorer as the chart it showed, with a line
+  saying how to make it live (widgetsnapshot.pre_save): reopened without the kernel that held the
+  widgets, it shows charts, not dead controls, and is not marked changed by opening it.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from tornado.web import HTTPError
 from .errors import CopylabError
 from .fsutil import shown
 from .paths import NATIVE_DIR, NOTEBOOKS_DIR
+from .widgetsnapshot import pre_save
 
 WORK = "work"
 TEMPLATES = ("analysis.ipynb", "experiment.ipynb", "build.ipynb")
@@ -218,7 +221,12 @@ class SweepContents(AsyncLargeFileManager):
     the URL is already decoded (%2e%2e, %2F) when it gets here, the path is normalised (work/../x is
     x) and links are followed (work/link.csv -> ../results.csv is results.csv), and both the link's
     own place and where it leads are checked. A path leading out of the sweep folder is refused too.
+    Notebooks are saved with their explorers as charts (widgetsnapshot.pre_save).
     """
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.register_pre_save_hook(pre_save)
 
     def _places(self, path: str) -> tuple[str, str]:
         """(where the entry itself is, where it leads), relative to the sweep folder's real path;
