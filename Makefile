@@ -4,7 +4,8 @@
 #   make check    the fast subset: no root, no namespaces, nothing slow (under a minute)
 #   make bundle   ROLL=<roll no.>: the course submission <ROLL>_PA02/ + .zip from RESULTS (output/default);
 #                 refused while author fields or the declaration are placeholders, unless DRAFT=1
-#   make lab      JupyterLab on RESULTS (output/default): prints the one URL to open
+#   make lab      JupyterLab on RESULTS (output/default): prints the one URL to open; PORT=<n> to choose
+#                 its port (default: the first free one from 8888)
 #   make compare  A=<sweep folder> B=<sweep folder>: every change from A to B decided (output/compare-A-vs-B/)
 PYTHON  ?= python3
 PARAMS  ?= params/default.yaml
@@ -63,7 +64,7 @@ bundle: deps $(STAMP)
 
 # JupyterLab on RESULTS, at a working copy of the analysis (RESULTS/work/); templates stay untouched
 lab: deps $(STAMP)
-	@$(PY) -m copylab lab $(RESULTS)
+	@$(PY) -m copylab lab '$(RESULTS)' $(if $(PORT),--port '$(PORT)')
 
 # two sweeps compared (OUT=<folder> to choose where; LABEL_A/LABEL_B to name them); A and B stay untouched
 compare: deps $(STAMP)

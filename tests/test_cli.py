@@ -188,3 +188,22 @@ def test_the_working_set_recorded_is_the_one_used(asked, msg_size, used):
     assert proc.returncode == 0, proc.stderr
     row = json.loads(proc.stdout)
     assert row["status"] == "ok" and row["working_set_bytes"] == used == row["ring_messages"] * msg_size
+
+
+def test_every_command_says_what_it_does_in_its_help():
+    """`copylab COMMAND --help` has a description paragraph between the usage and the arguments, the
+    command's own words (issue 47: `copylab sweep --help` had none)."""
+    from copylab.cli import build_parser
+    from copylab.commands import COMMANDS
+
+    parser = build_parser()
+    commands = next(a for a in parser._actions if a.dest == "command").choices
+    assert set(commands) == set(COMMANDS)
+    for name, sub in commands.items():
+        text = sub.format_help()
+        usage, _, rest = text.partition("\n\n")
+        description = rest.split("\n\n")[0]
+        assert usage.startswith(f"usage: copylab {name}") and not description.startswith(("positional", "options")), \
+            (name, text[:400])
+        assert description.lstrip().startswith(f"`copylab {name}"), (name, description)
+        assert len(description.split()) >= 12, (name, description)
