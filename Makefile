@@ -81,11 +81,16 @@ native: deps
 deps:
 	@bash tools/install-debian-deps.sh
 
-# (re)create the virtualenv whenever pyproject.toml changes
-$(STAMP): pyproject.toml
+# (re)create the virtualenv whenever pyproject.toml changes. copylab's nbconvert settings go on the
+# environment's own Jupyter config path (etc/jupyter), so that `jupyter nbconvert` of any copylab notebook
+# is offline (and --to webpdf finds the installed Chromium) without JUPYTER_CONFIG_PATH: a loader of the
+# package's settings (an editable install installs no data files, so it is copied here)
+JUPYTER_LOADER := lib/copylab/jupyter_config/env/jupyter_nbconvert_config.py
+$(STAMP): pyproject.toml $(JUPYTER_LOADER)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
+	install -D -m 644 $(JUPYTER_LOADER) $(VENV)/etc/jupyter/jupyter_nbconvert_config.py
 	@touch $(STAMP)
 
 # build products and leftovers only; measured results under output/ stay (see clean-output)
