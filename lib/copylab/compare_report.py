@@ -62,8 +62,17 @@ def check_labels(label_a: str, label_b: str) -> None:
 
 
 def default_labels(folder_a: Path, folder_b: Path) -> tuple[str, str]:
+    """The folders' names; where those are alike, the shortest ends of their paths that differ
+    (runs-1/default, runs-2/default); one folder compared with itself: its name, and its name again."""
     a, b = folder_a.name or str(folder_a), folder_b.name or str(folder_b)
-    return (a, b) if a != b else (f"{a} (A)", f"{b} (B)")
+    if a != b:
+        return a, b
+    pa, pb = Path(folder_a).parts, Path(folder_b).parts
+    for n in range(2, max(len(pa), len(pb)) + 1):
+        x, y = "/".join(pa[-n:]), "/".join(pb[-n:])
+        if x != y:
+            return (x, y) if max(len(x), len(y)) <= MAX_LABEL else (f"{a} (A)", f"{b} (B)")
+    return a, f"{a}, again"
 
 
 def check_out(out: Path, folders) -> None:
@@ -111,7 +120,7 @@ def build_comparison(folder_a, folder_b, label_a=None, label_b=None, out=None, p
     check_kernel_folders()
     out_dir.mkdir(parents=True, exist_ok=True)
     missing = _missing_tools()
-    title = f"copylab: {params['label_a']} (A) against {params['label_b']} (B)"
+    title = f"copylab: from {params['label_a']} (A) to {params['label_b']} (B)"
     with fsutil.scratch_dir("copylab-compare-", 200 << 20) as scratch, \
             fsutil.staging_dir(out_dir, ".compare-staging-") as staging:
         _say(progress, f"[1/3] executing {NOTEBOOK.relative_to(PROJECT_ROOT)} with papermill")
