@@ -3,8 +3,9 @@ printed once the page's plotly figures are drawn.
 
 nbconvert's own WebPDFExporter launches Playwright's browser, which Playwright downloads into its own
 cache (`playwright install chromium`): offline, or wherever only the distribution's Chromium is
-installed, it stops with "No suitable chromium executable found". It then prints after a fixed 100 ms
-(page_render_timeout), which drops plotly charts drawn later, and everything after them.
+installed, it stops with "No suitable chromium executable found". It then prints 100 ms
+(page_render_timeout) after the network went idle, which drops plotly charts drawn later, and with a
+large notebook everything after them (the page was still being parsed).
 
 copylab's nbconvert settings (jupyter_config/jupyter_nbconvert_config.py) call `install()`, which puts
 this class where nbconvert's entry point for `webpdf` looks it up (nbconvert.exporters.WebPDFExporter):
@@ -30,7 +31,9 @@ from . import tools
 # the paper's edge), and the report's figures, 760 px wide, fit beside the notebook's margins.
 PRINT_WIDTH = 1100
 PAPER_WIDTH = 816
-CHARTS_DRAWN = """() => [...document.querySelectorAll('.js-plotly-plot')]
+# the page whole (a notebook's HTML with plotly.js inside is megabytes: the network went idle while it was
+# still being parsed, and the PDF ended at the figure reached by then) and every figure in it drawn
+CHARTS_DRAWN = """() => document.readyState === 'complete' && [...document.querySelectorAll('.js-plotly-plot')]
     .every(g => g._fullLayout && g.querySelector('.main-svg'))"""
 
 
@@ -64,7 +67,7 @@ class WebPDFExporter(_nbconvert_webpdf.WebPDFExporter):
             try:
                 page = browser.new_page(viewport={"width": PRINT_WIDTH, "height": PRINT_WIDTH * 11 // 8})
                 page.emulate_media(media="print")
-                page.goto(page_file.as_uri(), wait_until="networkidle")
+                page.goto(page_file.as_uri(), wait_until="load")
                 try:
                     page.wait_for_function(CHARTS_DRAWN, timeout=self.figure_timeout)
                 except PlaywrightTimeout:
