@@ -180,10 +180,13 @@ def test_jupyterlab_saves_widget_state_with_the_notebook(sweep):
     assert overrides["@jupyter-widgets/jupyterlab-manager:plugin"] == {"saveState": True}
 
 
+@pytest.mark.slow
 def test_a_saved_notebook_keeps_the_explorer_as_its_chart_and_a_line_on_making_it_live(sweep):
     """What JupyterLab sends on save (widget outputs, their state in the metadata) is written with each
-    explorer as the figure it showed (plotly's own output, no pixel width) and one line saying how to
-    make it live; no widget state is left for a reopened notebook to restore as dead controls."""
+    explorer as the figure it showed (plotly's own output with its PNG, no pixel width) and one line saying
+    how to make it live; no widget state is left for a reopened notebook to restore as dead controls, and
+    no figure without the PNG JupyterLab's plotly renderer would add on opening it."""
+    import base64
     from test_widgetsnapshot import FIGURE, _notebook
 
     from copylab.widgetsnapshot import NOTE, PLOTLY_JSON, WIDGET_VIEW
@@ -198,6 +201,7 @@ def test_a_saved_notebook_keeps_the_explorer_as_its_chart_and_a_line_on_making_i
     figure = outputs[0]["data"][PLOTLY_JSON]
     assert figure["data"] == FIGURE["_widget_data"] and "width" not in figure["layout"]
     assert figure["layout"]["title"] == FIGURE["_widget_layout"]["title"] and figure["config"]["responsive"]
+    assert base64.b64decode(outputs[0]["data"]["image/png"]).startswith(b"\x89PNG")
     assert "".join(outputs[1]["data"]["text/plain"]) == NOTE and "Run > Run All Cells" in NOTE and "\n" not in NOTE
 
 
