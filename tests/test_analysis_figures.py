@@ -208,6 +208,12 @@ def test_explorer_keeps_the_state_a_reloaded_page_draws_current(full):
     assert [list(t["x"]) for t in data[:3] if t["visible"]] == [list(synthetic.THREADS)] * 2
     assert [t["visible"] for t in data[:3]] == [True, True, False]
     assert layout["xaxis"]["title"]["text"] == "client threads (connections)"
+    # the chart as drawn, kept apart for the notebook's save (widgetsnapshot): plain JSON, the same traces
+    drawn = ex.follow.copylab_figure
+    assert [list(t["x"]) for t in drawn["data"][:3]] == [list(t.x) for t in ex.fig.data[:3]]
+    assert drawn["layout"]["title"]["text"] == ex.fig.layout.title.text
+    import json
+    json.dumps(drawn)  # no numpy left in it
     # no width anywhere: the chart follows the page (explorer.FollowWidth, in the browser), and a saved
     # notebook carries none
     assert ex.fig.layout.width is None and "width" not in _saved(ex.fig)[1]

@@ -30,6 +30,7 @@ import anywidget
 import ipywidgets as widgets
 import pandas as pd
 import plotly.graph_objects as go
+import traitlets
 
 from . import escape
 from .analysis import METRICS, ROUND_TRIP_METRICS, aggregate, measured
@@ -49,7 +50,12 @@ MODE_METRIC = {"throughput": "throughput_gbps", "latency": "latency_p50_us"}
 class FollowWidth(anywidget.AnyWidget):
     """An invisible full-width strip: whenever its width changes (and when the chart has been drawn),
     the explorer's chart is fitted to the width again, in the browser (plotly's own resize of a
-    responsive chart: Plots.resize, which keeps no width in the figure)."""
+    responsive chart: Plots.resize, which keeps no width in the figure).
+
+    It also carries the chart as last drawn, `copylab_figure` ({"data", "layout"}, plain JSON), which the
+    notebook's save turns into the saved figure (widgetsnapshot): the FigureWidget's own copy in the
+    browser (`_widget_data`) is edited there by plotly's updates and was found without some traces'
+    points; this one only the kernel writes."""
 
     _esm = """
     export default {
@@ -76,8 +82,21 @@ class FollowWidth(anywidget.AnyWidget):
     };
     """ % CSS_CLASS
 
+    copylab_figure = traitlets.Dict().tag(sync=True)
+
     def __init__(self):
         super().__init__(layout=widgets.Layout(width="100%", height="0px", margin="0"))
+
+
+def _plain(value):
+    """A figure's properties as plain JSON values: numpy's arrays and numbers as lists and numbers."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if hasattr(value, "tolist"):  # numpy arrays and scalars
+        return _plain(value.tolist())
+    return value
 
 
 def metrics_for(df: pd.DataFrame, mode: str) -> list[str]:
@@ -296,6 +315,7 @@ class Explorer:
         figure, which a reloaded page draws, becomes the figure as it is now."""
         self.fig._widget_layout = deepcopy(self.fig._layout_obj._props)
         self.fig._widget_data = deepcopy(self.fig._data)
+        self.follow.copylab_figure = {"data": _plain(self.fig._data), "layout": _plain(self.fig._layout_obj._props)}
 
     def update(self) -> None:
         metric, x, other = self.metric.value, self.x.value, self._other()
