@@ -42,6 +42,8 @@ NOTEBOOK = ".jp-NotebookPanel:not(.lm-mod-hidden)"
 EXPLORER = f"{NOTEBOOK} .jp-OutputArea-output:has(.widget-vbox .js-plotly-plot)"
 EXPLORER_CELL = f'{NOTEBOOK} .jp-CodeCell:has(.cm-content:has-text("explorer.explore("))'
 DIRTY_TAB = ".lm-TabBar-tab.jp-mod-current.jp-mod-dirty"
+# widgetsnapshot.NOTE as the page shows it (its `make lab` set as code), one line under the saved chart
+SAVED_NOTE = re.compile(r"^The explorer as it was last shown, saved as a chart: .*Run All Cells\)\.$")
 # the explorer's saved view in a reopened notebook: the PNG JupyterLab's plotly renderer shows for it
 SAVED_VIEW = """() => {
   const cell = [...document.querySelectorAll('%s .jp-CodeCell')]
@@ -60,7 +62,8 @@ CHART = """() => {
     .find(c => (c.querySelector('.cm-content') || {}).textContent?.includes('explorer.explore('));
   const gd = cell && cell.querySelector('.jp-OutputArea .js-plotly-plot');
   if (!gd || !gd._fullLayout) return null;
-  const box = e => { if (!e) return null; const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+  const box = e => { if (!e) return null; const r = e.getBoundingClientRect();
+                     return [r.left, r.top, r.right, r.bottom]; };
   const area = gd.closest('.jp-OutputArea-output');
   return {traces: gd.data.length, points: gd._fullData.map(t => (t.x || []).length),
           visible: gd.data.map(t => t.visible !== false), title: gd._fullLayout.title.text,
@@ -336,10 +339,11 @@ def _explore(page, server: Lab, sweep: Path) -> None:
           "the new kernel to start")
     _scroll_to_explorer(page)
     # the figure as saved: JupyterLab's plotly renderer shows the PNG the save gave it, inside the output area
-    shown = _wait(lambda: (v := page.evaluate(SAVED_VIEW)) and v["shown"] and v, 30, "the saved chart after the restart")
+    shown = _wait(lambda: (v := page.evaluate(SAVED_VIEW)) and v["shown"] and v, 30,
+                  "the saved chart after the restart")
     assert not shown["live"] and shown["width"] <= shown["area"] + 1 and shown["natural"] >= 600, shown
     cell = page.locator(EXPLORER_CELL).first
-    assert cell.get_by_text(re.compile(r"^The explorer as it was last shown, saved as a chart: .*Run All Cells\)\.$")).count() == 1
+    assert cell.get_by_text(SAVED_NOTE).count() == 1
     assert page.locator(".jupyter-widgets-disconnected").count() == 0
     assert page.get_by_text(re.compile("model not found|Error displaying widget")).count() == 0
     assert page.locator(DIRTY_TAB).count() == 0, "opening the notebook marked it changed"
@@ -458,7 +462,7 @@ def test_nbconvert_of_the_executed_analysis_is_offline_by_default(quick_report, 
     # the explorer's first view (Explorer: throughput, message size on x, at the first thread count)
     first_view = "throughput (Gbit/s), throughput mode, at 1 thread"
     assert first_view in titles, titles
-    assert page.get_by_text(re.compile(r"^The explorer as it was last shown, saved as a chart: .*Run All Cells\)\.$")).count() == 1
+    assert page.get_by_text(SAVED_NOTE).count() == 1
     assert not outside, outside
     assert not console, console
     page.close()
@@ -554,7 +558,8 @@ def comparisons(tmp_path_factory) -> dict:
 # every figure of the page: its markers (not the legend's) and whether any two of them overlap, the title
 # and figure boxes
 MARKERS = """() => [...document.querySelectorAll('.js-plotly-plot')].map(gd => {
-  const box = e => { if (!e) return null; const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+  const box = e => { if (!e) return null; const r = e.getBoundingClientRect();
+                     return [r.left, r.top, r.right, r.bottom]; };
   const marks = [...gd.querySelectorAll('.scatterlayer .trace .points path')].map(box).filter(b => b[2] > b[0]);
   let overlaps = 0;
   for (let i = 0; i < marks.length; i++) for (let j = i + 1; j < marks.length; j++) {
@@ -562,7 +567,8 @@ MARKERS = """() => [...document.querySelectorAll('.js-plotly-plot')].map(gd => {
     const w = Math.min(a[2], b[2]) - Math.max(a[0], b[0]), h = Math.min(a[3], b[3]) - Math.max(a[1], b[1]);
     if (w > 1 && h > 1) overlaps++;
   }
-  return {markers: marks.length, overlaps, title: box(gd.querySelector('.g-gtitle')), svg: box(gd.querySelector('.main-svg'))};
+  return {markers: marks.length, overlaps, title: box(gd.querySelector('.g-gtitle')),
+          svg: box(gd.querySelector('.main-svg'))};
 })"""
 
 

@@ -84,6 +84,7 @@ def test_the_explorers_own_record_of_its_chart_wins_over_the_figure_widgets_copy
 
     state = copy.deepcopy(STATE)
     state["box"]["state"]["children"].insert(1, "IPY_MODEL_follow")
-    drawn = {"data": [{"type": "scatter", "x": [1, 2], "y": [3.0, 4.0], "name": "A1"}], "layout": {"title": {"text": "t"}}}
+    drawn = {"data": [{"type": "scatter", "x": [1, 2], "y": [3.0, 4.0], "name": "A1"}],
+             "layout": {"title": {"text": "t"}}}
     state["follow"] = {"model_name": "AnyModel", "state": {"copylab_figure": drawn}}
     assert figure_in(state, "box") == drawn

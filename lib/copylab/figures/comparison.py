@@ -2,12 +2,12 @@
 Comparison's decisions and 95% intervals (analysis/comparison.py).
 
 Small multiples: a row per criterion (throughput, CPU time per byte, p50 round trip), a column per path
-(its own value, then each path against the baseline), one path per panel, the grid's sizes evenly spaced. Paths measured alike sit at
-the same ratio, often exactly 1: drawn in one panel their markers covered one another (issue 47: A3's
-square over A2's circle); here each marker has its panel to itself. A row shares its ratio axis, so the
-paths of a row are read against one another. The marker says the decision (DECISION_MARKERS, open when
-the decision does not stand after its family's correction), the bar its 95% interval, the grey band the
-equivalence margin.
+(its own value, then each path against the baseline), one path per panel, the grid's sizes evenly
+spaced. Paths measured alike sit at the same ratio, often exactly 1: drawn in one panel their markers
+covered one another (issue 47: A3's square over A2's circle); here each marker has its panel to itself.
+A row shares its ratio axis, so the paths of a row are read against one another. The marker says the
+decision (DECISION_MARKERS, open when the decision does not stand after its family's correction), the
+bar its 95% interval, the grey band the equivalence margin.
 """
 
 from __future__ import annotations

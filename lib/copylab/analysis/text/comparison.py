@@ -113,7 +113,8 @@ def summary_markdown(c: Comparison) -> str:
                   host_a=escape.markdown(system_summary(c.meta_a)), host_b=escape.markdown(system_summary(c.meta_b)),
                   differences=_escaped(found[:SHOWN_DIFFERENCES]), n_differences=len(found),
                   changed=changed, shown=changed[:SHOWN_CHANGES], per_thread_changed=len(c.changed(per_threads=True)),
-                  tallies=c.tallies(per_threads=False if single else None), by_size=len(c.select(per_threads=False)), per_threads=len(c.select(per_threads=True)))
+                  tallies=c.tallies(per_threads=False if single else None),
+                  by_size=len(c.select(per_threads=False)), per_threads=len(c.select(per_threads=True)))
 
 
 def table_rows(c: Comparison, kind: str, criterion: str) -> list[dict]:
