@@ -433,44 +433,43 @@ def test_export_as_html_in_the_lab_asks_no_cdn(lab_server):
     assert "<html" in html and not re.findall(r'<(?:script|link)[^>]+(?:src|href)="(?:https?:)?//', html)
 
 
-@pytest.mark.slow
-def test_nbconvert_of_the_executed_analysis_is_offline_by_default(quick_report, browser, tmp_path):
-    """`jupyter nbconvert` of the notebook `copylab report` executed, with no Jupyter setting in the
-    environment (no JUPYTER_CONFIG_PATH, an empty user config folder): copylab's settings come from the
-    environment's own config path (the Makefile's loader). --to html: offline, nothing asked of the
-    network, the explorer's figure drawn where the widget was; --to webpdf: Debian's Chromium, printed
-    once the figures are drawn."""
+def _without_jupyter_settings(tmp_path: Path) -> dict:
+    """The environment with no Jupyter setting of its own (no JUPYTER_CONFIG_PATH, an empty user config
+    folder): what copylab's nbconvert settings come from then is the environment's own config path, where
+    the Makefile puts their loader."""
     loader = Path(sys.prefix) / "etc" / "jupyter" / "jupyter_nbconvert_config.py"
     assert loader.is_file(), f"{loader} missing: `make .venv/.installed-from-pyproject` installs it"
     env = {k: v for k, v in os.environ.items() if not k.startswith("JUPYTER_")}
     env.update(JUPYTER_CONFIG_DIR=str(tmp_path / "empty-config"), JUPYTER_DATA_DIR=str(tmp_path / "data"))
-    notebook = quick_report["dir"] / "analysis.ipynb"
-    html = tmp_path / "analysis.html"
-    procs = [subprocess.Popen([sys.executable, "-m", "jupyter", "nbconvert", "--to", to, str(notebook), "--output",
-                               str(tmp_path / "analysis")], env=env, cwd=tmp_path, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for to in ("html", "webpdf")]
-    for proc in procs:
-        _, err = proc.communicate(timeout=300)
-        assert proc.returncode == 0, err[-3000:]
+    return env
+
+
+def _nbconvert(to: str, notebook: Path, out: Path, env: dict) -> None:
+    proc = subprocess.run([sys.executable, "-m", "jupyter", "nbconvert", "--to", to, str(notebook), "--output",
+                           str(out)], env=env, cwd=out.parent, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+@pytest.mark.slow
+def test_nbconvert_of_the_executed_analysis_is_offline_by_default(quick_report, browser, tmp_path):
+    """`jupyter nbconvert --to html` of the notebook `copylab report` executed, with no Jupyter setting in
+    the environment: offline, nothing asked of the network, the explorer's figure drawn where the widget
+    was, with the line on making it live."""
+    _nbconvert("html", quick_report["dir"] / "analysis.ipynb", tmp_path / "analysis",
+               _without_jupyter_settings(tmp_path))
     page = browser.new_page(viewport=VIEWPORT)
     outside, console = _offline(page)
-    page.goto(html.as_uri())
+    page.goto((tmp_path / "analysis.html").as_uri())
     page.wait_for_load_state("load")
     titles = _wait(lambda: page.evaluate("""() => { const all = [...document.querySelectorAll('.js-plotly-plot')];
         return all.length && all.every(g => g._fullLayout && g.querySelector('.main-svg'))
                && all.map(g => g._fullLayout.title.text); }"""), 60, "every figure to draw")
     # the explorer's first view (Explorer: throughput, message size on x, at the first thread count)
-    first_view = "throughput (Gbit/s), throughput mode, at 1 thread"
-    assert first_view in titles, titles
+    assert "throughput (Gbit/s), throughput mode, at 1 thread" in titles, titles
     assert page.get_by_text(SAVED_NOTE).count() == 1
     assert not outside, outside
     assert not console, console
     page.close()
-    pdf = tmp_path / "analysis.pdf"
-    assert pdf.read_bytes().startswith(b"%PDF")
-    text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
-    # the explorer's chart and the report's are in it, drawn before printing (plotly's text is the PDF's)
-    assert first_view in text and "Throughput vs message size" in text
 
 
 def _offline(page) -> tuple[list, list]:
@@ -632,3 +631,19 @@ def _check_comparison_pdf(pdf: Path, changed: list[dict], tmp_path: Path) -> Non
         body = im.crop((0, 0, width, int(height * 0.88)))  # the page number sits below
         rows = [y for y in range(body.size[1]) if body.crop((0, y, width, y + 1)).getextrema()[0] < 200]
         assert rows and rows[-1] > 0.7 * height, f"{image.name}: content ends at {rows[-1] / height:.0%} of the page"
+
+
+@pytest.mark.slow
+def test_webpdf_of_a_copylab_notebook_prints_with_the_installed_chromium(comparisons, tmp_path):
+    """`jupyter nbconvert --to webpdf` of the executed comparison notebook, with no Jupyter setting in the
+    environment: Debian's Chromium (no Playwright download exists here), printed once the figures are
+    drawn: the comparison's figure and the two-sweep explorer's chart are in the PDF's text (plotly's
+    text is the PDF's), and so is the last section."""
+    _nbconvert("webpdf", comparisons["change"] / "compare.ipynb", tmp_path / "compare",
+               _without_jupyter_settings(tmp_path))
+    pdf = tmp_path / "compare.pdf"
+    assert pdf.read_bytes().startswith(b"%PDF")
+    text = " ".join(subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True,
+                                   check=True).stdout.split())
+    assert "B ÷ A per size" in text and "throughput (Gbit/s), throughput mode, at 1 thread" in text, text[:2000]
+    assert "The explorer as it was last shown" in text and "How the decisions are made" in text
