@@ -4,7 +4,8 @@
 #   make check    the fast subset: no root, no namespaces, nothing slow (under a minute)
 #   make bundle   ROLL=<roll no.>: the course submission <ROLL>_PA02/ + .zip from RESULTS (output/default);
 #                 refused while author fields or the declaration are placeholders, unless DRAFT=1
-#   make lab      JupyterLab on RESULTS (output/default): prints the one URL to open
+#   make lab      JupyterLab on RESULTS (output/default): prints the one URL to open; PORT=<n> to choose
+#                 its port (default: the first free one from 8888)
 #   make compare  A=<sweep folder> B=<sweep folder>: every change from A to B decided (output/compare-A-vs-B/)
 PYTHON  ?= python3
 PARAMS  ?= params/default.yaml
@@ -62,7 +63,7 @@ bundle: deps $(STAMP)
 
 # JupyterLab on RESULTS, at a working copy of the analysis (RESULTS/work/); templates stay untouched
 lab: deps $(STAMP)
-	@$(PY) -m copylab lab $(RESULTS)
+	@$(PY) -m copylab lab '$(RESULTS)' $(if $(PORT),--port '$(PORT)')
 
 # two sweeps compared (OUT=<folder> to choose where; LABEL_A/LABEL_B to name them); A and B stay untouched
 compare: deps $(STAMP)
@@ -79,11 +80,16 @@ native: deps
 deps:
 	@bash tools/install-debian-deps.sh
 
-# (re)create the virtualenv whenever pyproject.toml changes
-$(STAMP): pyproject.toml
+# (re)create the virtualenv whenever pyproject.toml changes. copylab's nbconvert settings go on the
+# environment's own Jupyter config path (etc/jupyter), so that `jupyter nbconvert` of any copylab notebook
+# is offline (and --to webpdf finds the installed Chromium) without JUPYTER_CONFIG_PATH: a loader of the
+# package's settings (an editable install installs no data files, so it is copied here)
+JUPYTER_LOADER := lib/copylab/jupyter_config/env/jupyter_nbconvert_config.py
+$(STAMP): pyproject.toml $(JUPYTER_LOADER)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
+	install -D -m 644 $(JUPYTER_LOADER) $(VENV)/etc/jupyter/jupyter_nbconvert_config.py
 	@touch $(STAMP)
 
 # build products and leftovers only; measured results under output/ stay (see clean-output)

@@ -339,9 +339,10 @@ FIXTURE_MARKERS = {"quick_sweep_dir": ("root", "network", "slow"), "quick_report
 # under pytest-xdist (--dist loadgroup) the tests of one shared fixture run on one worker: the quick
 # sweep is swept once, and no test reads its folder while another re-sweeps it (test_sweep.py); the
 # emulated ssh hosts (tests/sshrig.py) take fixed addresses in the root namespace: one rig at a time
-# a module-scoped fixture used by tests on both workers is built twice (the hostile report: ~27 s each)
+# a module-scoped fixture used by tests on both workers is built twice (the hostile report: ~27 s each;
+# test_lab_browser.py's two comparisons: ~60 s)
 FIXTURE_GROUPS = {"quick_sweep_dir": "quick_sweep", "quick_report": "quick_sweep", "rig": "ssh_rig",
-                  "hostile_report": "hostile_report"}
+                  "hostile_report": "hostile_report", "comparisons": "comparisons"}
 # a sweep removes every dead run's namespace it finds: a test that plants one to see it removed
 # (test_sweep.py's faulty_sweep) must not have another worker's sweep take it first
 # and a test that switches io_uring off for the whole host (kernel.io_uring_disabled) would fail

@@ -197,7 +197,7 @@ def test_explorer_updates_its_figure_in_place(full):
     ex.impl_boxes["a2"].value = False
     assert not any(t.visible for t in fig.data) and "no data" in fig.layout.title.text
     # the saved view outlives the kernel; the explorer says its controls need one (Run All after a restart)
-    assert "Run &gt; Run All Cells makes them answer again" in ex.host.value
+    assert "run the notebook (Run &gt; Run All Cells) to make them answer" in ex.host.value
 
 
 def _saved(fig):
@@ -218,9 +218,32 @@ def test_explorer_keeps_the_state_a_reloaded_page_draws_current(full):
     assert [list(t["x"]) for t in data[:3] if t["visible"]] == [list(synthetic.THREADS)] * 2
     assert [t["visible"] for t in data[:3]] == [True, True, False]
     assert layout["xaxis"]["title"]["text"] == "client threads (connections)"
-    # the width the notebook reports is the figure's, and part of that state
-    ex.width.width = 613
-    assert ex.fig.layout.width == 613 and _saved(ex.fig)[1]["width"] == 613
+    # the chart as drawn, kept apart for the notebook's save (widgetsnapshot): plain JSON, the same traces
+    drawn = ex.follow.copylab_figure
+    assert [list(t["x"]) for t in drawn["data"][:3]] == [list(t.x) for t in ex.fig.data[:3]]
+    assert drawn["layout"]["title"]["text"] == ex.fig.layout.title.text
+    import json
+    json.dumps(drawn)  # no numpy left in it
+    # no width anywhere: the chart follows the page (explorer.FollowWidth, in the browser), and a saved
+    # notebook carries none
+    assert ex.fig.layout.width is None and "width" not in _saved(ex.fig)[1]
+    assert ex.fig.layout.autosize and ex.fig._config["responsive"]
+
+
+def test_switching_the_mode_shows_that_modes_headline_metric(full):
+    """Throughput in throughput mode, the p50 round trip in latency mode, and the title says which; a
+    metric chosen by hand that the other mode has stays."""
+    df, meta = full
+    ex = explorer.Explorer(df, meta)
+    assert ex.metric.value == "throughput_gbps" and ex.fig.layout.title.text.startswith("throughput (Gbit/s)")
+    ex.mode.value = "latency"
+    assert ex.metric.value == "latency_p50_us"
+    assert ex.fig.layout.title.text.startswith("latency p50 (µs), latency mode")
+    ex.mode.value = "throughput"
+    assert ex.metric.value == "throughput_gbps" and "throughput mode" in ex.fig.layout.title.text
+    ex.metric.value = "srv_cpu_ns_per_byte"
+    ex.mode.value = "latency"
+    assert ex.metric.value == "srv_cpu_ns_per_byte" and "latency mode" in ex.fig.layout.title.text
 
 
 def test_explorer_axes_and_hovers_read_like_the_report(full):

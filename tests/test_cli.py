@@ -218,3 +218,22 @@ def test_an_error_naming_a_path_with_a_line_break_or_a_bidi_control_is_still_one
     override (which reordered the rest of the line) is shown as an escape (cli.py, escape.one_line)."""
     proc = run_copylab("report", str(tmp_path / "no\nsuch\u202edir"), timeout=60)
     assert_one_line_error(proc, "no\\nsuch\\u202edir")
+
+
+def test_every_command_says_what_it_does_in_its_help():
+    """`copylab COMMAND --help` has a description paragraph between the usage and the arguments, the
+    command's own words (issue 47: `copylab sweep --help` had none)."""
+    from copylab.cli import build_parser
+    from copylab.commands import COMMANDS
+
+    parser = build_parser()
+    commands = next(a for a in parser._actions if a.dest == "command").choices
+    assert set(commands) == set(COMMANDS)
+    for name, sub in commands.items():
+        text = sub.format_help()
+        usage, _, rest = text.partition("\n\n")
+        description = rest.split("\n\n")[0]
+        assert usage.startswith(f"usage: copylab {name}") and not description.startswith(("positional", "options")), \
+            (name, text[:400])
+        assert description.lstrip().startswith(f"`copylab {name}"), (name, description)
+        assert len(description.split()) >= 12, (name, description)

@@ -149,8 +149,9 @@ def test_comparison_json_holds_one_change_per_quantity(tmp_path):
     differs = {d["setting"]: (d["a"], d["b"]) for d in doc["configuration_differences"]}
     assert differs["kernel"] == ("6.1.0-synthetic", "6.18.0")
     assert differs["host default congestion control"] == ("not recorded", "cubic")
-    lead = text.configuration_markdown(c)
-    assert lead.startswith("**2 settings differ**") and "6\\.18\\.0" in lead
+    lead = text.summary_markdown(c)
+    assert "**2 settings of the configuration differ**" in lead
+    assert "| kernel | 6\\.1\\.0\\-synthetic | 6\\.18\\.0 |" in lead
 
 
 def test_grids_that_differ_are_compared_on_what_they_share(tmp_path):
@@ -165,7 +166,8 @@ def test_grids_that_differ_are_compared_on_what_they_share(tmp_path):
     assert {ch.size for ch in c.changes} == {64, 1024, 16384}
     uring = [ch for ch in c.changes if ch.impl == "uring"]
     assert uring and all(ch.threads != 4 for ch in uring)
-    assert "Only A (A) measured 30 points (sizes 64 KiB)" in text.grid_markdown(c)
+    assert "Only A measured 30 points (sizes 64 KiB): listed in comparison.json, not compared." in \
+        text.compared_markdown(c)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -390,8 +392,9 @@ def test_the_quick_sweep_compared_with_a_copy_decides_no_change(quick_sweep_dir,
 def test_the_explorer_loads_two_sweeps_with_a_sweep_selector(tmp_path):
     a, b = write_pair(tmp_path, 101, 102, CHANGE_AT_1K)
     df_a, meta = analysis.load_results(a)
-    df_b, _ = analysis.load_results(b)
-    ex = explorer.Explorer(df_a, meta, other=df_b, labels=("bbr", "cubic"))
+    df_b, meta_b = analysis.load_results(b)
+    meta_b = {**meta_b, "kernel": "6.18.0-other"}
+    ex = explorer.Explorer(df_a, meta, other=df_b, labels=("bbr", "cubic"), other_meta=meta_b)
     assert ex.sweep.options == ("bbr", "cubic", "both")
     ex.filter.value = 1  # one thread
     ex.metric.value = "throughput_gbps"
@@ -410,6 +413,13 @@ def test_the_explorer_loads_two_sweeps_with_a_sweep_selector(tmp_path):
     assert names == set(shown_a) | set(shown_b)
     dashes = {t.name: t.line.dash for t in ex.fig.data if t.name in names}
     assert dashes[f"{a1} (cubic)"] == "dash" and dashes[f"{a1} (bbr)"] == "solid"
+    # every hover opens with its trace's name, the sweep's label in it; the host line names both hosts
+    for trace in ex.fig.data:
+        if trace.visible and len(trace.y):
+            assert "%{customdata[0]}" in trace.hovertemplate
+            assert {row[0] for row in trace.customdata} == {trace.name.removesuffix(": repetitions")}, trace.name
+    assert "A (bbr): measured on Linux 6.1.0-synthetic" in ex.host.value
+    assert "B (cubic): measured on Linux 6.18.0-other" in ex.host.value
     # one sweep: no selector shown, the traces named as before
     single = explorer.Explorer(df_a, meta)
     assert single.sweep.layout.display == "none" and a1 in {t.name for t in single.fig.data}
@@ -454,3 +464,104 @@ def test_cubic_against_bbr_decides_the_1k_throughput_change(tmp_path):
     settings = {row["setting"]: (row["a"], row["b"]) for row in text.differences(c)}
     assert any("congestion" in s.lower() and "cubic" in str(v[0]) and "bbr" in str(v[1]) for s, v in settings.items()), \
         settings
+
+
+# ------------------------------------------------------------------------------------------------
+# the report reads as a change report (issue 47)
+
+
+def test_the_summary_says_what_changed_as_the_correction_decides_it(tmp_path):
+    """What changed is the standing wins and losses, largest first, each with its interval; every outcome
+    is counted as decided and as standing, so no sentence claims more (or less) than the correction."""
+    a, b = write_pair(tmp_path, 11, 12, CHANGE_AT_1K)
+    c = compared(a, b)
+    summary = text.summary_markdown(c)
+    changed = c.changed(per_threads=False)
+    assert changed and all(c.stands(ch) and ch.decision.decision in (Outcome.WIN, Outcome.LOSS) for ch in changed)
+    assert [ch.size_of_change for ch in changed] == sorted((ch.size_of_change for ch in changed), reverse=True)
+    quantities = "quantity" if len(changed) == 1 else "quantities"
+    assert f"**B differs from A in {len(changed)} {quantities}**" in summary
+    top = changed[0]
+    said = analysis.fmt_num(top.decision.ratio)
+    assert f"| {analysis.IMPL_LABELS[top.impl][:2]} throughput | 1 KiB | {said} (" in summary
+    tallies = c.tallies()
+    won = tallies[Outcome.WIN].decided + tallies[Outcome.LOSS].decided
+    stood = tallies[Outcome.WIN].standing + tallies[Outcome.LOSS].standing
+    assert stood == len(c.changed()) and won == len(c.decided_changes(False))
+    assert f"{won} decided better or worse at 95% each,\n{stood} of them standing" in summary
+    eq = tallies[Outcome.EQUIVALENT]
+    assert f"{eq.decided} decided equivalent within\n±10%, {eq.standing} of them standing" in summary
+    assert "No change from A to B stands" not in summary
+    # each fallen decision is marked † in the tables, none that stands is
+    tables = text.tables_markdown(c)
+    assert tables.count("†") >= sum(1 for ch in c.select(per_threads=False) if c.fallen(ch))
+
+
+def test_two_sweeps_of_one_host_say_that_no_change_stands_and_count_the_equivalences_apart(tmp_path):
+    c = compared(_stored("default-2334", tmp_path), _stored("default-2340", tmp_path))
+    summary = text.summary_markdown(c)
+    assert "**No change from A to B stands after Holm's correction**" in summary
+    assert "**No recorded setting differs**" in summary
+    eq = c.tallies()[Outcome.EQUIVALENT]
+    assert 0 < eq.standing < eq.decided  # equivalences are corrected too: "decided" and "standing" differ
+    assert f"{eq.decided} decided equivalent within\n±10%, {eq.standing} of them standing" in summary
+    # every per-thread change is in a table (they were only in comparison.json), one column per thread count
+    tables = text.tables_markdown(c)
+    assert "| path | size | 1 thread | 2 threads | 4 threads | 8 threads |" in tables
+    cell = re.compile(r"^([\d.]+ ([+−=?]|\([+−]\))†?|–)$")
+    rows = [line for line in tables.splitlines() if line.startswith("| A")
+            and all(cell.match(x.strip()) for x in line.strip("|").split("|")[2:])]
+    assert len(rows) == len({(ch.kind, ch.criterion, ch.impl, ch.size) for ch in c.select(per_threads=True)})
+    # no table line wraps in the PDF: pandoc lays out a pipe table at its cells' own widths when its lines
+    # fit its 72 columns
+    assert max(len(line) for line in tables.splitlines() if line.startswith("|")) <= 72
+
+
+def test_the_templates_word_outcomes_they_compare_as_enums():
+    """The comparison's words are templates (analysis/templates/comparison_*); the Python gathers what they
+    word and writes no sentence; an outcome is compared as its enum, never as a string."""
+    import inspect
+
+    from copylab.analysis.text import comparison as module
+
+    templates = sorted((ROOT / "lib" / "copylab" / "analysis" / "templates").glob("comparison*.j2"))
+    assert len(templates) >= 5
+    for path in templates:
+        source = path.read_text()
+        assert not re.search(r"""[=!]=\s*["'](win|loss|equivalent|undecided|better|worse)["']""", source), path
+    python = inspect.getsource(module)
+    assert "f\"**" not in python and "plural(" not in python  # no sentence is built in Python
+    assert not re.search(r"""==\s*["'](win|loss|equivalent|undecided)["']""", python)
+
+
+def test_the_figure_gives_each_paths_markers_a_panel_of_their_own(tmp_path):
+    """Paths measured alike sit at the same ratio (often exactly 1): drawn together their markers covered
+    one another. One path per panel, sizes evenly spaced, so no two markers meet."""
+    from copylab.figures.comparison import comparison_figures
+
+    a, b = write_pair(tmp_path, 11, 12, CHANGE_AT_1K)
+    c = compared(a, b)
+    [fig] = comparison_figures(c)  # 4 paths, 7 panels a criterion: own values' rows above the ratios'
+    assert len(fig._grid_ref) == 6 and len(fig._grid_ref[0]) == 4
+    drawn = [t for t in fig.data if t.x and t.x[0] is not None]
+    panels = [(t.xaxis, t.yaxis) for t in drawn]
+    assert len(panels) == len(set(panels)) and len(drawn) > 1
+    for t in drawn:
+        assert list(t.x) == sorted(set(t.x)) and all(float(x).is_integer() for x in t.x)
+    title = fig.layout.title.text
+    assert len(title) <= 70 and "▲" not in title  # the decisions' key is the legend, the title fits its width
+    assert {t.name for t in fig.data if t.showlegend is not False and t.name} >= {"B higher", "B lower", "equivalent",
+                                                                                   "undecided"}
+
+
+def test_comparison_json_keeps_its_keys_and_says_which_decisions_do_not_stand(tmp_path):
+    a, b = write_pair(tmp_path, 11, 12, CHANGE_AT_1K)
+    c = compared(a, b)
+    doc = json.loads(json.dumps(text.document(c)))
+    assert {"contract", "a", "b", "configuration_differences", "conditions", "grid", "statistics",
+            "decided_changes", "changes"} <= set(doc)
+    assert doc["statistics"]["family_words"]["ratio_by_size"].startswith("each path against A1 per size")
+    for entry in doc["changes"]:
+        assert entry["fallen"] == (entry["decision"] != "undecided" and not entry["stands"])
+        assert entry["verdict"] in ("better", "better_within_margin", "equivalent", "worse_within_margin", "worse",
+                                    "undecided")

@@ -177,9 +177,59 @@ def test_a_server_that_exits_is_one_line_error_and_no_line_to_open(tmp_path, mon
 
 
 def test_jupyterlab_saves_widget_state_with_the_notebook(sweep):
-    """The explorer is drawn when the notebook is opened again (tests/test_lab_browser.py restarts the
-    server to see it): make lab's JupyterLab takes its settings' defaults from the package."""
+    """JupyterLab sends the widgets' state with the notebook it saves, so that the save can keep each
+    explorer as the chart it showed (test below; tests/test_lab_browser.py reopens it after a restart):
+    make lab's JupyterLab takes its settings' defaults from the package."""
     argv, _, _ = lab.command(sweep, 8899, "t0ken", open_browser=False)
     assert f"--LabApp.app_settings_dir={lab.LAB_SETTINGS}" in argv
     overrides = json.loads((lab.LAB_SETTINGS / "overrides.json").read_text())
     assert overrides["@jupyter-widgets/jupyterlab-manager:plugin"] == {"saveState": True}
+
+
+@pytest.mark.slow
+def test_a_saved_notebook_keeps_the_explorer_as_its_chart_and_a_line_on_making_it_live(sweep):
+    """What JupyterLab sends on save (widget outputs, their state in the metadata) is written with each
+    explorer as the figure it showed (plotly's own output with its PNG, no pixel width) and one line saying
+    how to make it live; no widget state is left for a reopened notebook to restore as dead controls, and
+    no figure without the PNG JupyterLab's plotly renderer would add on opening it."""
+    import base64
+    from test_widgetsnapshot import FIGURE, _notebook
+
+    from copylab.widgetsnapshot import NOTE, PLOTLY_JSON, WIDGET_VIEW
+
+    lab.prepare(sweep)
+    contents = lab.SweepContents(root_dir=str(sweep))
+    sent = json.loads(nbformat.writes(_notebook()))
+    asyncio.run(contents.save({"type": "notebook", "format": "json", "content": sent}, "work/mine.ipynb"))
+    saved = json.loads((sweep / "work" / "mine.ipynb").read_text())
+    outputs = saved["cells"][1]["outputs"]
+    assert [WIDGET_VIEW in o["data"] for o in outputs] == [False, False] and "widgets" not in saved["metadata"]
+    figure = outputs[0]["data"][PLOTLY_JSON]
+    assert figure["data"] == FIGURE["_widget_data"] and "width" not in figure["layout"]
+    assert figure["layout"]["title"] == FIGURE["_widget_layout"]["title"] and figure["config"]["responsive"]
+    assert base64.b64decode(outputs[0]["data"]["image/png"]).startswith(b"\x89PNG")
+    assert "".join(outputs[1]["data"]["text/plain"]) == NOTE and "Run > Run All Cells" in NOTE and "\n" not in NOTE
+
+
+def test_make_lab_passes_its_port():
+    import subprocess
+
+    from conftest import ROOT
+
+    lines = subprocess.run(["make", "-n", "-s", "lab", "PORT=9123", "RESULTS=output/x"], cwd=ROOT, capture_output=True,
+                           text=True, check=True).stdout.strip().splitlines()
+    assert lines[-1].endswith("-m copylab lab 'output/x' --port '9123'"), lines
+    plain = subprocess.run(["make", "-n", "-s", "lab"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    assert "--port" not in plain.strip().splitlines()[-1]
+
+
+def test_the_labs_server_turns_off_the_websocket_keepalive_whose_settings_tornado_warns_about():
+    """jupyter_server's websockets read ws_ping_interval/ws_ping_timeout in ms for their own keep-alive, and
+    Tornado reads the same properties in seconds and warns that 90000 > 30000 (jupyter_config/
+    jupyter_server_config.py says why 0 is the only quiet setting); tests/test_lab_browser.py checks that
+    the server's log stays free of the warning once a kernel is connected."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = PyFileConfigLoader("jupyter_server_config.py", path=str(lab.JUPYTER_CONFIG)).load_config()
+    assert config.ServerApp.tornado_settings == {"ws_ping_interval": 0}
+    assert config.HTMLExporter.template_name == "copylab_offline"  # and nbconvert's settings, loaded beside them

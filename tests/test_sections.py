@@ -51,7 +51,7 @@ def test_a_sections_wording_is_one_template(tmp_path, monkeypatch):
         text = path.read_text()
         (folder / path.name).write_text(text.replace("does not outperform", "never beats")
                                         if path.name == "crossover.md.j2" else text)
-    env = render_module.environment()
+    env = render_module.environment(False)
     monkeypatch.setattr(env, "loader", jinja2.FileSystemLoader(str(folder)))
     env.cache.clear() if env.cache else None
     after = {q: sections.answer_text(s, q) for q in before}

@@ -53,3 +53,38 @@ def test_html_with_make_labs_settings_shows_the_figure_and_asks_no_cdn():
     for name in ("require.min.js", "MathJax.js", "embed-amd.js", WIDGET_STATE, WIDGET_VIEW):
         assert name not in html, name
     assert '"width": 613' not in html  # the page's width, not the one the notebook was saved at
+
+
+def test_a_figures_arrays_saved_apart_as_buffers_are_put_back():
+    """JupyterLab saves a FigureWidget's numeric arrays as binary buffers beside the state (base64, with the
+    path they belong at), plotly's typed arrays ({"buffer", "dtype", "shape"}): the figure gets them back."""
+    import base64
+    import copy
+
+    import numpy as np
+
+    state = copy.deepcopy(STATE)
+    traits = state["fig"]["state"]
+    traits["_widget_data"] = [{"type": "scatter", "name": "A1", "x": {"dtype": "float64", "shape": [2]},
+                               "y": {"dtype": "float32", "shape": [2]}}]
+    state["fig"]["buffers"] = [
+        {"path": ["_widget_data", 0, "x", "buffer"], "encoding": "base64",
+         "data": base64.b64encode(np.array([64.0, 1024.0]).tobytes()).decode()},
+        {"path": ["_widget_data", 0, "y", "buffer"], "encoding": "base64",
+         "data": base64.b64encode(np.array([1.5, 2.5], dtype="float32").tobytes()).decode()}]
+    figure = figure_in(state, "box")
+    assert figure["data"] == [{"type": "scatter", "name": "A1", "x": [64.0, 1024.0], "y": [1.5, 2.5]}]
+    assert "buffer" not in str(STATE)  # the notebook's own state is left as it was
+
+
+def test_the_explorers_own_record_of_its_chart_wins_over_the_figure_widgets_copy():
+    """In the browser plotly's updates edit the FigureWidget's copy (traces were found without points);
+    the explorer's record (explorer.FollowWidth.copylab_figure) is only the kernel's."""
+    import copy
+
+    state = copy.deepcopy(STATE)
+    state["box"]["state"]["children"].insert(1, "IPY_MODEL_follow")
+    drawn = {"data": [{"type": "scatter", "x": [1, 2], "y": [3.0, 4.0], "name": "A1"}],
+             "layout": {"title": {"text": "t"}}}
+    state["follow"] = {"model_name": "AnyModel", "state": {"copylab_figure": drawn}}
+    assert figure_in(state, "box") == drawn

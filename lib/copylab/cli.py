@@ -48,6 +48,10 @@ def build_parser() -> argparse.ArgumentParser:
     for name in COMMANDS:
         module = importlib.import_module(f".commands.{name}", __package__)
         module.register(sub)
+        # `copylab COMMAND --help` opens with what the command does: its module's docstring, where the
+        # command gave no description of its own (argparse would show none)
+        if not sub.choices[name].description:
+            sub.choices[name].description = module.__doc__
     return parser
 
 

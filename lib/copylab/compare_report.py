@@ -160,7 +160,7 @@ def build_comparison(folder_a, folder_b, label_a=None, label_b=None, out=None, p
     check_kernel_folders()
     fsutil.make_output_dir(out_dir, "copylab compare")
     missing = _missing_tools()
-    title = f"copylab: {params['label_a']} (A) against {params['label_b']} (B)"
+    title = f"copylab: from {params['label_a']} (A) to {params['label_b']} (B)"
     with fsutil.scratch_dir("copylab-compare-", 200 << 20) as scratch, \
             fsutil.staging_dir(out_dir, ".compare-staging-") as staging:
         _say(progress, f"[1/3] executing {NOTEBOOK.relative_to(PROJECT_ROOT)} with papermill")

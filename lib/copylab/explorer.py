@@ -11,8 +11,15 @@ traces, and `_sync_state()` writes its current data and layout back after every 
 every change made in the browser (zoom, legend clicks).
 
 Fitting the output area: a FigureWidget inside a box is drawn before the box is on the page, at
-plotly's fallback width of 700 px, and never resized (plotly.py issue 5208). A small widget beside it
-(`OutputWidth`) reports the width the notebook gives the explorer, and the figure is set to it.
+plotly's fallback width of 700 px, and never resized (plotly.py issue 5208): its view listens to no
+resize at all. The figure has no width of its own (plotly's autosize, config `responsive`), and a small
+widget beside it (`FollowWidth`) watches the explorer's width in the page and asks plotly.js to fit the
+chart to it again whenever it changes (window, sidebar, a split view). Nothing of this goes through the
+kernel, so no width is ever part of the figure's state or of the saved notebook.
+
+Opened again without its kernel: the notebook's saved copy holds the explorer's last view as a plain
+plotly figure and a line saying how to make it live (lab.SweepContents turns the widget into it on
+save, widgetsnapshot.py), not widgets whose kernel is gone.
 """
 
 from __future__ import annotations
@@ -35,30 +42,61 @@ from .fmt import IMPL_LABELS, fmt_size, plural, system_summary
 from .registry import peer_modes
 
 HEIGHT = 460  # px; the width follows the notebook's output area
-MIN_WIDTH = 320
+CSS_CLASS = "copylab-explorer"  # the explorer's outer box, where FollowWidth finds its chart
+# the headline metric of each mode: what the explorer shows on switching to it
+MODE_METRIC = {"throughput": "throughput_gbps", "latency": "latency_p50_us"}
 
 
-class OutputWidth(anywidget.AnyWidget):
-    """An invisible full-width strip that reports its width in pixels whenever it changes."""
+class FollowWidth(anywidget.AnyWidget):
+    """An invisible full-width strip: whenever its width changes (and when the chart has been drawn),
+    the explorer's chart is fitted to the width again, in the browser (plotly's own resize of a
+    responsive chart: Plots.resize, which keeps no width in the figure).
+
+    It also carries the chart as last drawn, `copylab_figure` ({"data", "layout"}, plain JSON), which the
+    notebook's save turns into the saved figure (widgetsnapshot): the FigureWidget's own copy in the
+    browser (`_widget_data`) is edited there by plotly's updates and was found without some traces'
+    points; this one only the kernel writes."""
 
     _esm = """
     export default {
-      render({ model, el }) {
-        let timer = null;
-        const report = () => {
-          const width = Math.floor(el.getBoundingClientRect().width);
-          if (width > 0 && width !== model.get("width")) { model.set("width", width); model.save_changes(); }
+      render({ el }) {
+        let timer = null, last = -1;
+        const chart = () => el.closest(".%s")?.querySelector(".js-plotly-plot");
+        const fit = () => {
+          const gd = chart();
+          if (!gd || !gd._fullLayout) return;
+          last = Math.floor(el.getBoundingClientRect().width);
+          if (gd._responsiveChartHandler) gd._responsiveChartHandler();
+          else window.dispatchEvent(new Event("resize"));
         };
-        const watch = new ResizeObserver(() => { clearTimeout(timer); timer = setTimeout(report, 100); });
+        const later = () => { clearTimeout(timer); timer = setTimeout(fit, 50); };
+        const watch = new ResizeObserver(() => {
+          if (Math.floor(el.getBoundingClientRect().width) !== last) later();
+        });
         watch.observe(el);
-        return () => { watch.disconnect(); clearTimeout(timer); };
+        const drawn = (event) => { if (event.detail?.element === chart()) later(); };
+        document.addEventListener("plotlywidget-after-render", drawn);
+        return () => { watch.disconnect(); clearTimeout(timer);
+                       document.removeEventListener("plotlywidget-after-render", drawn); };
       }
     };
-    """
-    width = traitlets.Int(0).tag(sync=True)
+    """ % CSS_CLASS
+
+    copylab_figure = traitlets.Dict().tag(sync=True)
 
     def __init__(self):
         super().__init__(layout=widgets.Layout(width="100%", height="0px", margin="0"))
+
+
+def _plain(value):
+    """A figure's properties as plain JSON values: numpy's arrays and numbers as lists and numbers."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if hasattr(value, "tolist"):  # numpy arrays and scalars
+        return _plain(value.tolist())
+    return value
 
 
 def metrics_for(df: pd.DataFrame, mode: str) -> list[str]:
@@ -82,16 +120,17 @@ def _toggles(description: str, options, value) -> widgets.ToggleButtons:
 
 
 def _trace_name(impl: str, sweep: str | None) -> str:
-    return IMPL_LABELS.get(impl, impl) + (f" ({sweep})" if sweep is not None else "")
+    """The implementation, and with two sweeps its sweep's label (plotly reads names as HTML: escaped)."""
+    return IMPL_LABELS.get(impl, impl) + (f" ({escape.html(sweep)})" if sweep is not None else "")
 
 
 def _figure(keys: list[tuple[str, str | None]]) -> go.FigureWidget:
     """The explorer's figure, every trace it will ever have: per implementation (and sweep, when two are
     loaded: the second one's lines dashed), a line of means (interval bars from MIN_REPS_FOR_INTERVAL
     repetitions on) and, after all the lines, the dots of its repetitions where there are fewer (as the
-    report draws them)."""
+    report draws them). No width: it follows the page (FollowWidth)."""
     sweeps = list(dict.fromkeys(sweep for _, sweep in keys))
-    return go.FigureWidget(
+    fig = go.FigureWidget(
         data=[go.Scatter(x=[], y=[], name=_trace_name(impl, sweep), mode="lines+markers",
                          legendgroup=_trace_name(impl, sweep),
                          line=dict(color=IMPL_COLORS.get(impl),
@@ -101,34 +140,48 @@ def _figure(keys: list[tuple[str, str | None]]) -> go.FigureWidget:
         + [go.Scatter(x=[], y=[], mode="markers", legendgroup=_trace_name(impl, sweep), showlegend=False,
                       name=f"{_trace_name(impl, sweep)}: repetitions")
            for impl, sweep in keys],
-        layout=dict(height=HEIGHT, autosize=True, template="plotly_white",
-                    margin=dict(t=72, l=70, r=16, b=8), font=dict(size=13),
-                    # the title just above the plot, below the band where the modebar appears
-                    title=dict(text="", x=0, xref="paper", xanchor="left", y=1, yref="paper",
-                               yanchor="bottom", pad=dict(b=12), font=dict(size=15)),
-                    # the legend under the x axis' title (plotly makes room for it): it never
-                    # meets the modebar or a long title
-                    legend=dict(orientation="h", y=-0.2, yanchor="top", x=0),
-                    hoverlabel=dict(align="left")))
+        layout=LAYOUT)
+    fig._config = {"responsive": True, "displaylogo": False}
+    return fig
+
+
+LAYOUT = dict(
+    height=HEIGHT, autosize=True, template="plotly_white", margin=dict(t=72, l=70, r=16, b=8), font=dict(size=13),
+    # the title just above the plot, below the band where the modebar appears
+    title=dict(text="", x=0, xref="paper", xanchor="left", y=1, yref="paper", yanchor="bottom", pad=dict(b=12),
+               font=dict(size=15)),
+    # the legend at the bottom of the figure, in the figure's own coordinates: plotly keeps that band for
+    # it and lays the x axis' ticks and title out above it, however tall they grow (a legend placed under
+    # the plot in its coordinates, at y=-0.2, met the axis title when the ticks took more room)
+    legend=dict(orientation="h", yref="container", y=0, yanchor="bottom", x=0, xref="container",
+                xanchor="left"),
+    hoverlabel=dict(align="left"))
 
 
 def _draw(line, dots, g: pd.DataFrame, rows: pd.DataFrame, impl: str, x: str, metric: str) -> None:
     """One implementation's traces: its means `g` (aggregate's frame) with the report's bars (the
     interval on the log scale, from five repetitions on, never below zero), and the dots of the
-    repetitions `rows` where there are fewer."""
+    repetitions `rows` where there are fewer. Each hover opens with the trace's name: the
+    implementation, and with two sweeps the sweep's label."""
     shown = len(g) > 0
     line.visible = shown
     line.x = g[x].tolist() if shown else []
     line.y = g[metric].tolist() if shown else []
     bars = interval_bars(g, metric) if shown else dict(visible=False)
     line.error_y = {k: (v.tolist() if isinstance(v, pd.Series) else v) for k, v in bars.items()}
-    line.customdata = hover_data(g, impl, metric) if shown else []
+    line.customdata = _named(hover_data(g, impl, metric), line.name) if shown else []
     line.hovertemplate = hover_template(metric) if metric else None
     few = rep_dots(rows[rows[metric].notna()], g, impl, x, metric) if shown else None
     dots.visible = few is not None
     dots.x, dots.y = (list(few.x), list(few.y)) if few is not None else ([], [])
     if few is not None:
-        dots.marker, dots.customdata, dots.hovertemplate = few.marker, few.customdata, few.hovertemplate
+        dots.marker, dots.hovertemplate = few.marker, few.hovertemplate
+        dots.customdata = _named([list(row) for row in few.customdata], line.name)
+
+
+def _named(customdata: list[list], name: str) -> list[list]:
+    """hover_data()'s rows (first column: the implementation's name) named after the trace instead."""
+    return [[name, *row[1:]] for row in customdata]
 
 
 def _x_axis(fig: go.FigureWidget, xs: pd.Series, x: str) -> None:
@@ -156,7 +209,7 @@ class Explorer:
     """Holds the widgets and one go.FigureWidget; `update()` changes its traces' data in place."""
 
     def __init__(self, df: pd.DataFrame, meta: dict, other: pd.DataFrame | None = None,
-                 labels: tuple[str, str] = ("A", "B")):
+                 labels: tuple[str, str] = ("A", "B"), other_meta: dict | None = None):
         # two sweeps (copylab compare): both frames' rows, each marked with its sweep's label, and a selector
         self.labels = tuple(labels) if other is not None else (None,)
         self.df = df = _joined(df, other, labels)
@@ -182,14 +235,10 @@ class Explorer:
                                                   indent=False, layout=widgets.Layout(width="auto",
                                                                                       margin="0 16px 0 0"))
                            for impl in self.impls_all}
-        where = f"measured on {system_summary(meta)}"
-        # the view is saved with the notebook and drawn wherever it is opened; the controls are Python
-        self.host = widgets.HTML(f"<small>{escape.html(where if other is None else f'{labels[0]}: {where}')}. "
-                                 f"{escape.html(LIVE_NOTE)}</small>")
+        self.host = widgets.HTML(_hosts(meta, other_meta if other is not None else None, labels))
         self.keys = [(impl, sweep) for sweep in self.labels for impl in self.impls_all]
         self.fig = _figure(self.keys)
-        self.width = OutputWidth()
-        self.width.observe(self._fit, names="width")
+        self.follow = FollowWidth()
         self._busy = False
         self._refresh_impls()
         self._refresh_metric()
@@ -208,13 +257,17 @@ class Explorer:
     def _other(self) -> str:
         return "threads" if self.x.value == "msg_size" else "msg_size"
 
-    def _refresh_metric(self) -> None:
+    def _refresh_metric(self, previous_mode: str | None = None) -> None:
+        """The chosen mode's metrics; the one shown stays, unless it was the previous mode's headline
+        (throughput, or the p50 round trip): then the new mode's headline, as the title then says."""
         options = metrics_for(self.df, self.mode.value)
         current = self.metric.value
+        if previous_mode is not None and current == MODE_METRIC.get(previous_mode):
+            current = MODE_METRIC.get(self.mode.value)
         self.metric.options = [(METRICS[m][0], m) for m in options]
         if options:
-            self.metric.value = current if current in options else (
-                "throughput_gbps" if "throughput_gbps" in options else options[0])
+            headline = MODE_METRIC.get(self.mode.value)
+            self.metric.value = current if current in options else (headline if headline in options else options[0])
 
     def _refresh_impls(self) -> None:
         """An implementation with no rows in the chosen mode (a reference program measures one mode
@@ -245,17 +298,13 @@ class Explorer:
         self._busy = True  # refreshing options fires more changes: one update at the end
         try:
             if change["owner"] is self.mode:
-                self._refresh_metric()
+                self._refresh_metric(previous_mode=change["old"])
                 self._refresh_impls()
             if change["owner"] in (self.x, self.mode):
                 self._refresh_filter()
         finally:
             self._busy = False
         self.update()
-
-    def _fit(self, change) -> None:
-        self.fig.layout.width = max(int(change["new"]), MIN_WIDTH)
-        self._sync_state()
 
     def _browser_changed(self, change) -> None:
         if change["new"] is None:
@@ -266,6 +315,7 @@ class Explorer:
         figure, which a reloaded page draws, becomes the figure as it is now."""
         self.fig._widget_layout = deepcopy(self.fig._layout_obj._props)
         self.fig._widget_data = deepcopy(self.fig._data)
+        self.follow.copylab_figure = {"data": _plain(self.fig._data), "layout": _plain(self.fig._layout_obj._props)}
 
     def update(self) -> None:
         metric, x, other = self.metric.value, self.x.value, self._other()
@@ -301,17 +351,30 @@ class Explorer:
             _flow([widgets.Label("implementations:", layout=widgets.Layout(margin="0 8px 0 0")),
                    *self.impl_boxes.values()]),
             self.host], layout=widgets.Layout(margin="0", overflow="visible"))
-        return widgets.VBox([controls, self.width, self.fig], layout=widgets.Layout(width="100%", overflow="visible"))
+        box = widgets.VBox([controls, self.follow, self.fig], layout=widgets.Layout(width="100%", overflow="visible"))
+        box.add_class(CSS_CLASS)
+        return box
 
 
-LIVE_NOTE = ("The controls answer while this notebook's kernel runs; opened again later (or as HTML), the view "
-             "is the one saved: Run > Run All Cells makes them answer again.")
+LIVE_NOTE = ("The controls answer while this notebook's kernel runs; the notebook saves the chart as drawn, "
+             "and opened again it shows that chart: run the notebook (Run > Run All Cells) to make them answer.")
+
+
+def _hosts(meta: dict, other_meta: dict | None, labels: tuple[str, str]) -> str:
+    """Where the rows were measured (each sweep's host, when two are loaded), and LIVE_NOTE."""
+    if other_meta is None:
+        lines = [f"measured on {system_summary(meta)}."]
+    else:
+        lines = [f"{side} ({label}): measured on {system_summary(m)}."
+                 for side, label, m in (("A", labels[0], meta), ("B", labels[1], other_meta))]
+    return "<small>" + "<br>".join(escape.html(line) for line in [*lines, LIVE_NOTE]) + "</small>"
 
 
 def explore(df: pd.DataFrame, meta: dict, other: pd.DataFrame | None = None,
-            labels: tuple[str, str] = ("A", "B")) -> widgets.Widget:
+            labels: tuple[str, str] = ("A", "B"), other_meta: dict | None = None) -> widgets.Widget:
     """The explorer as one displayable widget (a note when there is nothing to explore); with `other`, two
-    sweeps (labels: their names) with a selector: either one, or both (the second one's lines dashed)."""
+    sweeps (labels: their names; other_meta: the second one's meta.json) with a selector: either one, or
+    both (the second one's lines dashed)."""
     if not any(measured(df, m) for m in METRICS):
         return widgets.HTML("<i>No successful measurements in this sweep: nothing to explore.</i>")
-    return Explorer(df, meta, other, labels).widget()
+    return Explorer(df, meta, other, labels, other_meta).widget()

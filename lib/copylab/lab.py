@@ -11,11 +11,15 @@ for writing here:
 - `SweepContents` shows the sweep's own files as read-only (JupyterLab then offers "Save As" and skips
   autosave) and refuses to write, rename, delete or restore them, or to create anything among them
   (runs/, profiles/, the sweep's names), whatever path leads there; work/ and new files of other
-  names are the user's.
+  names are the user's. A notebook it saves keeps each explorer as the chart it showed, with a line
+  saying how to make it live, and each figure with its PNG (widgetsnapshot.for_saving): reopened
+  without the kernel that held the widgets, it shows figures, not dead controls, and is not marked
+  changed by opening it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import secrets
 import signal
@@ -33,6 +37,7 @@ from tornado.web import HTTPError
 from .errors import CopylabError
 from .fsutil import shown
 from .paths import NATIVE_DIR, NOTEBOOKS_DIR
+from .widgetsnapshot import for_saving
 
 WORK = "work"
 TEMPLATES = ("analysis.ipynb", "experiment.ipynb", "build.ipynb")
@@ -221,6 +226,8 @@ class SweepContents(AsyncLargeFileManager):
     the URL is already decoded (%2e%2e, %2F) when it gets here, the path is normalised (work/../x is
     x) and links are followed (work/link.csv -> ../results.csv is results.csv), and both the link's
     own place and where it leads are checked. A path leading out of the sweep folder is refused too.
+    Notebooks are saved as widgetsnapshot.for_saving makes them: explorers as charts, every figure with
+    its PNG (made in a thread: the first takes seconds, and the server answers other requests meanwhile).
     """
 
     def _places(self, path: str) -> tuple[str, str]:
@@ -251,6 +258,8 @@ class SweepContents(AsyncLargeFileManager):
     # save covers PUT (writes, uploads, new files and folders), new_untitled, new and copying a file
     async def save(self, model, path=""):
         self._guard(path, "written")
+        if model.get("type") == "notebook" and isinstance(model.get("content"), dict):
+            await asyncio.to_thread(for_saving, model["content"])
         return await super().save(model, path)
 
     async def _copy_dir(self, from_path, to_path_original, to_name, to_path):

@@ -25,8 +25,13 @@ receive strategy), compared at the points both measured. Two kinds of quantity:
 Both are decided as the Study's are (decide_diff: ratio B/A, its 95% interval, the margin): win when the
 interval lies above 1, loss below 1, equivalent inside [1/(1+m), 1+m], undecided otherwise; so each
 decision calls a change that is not there at most 5% of the time. Holm's correction runs over each
-family (FAMILIES) as in the Study: a change that `stands` keeps the family-wise error at 5%.
+family (FAMILIES) as in the Study: a change that `stands` keeps the family-wise error at 5%; a claim of
+equivalence is corrected too (its own p), so "decided equivalent" and "standing" are counted apart.
 Over the thread counts, a size pools the thread counts both sweeps measured there.
+
+What the report says is decided here too (the text layer, text/comparison.py and the comparison
+templates, only words it): `tallies()` counts each outcome decided and standing, `changed()` lists the
+standing wins and losses largest first, `fallen()` the decided ones that do not stand.
 """
 
 from __future__ import annotations
@@ -82,6 +87,22 @@ class Change:
         """The decision read with the metric's direction (inference.Verdict)."""
         return Verdict.of(self.decision.decision, self.higher_is_better)
 
+    @property
+    def size_of_change(self) -> float:
+        """|log ratio|: how far B moved from A, whichever way."""
+        r = self.decision.ratio
+        return abs(math.log(r)) if r == r and r > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class Tally:
+    """One outcome over a set of changes: how many were decided so (each at 95%), how many of those stand
+    after their family's correction."""
+
+    outcome: Outcome
+    decided: int
+    standing: int
+
 
 @dataclass
 class Comparison:
@@ -117,6 +138,36 @@ class Comparison:
         """The changes decided as a win or a loss (standing: that survive their family's correction)."""
         return [c for c in self.changes if c.decision.decision in (Outcome.WIN, Outcome.LOSS)
                 and (not standing or self.stands(c))]
+
+    def fallen(self, change: Change) -> bool:
+        """Decided (win, loss or equivalent) at 95%, but not standing after its family's correction."""
+        return self.family(change.family).fallen(change.decision)
+
+    def tallies(self, per_threads: bool | None = None) -> dict[Outcome, Tally]:
+        """Per outcome, the changes decided so and those of them that stand (per_threads: only the per
+        thread count ones, or only those over the thread counts; None: all)."""
+        found = self.select(per_threads=per_threads)
+        return {o: Tally(o, sum(1 for c in found if c.decision.decision == o),
+                         sum(1 for c in found if c.decision.decision == o and self.stands(c)))
+                for o in Outcome}
+
+    def changed(self, per_threads: bool | None = None) -> list[Change]:
+        """The wins and losses that stand after their family's correction, the largest change first."""
+        return sorted((c for c in self.decided_changes(True) if per_threads is None
+                       or (c.threads is not None) == per_threads),
+                      key=lambda c: (-c.size_of_change, c.kind, c.criterion, c.impl, c.size, c.threads or 0))
+
+    def not_standing(self) -> list[Change]:
+        """The wins and losses decided at 95% that do not stand after the correction."""
+        return [c for c in self.decided_changes(False) if not self.stands(c)]
+
+    def criteria(self, kind: str) -> list[str]:
+        """The criteria (study.CRITERIA's order) with a change of this kind."""
+        return [k for k in CRITERIA if self.select(kind, k)]
+
+    def thread_counts(self) -> list[int]:
+        """The thread counts compared one by one."""
+        return sorted({c.threads for c in self.changes if c.threads is not None})
 
     @property
     def margins(self) -> tuple[float, float]:

@@ -48,10 +48,14 @@ def _join(items, last: str = "and") -> str:
     return ", ".join(items[:-1]) + f" {last} " + items[-1]
 
 
-@functools.lru_cache(maxsize=1)
-def environment() -> jinja2.Environment:
+# the comparison report's templates (comparison_*) are written with a block tag's newline removed
+TRIMMED_PREFIX = "comparison_"
+
+
+@functools.lru_cache(maxsize=2)
+def environment(trim_blocks: bool) -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.PackageLoader("copylab.analysis", "templates"),
-                             undefined=jinja2.StrictUndefined, trim_blocks=False, lstrip_blocks=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=trim_blocks, lstrip_blocks=True,
                              keep_trailing_newline=False, autoescape=False)
     env.filters.update(size=fmt_size, num=fmt_num, pct=fmt_pct, ratio=_ratio, join=_join, plural=plural,
                        bytes=_bytes, percent=_percent, impl=name,
@@ -62,7 +66,7 @@ def environment() -> jinja2.Environment:
 
 def render(section: str, **context) -> str:
     """The section's template (templates/<section>.md.j2) given context: Markdown, blank runs collapsed."""
-    text = environment().get_template(f"{section}.md.j2").render(**context)
+    text = environment(section.startswith(TRIMMED_PREFIX)).get_template(f"{section}.md.j2").render(**context)
     lines, out = text.splitlines(), []
     for line in lines:
         if line.strip() or (out and out[-1].strip()):

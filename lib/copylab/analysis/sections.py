@@ -60,7 +60,7 @@ def counters(meta: dict, df) -> str:
 
 def caption(name: str, **values) -> str:
     """A table's caption: a macro of templates/captions.md.j2."""
-    return str(getattr(environment().get_template("captions.md.j2").module, name)(**values)).strip()
+    return str(getattr(environment(False).get_template("captions.md.j2").module, name)(**values)).strip()
 
 
 def method(s, windows: str) -> str:

@@ -1,4 +1,6 @@
-"""`copylab bundle RESULTS_DIR --roll ROLL`: the course submission, <ROLL>_PA02/ and <ROLL>_PA02.zip."""
+"""`copylab bundle RESULTS_DIR --roll ROLL`: the course submission made from a reported sweep folder,
+<ROLL>_PA02/ and <ROLL>_PA02.zip: course-named C sources, Makefile, run-all script, plot scripts, the
+results CSV and the report; refused while author fields or the declaration are placeholders."""
 
 from __future__ import annotations
 

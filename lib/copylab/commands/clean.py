@@ -1,4 +1,6 @@
-"""`copylab clean`: remove namespaces and processes left behind by crashed copylab runs."""
+"""`copylab clean`: remove the network namespaces and benchmark processes left behind by copylab runs
+that crashed or were killed; only those carrying copylab's own prefix, and only runs that are gone
+unless --all. Measured results are never touched."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""`copylab report RESULTS_DIR`: execute the analysis notebook, write report.pdf and report.html."""
+"""`copylab report RESULTS_DIR`: execute notebooks/analysis.ipynb with papermill on a finished sweep
+folder and write answers.json, report.html and report.pdf into it (or --output-dir), with the executed
+notebook kept beside them as the record of what the report was made from."""
 
 from __future__ import annotations
 

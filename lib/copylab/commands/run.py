@@ -1,4 +1,7 @@
-"""`copylab run`: measure one grid point and print its results row."""
+"""`copylab run`: measure one grid point (implementation, mode, message size, thread count) as a sweep
+measures each of its points, in the same topology, pinning and perf window, and print its results row:
+every column of results.csv as key=value lines, or one JSON object with --json. Nothing is written
+(--profile: the folded stacks, under --profile-dir)."""
 
 from __future__ import annotations
 

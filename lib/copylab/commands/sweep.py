@@ -1,4 +1,8 @@
-"""`copylab sweep PARAMS.yaml`: measure every point of a grid with papermill; resumable."""
+"""`copylab sweep PARAMS.yaml`: measure every point of a grid (params/*.yaml) with papermill, in the
+grid's topology (network namespaces by default), and write results.csv, meta.json and sweep.log into
+the output folder, with every run's record and each group of points' executed notebook under runs/.
+Resumable: run it again on the same grid and folder and it measures only what is missing. With
+--report it then writes report.pdf and report.html there, as `make report` does."""
 
 from __future__ import annotations
 
