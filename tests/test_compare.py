@@ -565,3 +565,11 @@ def test_comparison_json_keeps_its_keys_and_says_which_decisions_do_not_stand(tm
         assert entry["fallen"] == (entry["decision"] != "undecided" and not entry["stands"])
         assert entry["verdict"] in ("better", "better_within_margin", "equivalent", "worse_within_margin", "worse",
                                     "undecided")
+
+
+def test_a_sweep_that_stopped_says_so_where_it_ended_and_it_is_a_condition_not_a_cause(tmp_path):
+    a, b = write_pair(tmp_path, 31, 32, meta_b={"status": "interrupted", "finished_at": "2026-11-28T10:00:00"})
+    rows = {r["setting"]: r for r in text.configuration_table(compared(a, b))}
+    assert rows["ended"]["b"] == "2026-11-28T10:00:00 (stopped: interrupted)"
+    assert "stopped" not in rows["ended"]["a"]
+    assert rows["ended"]["condition"] and "ended" not in {r["setting"] for r in text.differences(compared(a, b))}

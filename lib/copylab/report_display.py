@@ -204,8 +204,15 @@ def configuration_rows(meta: dict, df: pd.DataFrame) -> list[tuple[str, object]]
         ("other programs' CPU use while measuring", _host_load(meta)),
         ("CPU placement", _placement(df, meta)),
         ("git revision", meta.get("git_revision")), ("started", meta.get("started_at")),
-        ("finished", meta.get("finished_at")),
+        ("ended", _ended(meta)),
     ]
+
+
+def _ended(meta: dict) -> str | None:
+    """When the sweep ended and, unless it finished, how: an interrupted or failed sweep records the
+    time it stopped as its finished_at."""
+    at, status = meta.get("finished_at"), meta.get("status")
+    return at if not at or status in ("finished", None) else f"{at} (stopped: {status})"
 
 
 # the settings the method section shows (the appendix shows them all)

@@ -26,7 +26,7 @@ from ...report_display import configuration_rows
 CONTRACT = "copylab comparison, fourth round"  # docs/contracts.md, "Comparisons of two sweeps"
 COMPARISON_JSON = "comparison.json"
 # settings that differ between any two sweeps (when they ran, what else ran): the conditions, not the configuration
-CONDITIONS = ("started", "finished", "other programs' CPU use while measuring", "CPU placement", "hostname")
+CONDITIONS = ("started", "ended", "other programs' CPU use while measuring", "CPU placement", "hostname")
 # grid keys that name the report's author or the grid, or are its dimensions (compared as points instead)
 NOT_CONFIGURATION = {"author", "roll_no", "repo_url", "ai_declaration", "name", "description", "impls", "modes",
                      "msg_sizes", "threads"}
