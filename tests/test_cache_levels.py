@@ -221,3 +221,27 @@ def test_the_budget_decides_and_adds_passes_on_part_e_s_working_set_only():
 def test_a_working_set_is_said_within_a_level_only_up_to_half_of_it(nbytes, words):
     sizes = {"L1d": 32 << 10, "L2": 1 << 20, "L3": 32 << 20}
     assert cachelevels.residency_words(nbytes, sizes) == words
+
+
+def test_the_budget_adds_passes_where_a_cache_step_is_too_wide_to_decide():
+    """Q2's steps (a path's sender CPU per byte at one working set over the next smaller's, at the cache
+    part's fewest threads) are the budget's comparisons too: a step wider than the target gets a pass
+    of its two points, and one narrow enough gets none."""
+    from copylab.sweep import budget
+
+    grid = parse_grid({**BASE, "msg_sizes": list(cache_like.SIZES), "threads": list(cache_like.THREADS),
+                       "working_set": "LLC/2",
+                       "cache": {"impls": ["a1", "a2"], "msg_sizes": [4096], "threads": [1],
+                                 "working_set": ["L1d/2", "L2/2", "LLC/2", "LLC*4"]}}, caches=CACHES)
+    rows = {r["point_id"]: {**r, "run_kind": "measure", "congestion": grid.congestion[0]}
+            for r in cache_like.rows(jump="L2")}
+    narrow = budget.wide_cache_steps(rows, grid, target=1.0)
+    wide = budget.wide_cache_steps(rows, grid, target=1e-6)
+    assert narrow == []
+    assert {(w["impl"], w["msg_size"], tuple(w["working_sets"])) for w in wide} == {
+        (impl, 4096, step) for impl in ("a1", "a2")
+        for step in zip(sorted(cache_like.LEVELS.values()), sorted(cache_like.LEVELS.values())[1:])}
+    planned = budget.plan_pass(rows, replace(grid, equivalence_margin=0.001), "netns", 4, 1e9, seed=1)
+    cache_points = {(s.impl, s.working_set) for s in planned.specs if s.msg_size == 4096 and s.threads == 1}
+    assert {(impl, ws) for impl in ("a1", "a2") for ws in cache_like.LEVELS.values()} <= cache_points
+    assert any(w.get("working_sets") for w in planned.why)

@@ -1,11 +1,12 @@
 """The time budget (grid key budget_min): extra passes where a comparison is still too wide to decide.
 
 After the grid's base passes, the study's comparisons (one_copy and zero_copy against two_copy, per
-message size over all thread counts: the ones Part E's Q4 and Q5 answer) are computed from the
-rows measured so far (inference/passes.py). A comparison whose 95% interval is wider than
+message size over all thread counts: the ones Part E's Q4 and Q5 answer) and, in a grid with a cache
+part, Q2's steps from one working set to the next are computed from the rows measured so far
+(inference/passes.py). A comparison whose 95% interval is wider than
 target_half_width() on either side (log(1+m)/2: an interval that narrow always decides) gets
 another pass: all throughput points of both implementations at that size, at every thread count (of the one
-working set Part E decides on, when the grid varies it),
+working set Part E decides on, when the grid varies it), or a step's two points,
 in shuffled blocks (each cell's implementations back to back, params.shuffled_blocks). Passes are added while the sweep's elapsed time plus the next pass's
 estimate (and the profiled runs still to come) fit in budget_min.
 
@@ -26,7 +27,7 @@ import pandas as pd
 
 from .. import registry
 from ..cachelevels import ASKED as ASKED_WORKING_SET, nearest
-from ..inference import compare_values, log_values, target_half_width
+from ..inference import compare_values, decide_diff, log_values, point_diff, point_stats, target_half_width
 from ..contract import WORKING_SET_DEFAULT
 from ..fmt import plural
 from ..params import Grid, shuffled_blocks
@@ -88,7 +89,42 @@ def wide_comparisons(rows: dict[str, dict], grid: Grid) -> list[dict]:
                 wide.append({"impl": impl, "base": base, "msg_size": size,
                              "half_width": None if math.isinf(half) or math.isnan(half) else round(half, 4),
                              "target": round(target, 4)})
+    wide += wide_cache_steps(rows, grid, target)
     return sorted(wide, key=lambda w: -(w["half_width"] if w["half_width"] is not None else math.inf))
+
+
+SENDER_CPU = "srv_cpu_ns_per_byte"  # what Q2's steps compare (analysis/levels.py): sender task-clock per byte
+
+
+def wide_cache_steps(rows: dict[str, dict], grid: Grid, target: float) -> list[dict]:
+    """The cache part's steps (a path's sender CPU per byte at one working set over the next smaller's,
+    at its fewest threads: Q2's comparisons, analysis/levels.py) whose interval is wider than target."""
+    part = grid.cache
+    frame = pd.DataFrame([r for r in rows.values() if r.get("run_kind", "measure") == "measure"])
+    if part is None or frame.empty or "srv_task_clock_ms" not in frame:
+        return []
+    threads = min(part.threads)
+    frame = frame[(frame["mode"] == "throughput") & (frame["threads"] == threads) & frame["impl"].isin(part.impls)
+                  & frame["msg_size"].isin(part.msg_sizes)]
+    asked = pd.to_numeric(frame["point_id"].astype(str).str.extract(ASKED_WORKING_SET)[0], errors="coerce")
+    frame = frame[asked.notna()].assign(impl=frame["impl"] + "@" + asked.dropna().astype(int).astype(str))
+    if frame.empty:
+        return []
+    frame[SENDER_CPU] = (pd.to_numeric(frame["srv_task_clock_ms"], errors="coerce") * 1e6
+                         / pd.to_numeric(frame["bytes"], errors="coerce"))
+    stats = point_stats(frame, SENDER_CPU)
+    wide = []
+    for (impl, size), cells in stats.assign(path=stats["impl"].str.split("@").str[0]).groupby(["path", "msg_size"]):
+        sets = sorted(int(k.split("@")[1]) for k in cells["impl"])
+        for lower, upper in zip(sets, sets[1:]):
+            diff = point_diff(stats, (f"{impl}@{upper}", size, threads), (f"{impl}@{lower}", size, threads))
+            half = decide_diff(impl, impl, size, threads, diff, grid.equivalence_margin).half_width \
+                if diff is not None else math.nan
+            if not half <= target:
+                wide.append({"impl": impl, "base": impl, "msg_size": int(size), "working_sets": [lower, upper],
+                             "half_width": None if math.isinf(half) or math.isnan(half) else round(half, 4),
+                             "target": round(target, 4)})
+    return wide
 
 
 def pass_seconds(specs: list[PointSpec]) -> float:
@@ -103,10 +139,15 @@ def plan_pass(rows: dict[str, dict], grid: Grid, topology: str, rep: int, second
     working_set = primary_working_set(grid)
     chosen, specs, seen = [], [], set()
     for comparison in wide:  # widest first, while their points fit
-        size = comparison["msg_size"]
-        keep = (lambda s, size=size, impls=(comparison["impl"], comparison["base"]):
-                s.mode == "throughput" and s.msg_size == size and s.impl in impls
-                and s.working_set == working_set)
+        size, sets = comparison["msg_size"], comparison.get("working_sets")
+        if sets:  # a cache step: its path's two working sets at the cache part's fewest threads
+            keep = (lambda s, size=size, impl=comparison["impl"], sets=tuple(sets):
+                    s.mode == "throughput" and s.msg_size == size and s.impl == impl
+                    and s.threads == min(grid.cache.threads) and s.working_set in sets)
+        else:
+            keep = (lambda s, size=size, impls=(comparison["impl"], comparison["base"]):
+                    s.mode == "throughput" and s.msg_size == size and s.impl in impls
+                    and s.working_set == working_set)
         new = [s for s in grid.pass_points(rep, topology, keep) if s.point_id() not in seen]
         if pass_seconds(specs + new) > seconds_left:
             continue
@@ -136,6 +177,13 @@ def extra_specs_from(records: list[dict], grid: Grid, topology: str) -> list[Poi
     return found
 
 
+def _named(comparison: dict) -> str:
+    sets = comparison.get("working_sets")
+    if sets:
+        return f"{comparison['impl']} {comparison['msg_size']} B working set {sets[0]} -> {sets[1]} B"
+    return f"{comparison['impl']}/{comparison['base']} {comparison['msg_size']} B"
+
+
 def spend(sweep) -> None:
     """Extra passes where a comparison is too wide to decide, while they fit in budget_min
     (sweep/budget.py); each pass and the reason for stopping go to sweep.log and meta.json."""
@@ -161,8 +209,7 @@ def spend(sweep) -> None:
         record["passes"].append(planned.to_dict())
         sweep.log(f"budget: pass {rep}, {len(planned.specs)} points (about {planned.estimated_s * pace:.0f} s at "
                   f"this host's pace, {pace:.2f}x the arithmetic) for "
-                  + ", ".join(f"{w['impl']}/{w['base']} {w['msg_size']} B (half-width {w['half_width']})"
-                              for w in planned.why))
+                  + ", ".join(f"{_named(w)} (half-width {w['half_width']})" for w in planned.why))
         sweep.meta.update(budget=record)
         sweep.measure([s.point_id() for s in planned.specs])
         # a stretch apart that outlasted waiting in this pass left its runs kept apart (0.86x their points'
