@@ -142,3 +142,41 @@ def test_a_string_from_the_sweeps_files_is_shown_as_text():
                             "precision_within_target": 3, "window_rounds": 2,
                             "window_rounds_why": "<img src=x> $\\\\input{/etc/passwd}$ [link](http://x)"})
     assert not re.search(r"(?<!\\)[<\[$]", text), text  # each markup character escaped, shown as typed
+
+
+def test_zero_copys_small_size_cost_is_said_as_waiting_only_when_its_sender_waited():
+    """Q1 says A3's sender sleeps on completions at the smallest size only where the run shows it: its
+    CPU busy under 90% of the window and its context switches per message counted (issue 44: "the fixed
+    costs weigh most" printed beside a sender idle 43% of the window)."""
+    from copylab.analysis import evidence
+
+    s = load()
+    q1 = s.verdicts["q1"]
+    size = min(q1.sizes)
+    a3 = s.part_e["impl"] == "a3"
+    rows = s.part_e.assign(srv_cpu_busy=a3.map({True: 0.5, False: 0.99}),
+                           srv_context_switches=s.part_e["messages"] * a3.map({True: 0.3, False: 0.0}))
+    waits = evidence.sender_waits(rows, ("a3", "a1"), size)
+    assert (waits.size, waits.threads, waits.busy) == (size, rows["threads"].min(), (0.5, 0.99))
+    assert [round(x, 6) for x in waits.switches] == [300.0, 0.0]
+    q1.waits = evidence.SenderWaits(size, 1, (0.57, 0.99), (335.0, 0.03))
+    text = sections.answer_text(s, "q1")
+    assert "busy only 57" in text and "sleeps in `poll()`" in text
+    q1.waits = evidence.SenderWaits(size, 1, (0.99, 0.99), (1.0, 0.03))
+    assert "sleeps in `poll()`" not in sections.answer_text(s, "q1")
+    assert evidence.sender_waits(rows.drop(columns=["srv_cpu_busy"]), ("a3", "a1"), size) is None
+
+
+def test_q3_says_where_more_threads_fill_an_idle_sender_from_the_cells_that_rise():
+    """The rising cells' busy share at the fewest threads is the evidence for 'the other connections fill
+    that time': said only when every rising cell's sender was idle part of the window."""
+    s = load()
+    q3 = s.verdicts["q3"]
+    rising = [k for k in q3.throughput if q3.outcome(k) in ("win", "win_within_margin")]
+    assert rising
+    q3.busy_at_fewest = {k: 0.5 for k in q3.throughput}
+    assert q3.busiest_rising() == 0.5
+    q3.busy_at_fewest[rising[0]] = 0.99
+    assert q3.busiest_rising() == 0.99
+    q3.busy_at_fewest.pop(rising[0])
+    assert q3.busiest_rising() != q3.busiest_rising()  # NaN: a rising cell without its busy share

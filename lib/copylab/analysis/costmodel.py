@@ -14,8 +14,8 @@ completions), b the cost per byte (the copies), fitted from the sweep's own thro
 - The crossover: the paths share the receiver and the TCP work, so what sets where X overtakes A1 is
   the difference of their senders' lines, dt(n) = da + db*n: X's added cost per message da against its
   saving per byte -db. In each pass the difference of the paired runs (the paths of a cell ran back to
-  back) is fitted over the sizes where it holds (each size's residual within the margin of A1's time
-  there, a ratio error of at most the margin). The predicted crossover is da / -db, where the saving
+  back) is fitted over the model's sizes, the ones every path's line holds over (the table's, so the
+  text's gap is the table's difference). The predicted crossover is da / -db, where the saving
   per byte has paid for the added cost per message, with Fieller's 95% interval for a ratio of means
   (unbounded where the passes do not decide the saving per byte). With the sender saturated (its busy
   share near 1), its time per message is the throughput's inverse, so this is the throughput crossover.
@@ -206,27 +206,22 @@ def _fieller(da: list[float], saving: list[float]) -> Estimate:
     return Estimate(value, (centre - root) / (1 - g), (centre + root) / (1 - g), n, "B")
 
 
-def _gap(times: pd.DataFrame, impl: str, margin: float) -> Gap | None:
-    """impl's sender line against A1's (the module's docstring): paired per pass, fitted where it holds."""
+def _gap(times: pd.DataFrame, impl: str, sizes: list[int]) -> Gap | None:
+    """impl's sender line against A1's over the model's sizes (the module's docstring): paired per pass."""
     x, base = _by_pass(times, impl, "srv"), _by_pass(times, BASE, "srv")
     passes = sorted(set(x.index) & set(base.index))
-    sizes = sorted(set(x.columns) & set(base.columns))
-    if len(sizes) < 2 or not passes:
+    measured = sorted(set(x.columns) & set(base.columns))
+    chosen = [s for s in sizes if s in measured]
+    if len(chosen) < 2 or not passes:
         return None
-    diff, base = (x.loc[passes, sizes] - base.loc[passes, sizes]), base.loc[passes, sizes]
-    mean_diff, mean_base = diff.mean(), base.mean()
-
-    def holds(chosen):
-        da, db = fit_line(chosen, mean_diff[chosen], 1.0 / mean_base[chosen])
-        return bool(np.all(np.abs(mean_diff[chosen] - _line(da, db, chosen)) <= margin * mean_base[chosen]))
-
-    chosen = _grow(sizes, holds)
+    diff = x.loc[passes, measured] - base.loc[passes, measured]
+    mean_diff = diff.mean()
     fits = [fit_line(chosen, diff.loc[r, chosen], 1.0 / base.loc[r, chosen]) for r in passes
             if diff.loc[r, chosen].notna().all()]
     da, db = Estimate.of([a for a, _ in fits], "µs"), Estimate.of([b for _, b in fits], "ns/B")
     crossing = _fieller([a for a, _ in fits], [-b / 1e3 for _, b in fits])
-    return Gap(impl, da, db, crossing, chosen, {int(s): float(mean_diff[s]) for s in sizes},
-               {int(s): float(_line(da.value, db.value, [s])[0]) for s in sizes})
+    return Gap(impl, da, db, crossing, chosen, {int(s): float(mean_diff[s]) for s in measured},
+               {int(s): float(_line(da.value, db.value, [s])[0]) for s in measured})
 
 
 def cost_model(rows: pd.DataFrame, meta: dict, margin: float) -> CostModel | None:
@@ -255,7 +250,7 @@ def cost_model(rows: pd.DataFrame, meta: dict, margin: float) -> CostModel | Non
     model = CostModel({impl: _path_costs(times, impl, sizes, largest[impl]) for impl in impls},
                       {}, sizes, measured, meta.get("memcpy") if isinstance(meta.get("memcpy"), dict) else {})
     for impl in (i for i in COMPARED if i in impls):
-        found = _gap(times, impl, margin)
+        found = _gap(times, impl, sizes)
         if found is not None:
             model.gaps[impl] = found
     if ONE_COPY in model.gaps:

@@ -144,3 +144,32 @@ def above(a: Share, b: Share) -> bool:
     """a's share larger than b's beyond both intervals."""
     return a.known and b.known and a.low > b.high
 
+
+
+@dataclass
+class SenderWaits:
+    """A path's sender and the baseline's at one size and thread count (throughput runs, means over the
+    passes): the share of the window their CPU was busy, their context switches per 1,000 messages."""
+
+    size: int
+    threads: int
+    busy: tuple[float, float]       # (the path's, the baseline's)
+    switches: tuple[float, float]
+
+
+def sender_waits(df: pd.DataFrame, impls: tuple[str, str], size: int) -> SenderWaits | None:
+    """At size and the fewest threads measured; None without the busy share or the switch counts."""
+    tp = throughput_rows(df)
+    needed = {"srv_cpu_busy", "srv_context_switches", "messages"}
+    if tp.empty or not needed <= set(tp.columns):
+        return None
+    threads = int(tp["threads"].min())
+    cell = tp[(tp["msg_size"] == size) & (tp["threads"] == threads) & tp["impl"].isin(impls)]
+    busy, switches = {}, {}
+    for impl, rows in cell.groupby("impl"):
+        per = pd.to_numeric(rows["srv_context_switches"], errors="coerce") / pd.to_numeric(rows["messages"], errors="coerce")
+        busy[impl] = float(pd.to_numeric(rows["srv_cpu_busy"], errors="coerce").mean())
+        switches[impl] = float(1000 * per.mean())
+    if set(busy) != set(impls) or any(v != v for v in (*busy.values(), *switches.values())):
+        return None
+    return SenderWaits(size, threads, tuple(busy[i] for i in impls), tuple(switches[i] for i in impls))

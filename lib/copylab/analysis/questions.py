@@ -199,6 +199,7 @@ class ZeroCopyVerdict:
     sender_cost: Row | None = None                      # A3's sender CPU per byte over A1's at the largest size
     receiver_cost: Row | None = None
     largest: Row | None = None                          # A3 against A1 at the largest size (Q5's)
+    waits: ev.SenderWaits | None = None                 # A3's and A1's senders at the smallest size: busy, switches
 
 
 def zero_copy_verdict(s, q5: CrossoverVerdict) -> ZeroCopyVerdict:
@@ -212,6 +213,7 @@ def zero_copy_verdict(s, q5: CrossoverVerdict) -> ZeroCopyVerdict:
         out.large = ev.point_profile(s.profiles, ZERO_COPY, sizes[-1], s.results_dir)
         out.site = ev.deferred_copy_site(s.profiles, sizes[-1], s.results_dir)
     if q5.by_size:
+        out.waits = ev.sender_waits(s.part_e, (ZERO_COPY, BASE), min(q5.by_size))
         fam = s.family(COST_FAMILY)
         for side, attr in (("sender", "sender_cost"), ("receiver", "receiver_cost")):
             d = s.decision(ZERO_COPY, q5.largest, metric=SIDE_CPU[side])
@@ -235,6 +237,17 @@ class CacheVerdict:
     counted: tuple = ()                           # miss metrics a PMU measured
     reduction: dict = field(default_factory=dict)  # counted: level -> mean % fewer misses per byte than A1's
     reason: str = ""
+    memcpy: tuple = ()                            # the memcpy probe: (ns/B over the study's working set, its
+                                                  # bytes, ns/B cache-resident, its bytes), when it ran
+
+
+def memcpy_levels(meta: dict) -> tuple:
+    probe = meta.get("memcpy") if isinstance(meta.get("memcpy"), dict) else {}
+    cached = probe.get("cache_resident") if isinstance(probe.get("cache_resident"), dict) else {}
+    values = (probe.get("ns_per_byte"), probe.get("working_set_bytes"), cached.get("ns_per_byte"),
+              cached.get("working_set_bytes"))
+    ok = all(isinstance(v, (int, float)) and v > 0 for v in values)
+    return tuple(float(v) for v in values) if ok else ()
 
 
 MISSES = {"L1": "l1_misses_per_byte", "LLC": "llc_misses_per_byte"}
@@ -278,7 +291,7 @@ def cache_verdict(s) -> CacheVerdict:
                             reason="" if reduction else "no_cache_part")
     fam = s.family("q2")
     size = placed_size(c)
-    out = CacheVerdict(True, size, counted=c.counted)
+    out = CacheVerdict(True, size, counted=c.counted, memcpy=memcpy_levels(s.meta))
     out.working_sets = {k: (c.used.get((k, size)), c.residency.get((k, size))) for k in c.keys}
     for step in c.steps:
         if step.metric == SENDER_CPU and step.size == size and step.impl in STUDY:

@@ -46,6 +46,7 @@ class ThreadVerdict:
     task_ns_per_byte: tuple = (math.nan, math.nan)      # the sender task's ns/B at fewest and most (means)
     switches: tuple = (math.nan, math.nan)              # context switches per MB at fewest and most (means)
     sender_busy: tuple = (math.nan, math.nan)           # the sender CPU's busy share at fewest and most (medians)
+    busy_at_fewest: dict = field(default_factory=dict)  # (impl, size) -> the sender CPU's busy share at fewest
     aggregate_bytes: tuple = (math.nan, math.nan)       # threads x working set at fewest and most
     llc_bytes: float = math.nan
     llc_name: str = ""
@@ -61,6 +62,12 @@ class ThreadVerdict:
     def count(self, *outcomes: str) -> int:
         """How many of the throughput cells stand at one of outcomes."""
         return sum(1 for key in self.throughput if self.outcome(key) in outcomes)
+
+    def busiest_rising(self) -> float:
+        """The highest busy share at the fewest threads among the cells where throughput rises (NaN: none)."""
+        shares = [self.busy_at_fewest.get(k, math.nan) for k in self.throughput
+                  if self.outcome(k) in ("win", "win_within_margin")]
+        return max(shares) if shares and all(v == v for v in shares) else math.nan
 
     def members(self) -> list[Decision]:
         pooled = [self.total, self.task_cpu_per_byte, self.outside_task, self.switches_per_mb]
@@ -120,6 +127,9 @@ def thread_verdict(part_e: pd.DataFrame, meta: dict, margin: float) -> ThreadVer
     out.task_ns_per_byte = _means(tp, "srv_cpu_ns_per_byte", lo, hi)
     out.switches = _means(tp, "context_switches_per_mb", lo, hi)
     out.sender_busy = _means(tp, "srv_cpu_busy", lo, hi, "median")
+    fewest = tp[tp["threads"] == lo]
+    out.busy_at_fewest = {(str(i), int(n)): float(v) for (i, n), v in
+                          numbers(fewest, "srv_cpu_busy").groupby([fewest["impl"], fewest["msg_size"]]).median().items()}
     caches = cachelevels.cache_sizes(meta.get("cpu_caches"))
     llc = cachelevels.last_level(caches)
     used = numbers(tp, "working_set_bytes")
