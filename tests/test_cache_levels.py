@@ -173,6 +173,17 @@ def test_the_figure_marks_the_cache_sizes_on_a_log_axis(tmp_path):
         "working set cycled through per connection (bytes, log scale)"}
 
 
+def test_a_size_measured_at_one_working_set_gets_no_panel(tmp_path):
+    """The default grid places only 4 KiB across the levels: its other sizes, one working set each, would
+    be panels of one point."""
+    s = study_of(tmp_path)
+    lone = next(k for k, n in s.cache.used if n == 65536)
+    s.cache.used = {(k, n): v for (k, n), v in s.cache.used.items() if n != 65536 or k == lone}
+    fig = figures.cost_vs_working_set(s)
+    assert len(fig.data) == 3 and [a.text for a in fig.layout.annotations if a.text.endswith("messages")] == [
+        "4 KiB messages"]
+
+
 def test_one_working_set_points_q2_to_the_cache_grid(tmp_path):
     folder = ROOT / "tests" / "data" / "analysis" / "default-like"
     df, meta = analysis.load_results(folder)

@@ -215,20 +215,14 @@ def _ended(meta: dict) -> str | None:
     return at if not at or status in ("finished", None) else f"{at} (stopped: {status})"
 
 
-# the settings the method section shows (the appendix shows them all)
-COMPACT = ("kernel", "CPU", "cores", "memory", "topology", "cycles", "CPU caches", "hypervisor",
-           "congestion control as run", "working set per connection", "CPU placement")
-
-
 def windows_text(meta: dict, df) -> str:
     """Each mode's window as set and as measured (the method section's)."""
     params = meta.get("params") if isinstance(meta.get("params"), dict) else {}
     return _windows(df, params, meta.get("rounds"))
 
 
-def system_markdown(meta: dict, df, compact: bool = False) -> str:
-    """The host the numbers come from, as a table, plus the grid the sweep covered; compact: the
-    settings that move the numbers most (COMPACT), without the grid."""
+def system_markdown(meta: dict, df) -> str:
+    """The host the numbers come from, as a table, plus the grid the sweep covered."""
     if not meta:
         head = "_No meta.json beside results.csv: the host is unknown._\n\n"
     else:
@@ -249,12 +243,8 @@ def system_markdown(meta: dict, df, compact: bool = False) -> str:
         shown = ", ".join(f"{k}={'on' if offloads[k] in (True, 'on') else 'off'}" for k in key)
         rows.append(("veth offloads", f"{shown} (the ones that change a send's cost; all {len(offloads)} "
                                       "in meta.json)"))
-    if compact:
-        rows = [(k, v) for k, v in rows if k in COMPACT]
     table = "| setting | value |\n|:---|:---|\n" + "\n".join(
         f"| {escape.markdown(k)} | {escape.markdown(v)} |" for k, v in rows)
-    if compact:
-        return head + table
     if meta.get("hosts"):
         table = (hosts_markdown(meta["hosts"]) + "\n\nThe driver (this table) ran the notebooks, the records and "
                  "the report; the programs ran on the hosts above.\n\n" + table)

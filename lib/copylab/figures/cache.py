@@ -16,8 +16,8 @@ from .style import IMPL_COLORS, FONT, FigureNote, _compact_size, _shared_title, 
 
 
 def cost_vs_working_set(study, metric: str = SENDER_CPU):
-    """Per size, each path's mean of metric at the fewest threads against the bytes its working set
-    cycled through; the cache sizes as vertical lines."""
+    """Per size placed at two working sets or more, each path's mean of metric at the fewest threads
+    against the bytes its working set cycled through; the cache sizes as vertical lines."""
     c = study.cache
     title = "Sender CPU per byte against the working set, cache sizes marked"
     if c is None or c.means is None or metric not in c.means:
@@ -25,9 +25,10 @@ def cost_vs_working_set(study, metric: str = SENDER_CPU):
                           "this sweep cycles every sender through one working set",
                           "run copylab sweep params/cache.yaml")
     lo = c.threads[0]
-    fig = make_subplots(rows=1, cols=len(c.sizes), subplot_titles=[f"{fmt_size(s)} messages" for s in c.sizes],
+    sizes = [s for s in c.sizes if len({k for k, n in c.used if n == s}) >= 2] or c.sizes  # a lone point is no curve
+    fig = make_subplots(rows=1, cols=len(sizes), subplot_titles=[f"{fmt_size(s)} messages" for s in sizes],
                         shared_yaxes=True, horizontal_spacing=0.06)
-    for col, size in enumerate(c.sizes, start=1):
+    for col, size in enumerate(sizes, start=1):
         at = c.means[(c.means["msg_size"] == size) & (c.means["threads"] == lo)]
         for impl in STUDY:
             g = at[at["impl"] == impl]
