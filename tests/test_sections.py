@@ -180,3 +180,10 @@ def test_q3_says_where_more_threads_fill_an_idle_sender_from_the_cells_that_rise
     assert q3.busiest_rising() == 0.99
     q3.busy_at_fewest.pop(rising[0])
     assert q3.busiest_rising() != q3.busiest_rising()  # NaN: a rising cell without its busy share
+
+
+def test_per_thread_decisions_are_one_appendix_table_per_question_not_in_the_answer():
+    s = load()
+    appendix = sections.per_thread_tables(s)
+    assert appendix.count("Per thread count:") == 2 and "_Q4." in appendix and "_Q5." in appendix
+    assert "Per thread count:" not in sections.answer(s, "q4")

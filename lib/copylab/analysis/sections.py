@@ -97,7 +97,7 @@ def answer_text(s, question: str) -> str:
 def answer_tables(s, question: str) -> list[tuple[str, pd.DataFrame]]:
     v = s.verdicts[question]
     if question in ("q4", "q5") and v.answerable:
-        return [(caption("decisions"), tables.decisions(v)), (caption("per_threads"), tables.per_threads(v))]
+        return [(caption("decisions"), tables.decisions(v))]
     if question == "q3" and v.measured:
         return [(caption("threads", most=v.most, fewest=v.fewest), tables.threads(v)),
                 (caption("pooled"), tables.thread_evidence(v))]
@@ -116,6 +116,17 @@ def answer(s, question: str) -> str:
         if len(table):
             parts += ([f"_{words}_"] if words else []) + [markdown_table(table)]
     return "\n\n".join(parts)
+
+
+def per_thread_tables(s) -> str:
+    """The appendix's per-thread-count decisions of Q4 and Q5 (the answers cite them in one line)."""
+    parts = []
+    for question, label in (("q4", "Q4"), ("q5", "Q5")):
+        v = s.verdicts[question]
+        table = tables.per_threads(v) if v.answerable else None
+        if table is not None and len(table):
+            parts += [f"_{label}. {caption('per_threads')}_", markdown_table(table)]
+    return "\n\n".join(parts) or "_One thread count measured: no per-thread decisions._"
 
 
 def cost_model_table(s) -> str:

@@ -36,11 +36,9 @@ def decisions(v) -> pd.DataFrame:
     rows = []
     for size, row in v.by_size.items():
         d = row.decision
-        low, high = v.repeat.get(size, (math.nan, math.nan))
         rows.append({"size": fmt_size(size), "ratio": d.ratio, "95% interval": interval(d),
                      "decision": FASTER[d.decision] + ("†" if d.decision.decided and not row.stands else ""),
-                     "passes": d.n_x, "adjusted p": fmt_num(row.p_holm),
-                     "a repeat may measure": "–" if low != low else f"{fmt_num(low)}–{fmt_num(high)}"})
+                     "passes": d.n_x})
     return pd.DataFrame(rows)
 
 
@@ -93,7 +91,7 @@ def threads(v) -> pd.DataFrame:
 
 def thread_evidence(v) -> pd.DataFrame:
     """Q3's pooled comparisons, most threads over fewest (geometric means over the paths' and sizes' runs)."""
-    rows = [("total throughput", "total", (math.nan, math.nan)),
+    rows = [("total throughput (Gbit/s)", "total", v.total_gbps),
             ("sender task's CPU per byte (ns/B)", "task_cpu_per_byte", v.task_ns_per_byte),
             ("sender CPU busy time over its task's clock", "outside_task", v.outside_share),
             ("context switches per MB, both sides", "switches_per_mb", v.switches)]

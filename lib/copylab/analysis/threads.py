@@ -44,6 +44,7 @@ class ThreadVerdict:
     switches_per_mb: Decision | None = None
     outside_share: tuple = (math.nan, math.nan)         # busy over task-clock at fewest and most (means)
     task_ns_per_byte: tuple = (math.nan, math.nan)      # the sender task's ns/B at fewest and most (means)
+    total_gbps: tuple = (math.nan, math.nan)            # the total throughput at fewest and most (means)
     switches: tuple = (math.nan, math.nan)              # context switches per MB at fewest and most (means)
     sender_busy: tuple = (math.nan, math.nan)           # the sender CPU's busy share at fewest and most (medians)
     busy_at_fewest: dict = field(default_factory=dict)  # (impl, size) -> the sender CPU's busy share at fewest
@@ -125,6 +126,7 @@ def thread_verdict(part_e: pd.DataFrame, meta: dict, margin: float) -> ThreadVer
             setattr(out, attr, _pooled(point_stats(tp, column, block=False), lo, hi, margin))
     out.outside_share = _means(tp, "outside_task", lo, hi)
     out.task_ns_per_byte = _means(tp, "srv_cpu_ns_per_byte", lo, hi)
+    out.total_gbps = _means(tp, "throughput_gbps", lo, hi)
     out.switches = _means(tp, "context_switches_per_mb", lo, hi)
     out.sender_busy = _means(tp, "srv_cpu_busy", lo, hi, "median")
     fewest = tp[tp["threads"] == lo]
