@@ -157,7 +157,7 @@ def reproducibility(args) -> dict:
         docs.append(json.loads(path.read_text()))
     if len(docs) < 2:
         raise SystemExit("evidence.py reproducibility: give two sweeps or more")
-    comparisons, covered, pairs = {}, 0, 0
+    comparisons, covered, pairs, band_covered = {}, 0, 0, 0
     for key in QUESTIONS:
         sizes = sorted(set.intersection(*(set((d.get(key) or {}).get("decision_detail_by_size") or {}) for d in docs)),
                        key=int)
@@ -171,12 +171,17 @@ def reproducibility(args) -> dict:
             mode = max(set(classes), key=classes.count)
             cover = [runs[i]["low"] <= runs[i + 1]["ratio"] <= runs[i]["high"] for i in range(len(runs) - 1)]
             covered, pairs = covered + sum(cover), pairs + len(cover)
+            # the report's own line for a repeat (both runs' errors: a prediction range, not the interval)
+            bands = [(d[key].get("repeat_range_by_size") or {}).get(size) for d in docs]
+            band_cover = [bool(bands[i]) and bands[i][0] <= runs[i + 1]["ratio"] <= bands[i][1]
+                          for i in range(len(runs) - 1)]
+            band_covered += sum(band_cover)
             comparisons[f"{key[:2]} {size}"] = {
                 "ratios": [r["ratio"] for r in runs], "decisions": [r["decision"] for r in runs],
                 "verdict": mode, "same_verdict": classes.count(mode), "of": len(runs),
                 "var_between_sweeps": between, "var_within_sweep": float(np.mean(within)) if within else None,
                 "between_component": max(between - float(np.mean(within)), 0.0) if within else None,
-                "next_covered": cover}
+                "next_covered": cover, "next_in_repeat_range": band_cover}
     crossovers = {key[:2]: [(d.get(key) or {}).get("crossover_bytes") for d in docs] for key in QUESTIONS}
     for name, c in comparisons.items():
         print(f"{name}: {c['same_verdict']}/{c['of']} {c['verdict']}; ratios "
@@ -184,9 +189,10 @@ def reproducibility(args) -> dict:
               f"{c['var_within_sweep'] or float('nan'):.2e}; next covered {sum(c['next_covered'])}/{len(c['next_covered'])}")
     for q, found in crossovers.items():
         print(f"{q} crossover per sweep: {found}")
-    print(f"a sweep's interval covered the next sweep's ratio in {covered} of {pairs} pairs")
+    print(f"a sweep's interval covered the next sweep's ratio in {covered} of {pairs} pairs; its repeat range "
+          f"(the report's line beside the crossover) in {band_covered}")
     return {"sweeps": list(args.sweeps), "comparisons": comparisons, "crossovers": crossovers,
-            "covered": covered, "pairs": pairs}
+            "covered": covered, "pairs": pairs, "in_repeat_range": band_covered}
 
 
 def precision(args) -> dict:
