@@ -143,7 +143,6 @@ class ProfileVerdict:
     points: dict = field(default_factory=dict)          # impl -> PointProfile at the largest profiled size
     copy_removed: bool = False                          # A1's user copy above A2's beyond both intervals
     zero_copy_top: str = ""                             # the largest of A3's zero-copy work, beyond the next
-    site: ev.DeferredCopySite | None = None
     bounds: dict = field(default_factory=dict)          # impl -> Bound at that point
     apart: list = field(default_factory=list)           # (impl, size, threads) profiled while the vCPUs were apart
 
@@ -174,7 +173,6 @@ def profile_verdict(s) -> ProfileVerdict:
         ranked = sorted(ev.ZERO_COPY_WORK, key=lambda b: -a3.shares[("srv", b)].mean)
         if ev.above(a3.shares[("srv", ranked[0])], a3.shares[("srv", ranked[1])]):
             out.zero_copy_top = ranked[0]
-    out.site = ev.deferred_copy_site(s.profiles, out.size, s.results_dir)
     tp = throughput_rows(s.part_e)
     for impl, point in out.points.items():
         out.bounds[impl] = ev.bound(tp[(tp["impl"] == impl) & (tp["msg_size"] == out.size)
