@@ -127,3 +127,18 @@ def test_the_measurement_record_counts_the_runs_that_needed_the_retry():
     later = measurements.from_test_runs(lines, "t", since="2026-11-28T10:30")
     assert {v["quantity"]: v["value"] for v in later["values"]}["runs that needed the retry"] == "2 of 2"
     assert "| runs that needed the retry | 2 of 3 |" in measurements.render([{**record, "file": "x.json"}])
+
+
+def test_the_reproducibility_record_is_evidence_pys_own_numbers():
+    measurements = _tool("measurements")
+    evidence = {"sweeps": ["r1", "r2", "r3"], "covered": 3, "pairs": 4, "in_repeat_range": 4,
+                "crossovers": {"q4": [65536, 65536, None], "q5": [None, None, None]},
+                "comparisons": {"q4 4096": {"ratios": [1.0, 1.02, 0.99], "decisions": ["equivalent"] * 3,
+                                            "verdict": "within the margin", "same_verdict": 3, "of": 3,
+                                            "var_between_sweeps": 2e-4, "var_within_sweep": 1e-4,
+                                            "next_covered": [True, False], "next_in_repeat_range": [True, True]}}}
+    record = measurements.from_reproducibility(evidence, "t", "c", "", "2026-11-28", "vm")
+    values = {v["quantity"]: v["value"] for v in record["values"]}
+    assert values["Q4 crossover named"] == "65536 B in 2 of 3; none in 1 of 3"
+    assert values["pairs of consecutive runs where the first's 95% interval holds the next's ratio"] == "3 of 4"
+    assert record["table"]["rows"][0][-2:] == ["1 of 2", "2 of 2"]

@@ -5,6 +5,8 @@
     .venv/bin/python tools/measurements.py --check   # exit 1 when the page is not its records' (a test runs this)
     .venv/bin/python tools/measurements.py from-sweep OUT [OUT ...] --title T --command C [--wall LABEL=SECONDS ...]
                                                      # a record made from sweep folders' own files
+    .venv/bin/python tools/measurements.py from-reproducibility EVIDENCE --title T --command C --out RECORD
+                                                     # a record of tools/evidence.py reproducibility's JSON
     .venv/bin/python tools/measurements.py from-test-runs LOG --title T --out RECORD [--since DATE]
                                                      # a record of make test's runs (tools/testsuite.py's log,
                                                      # output/make-test.jsonl): how many needed the retry, which
@@ -153,6 +155,44 @@ def from_test_runs(lines: list[str], title: str, command: str = "make test (tool
             "table": {"columns": TEST_RUN_COLUMNS, "rows": rows}}
 
 
+REPRODUCIBILITY_COLUMNS = ["comparison", "ratio per sweep", "decision per sweep", "same verdict",
+                           "variance between sweeps / within", "next run in the interval", "in the repeat range"]
+
+
+def from_reproducibility(evidence: dict, title: str, command: str, conditions: str, date: str, host: str) -> dict:
+    """A record whose numbers are tools/evidence.py reproducibility's JSON: one row per Q4/Q5 comparison,
+    the crossovers each sweep named, and how often a run's interval (and its repeat range) held the next
+    run's ratio."""
+    rows = []
+    for name, c in evidence["comparisons"].items():
+        within = c.get("var_within_sweep")
+        rows.append([name, " ".join(f"{r:.3f}" for r in c["ratios"]), ", ".join(c["decisions"]),
+                     f"{c['same_verdict']} of {c['of']} ({c['verdict']})",
+                     f"{c['var_between_sweeps']:.2e} / {within:.2e}" if within else f"{c['var_between_sweeps']:.2e} / ?",
+                     f"{sum(c['next_covered'])} of {len(c['next_covered'])}",
+                     f"{sum(c.get('next_in_repeat_range', []))} of {len(c['next_covered'])}"])
+    runs = len(evidence["sweeps"])
+
+    def named(found: list) -> str:
+        counts = {}
+        for value in found:
+            counts[value] = counts.get(value, 0) + 1
+        return "; ".join(f"{'none' if k is None else f'{k} B'} in {n} of {runs}" for k, n in counts.items())
+
+    same = sum(c["same_verdict"] >= runs - 1 for c in evidence["comparisons"].values())
+    values = [{"quantity": "sweeps", "value": str(runs)},
+              *({"quantity": f"{q.upper()} crossover named", "value": named(found)}
+                for q, found in evidence["crossovers"].items()),
+              {"quantity": f"comparisons whose verdict is the same in at least {runs - 1} of {runs}",
+               "value": f"{same} of {len(evidence['comparisons'])}"},
+              {"quantity": "pairs of consecutive runs where the first's 95% interval holds the next's ratio",
+               "value": f"{evidence['covered']} of {evidence['pairs']}"},
+              {"quantity": "... where the first's repeat range (the report's line beside the crossover) holds it",
+               "value": f"{evidence.get('in_repeat_range', '?')} of {evidence['pairs']}"}]
+    return {"title": title, "date": date, "host": host, "command": command, "conditions": conditions,
+            "values": values, "table": {"columns": REPRODUCIBILITY_COLUMNS, "rows": rows}}
+
+
 def _rounds(chosen) -> str:
     """'2 x 0.40 s (8.8%)': the rounds a throughput pass took and the calibration's per-connection
     spread ('1' for a sweep before rounds)."""
@@ -174,6 +214,19 @@ def main() -> int:
         args = parser.parse_args(sys.argv[2:])
         record = from_test_runs(args.log.read_text().splitlines(), args.title, conditions=args.conditions,
                                 since=args.since)
+        args.out.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+        print(args.out)
+        return 0
+    if len(sys.argv) > 1 and sys.argv[1] == "from-reproducibility":
+        parser = argparse.ArgumentParser(prog="measurements.py from-reproducibility")
+        parser.add_argument("evidence", type=Path, help="tools/evidence.py reproducibility's JSON (--out)")
+        for name in ("--title", "--command", "--date", "--host"):
+            parser.add_argument(name, required=True)
+        parser.add_argument("--conditions", default="")
+        parser.add_argument("--out", type=Path, required=True, help="the record file to write (docs/measurements/...json)")
+        args = parser.parse_args(sys.argv[2:])
+        record = from_reproducibility(json.loads(args.evidence.read_text()), args.title, args.command,
+                                      args.conditions, args.date, args.host)
         args.out.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
         print(args.out)
         return 0
