@@ -15,13 +15,14 @@ MB = 1 << 20
 
 
 @pytest.mark.slow
-def test_300_mb_of_lines_are_held_as_head_and_tail():
-    side = Side("client", ["sh", "-c", "head -c 300000000 /dev/zero | tr '\\0' x | fold -w 99 >&2; echo >&2; "
+def test_60_mb_of_lines_are_held_as_head_and_tail():
+    # 60 MB: six times what is kept (KEEP_HEAD + KEEP_TAIL); 300 MB took 11 s of the suite
+    side = Side("client", ["sh", "-c", "head -c 60000000 /dev/zero | tr '\\0' x | fold -w 99 >&2; echo >&2; "
                                        "echo 'accept: Too many open files' >&2; echo '{\"bytes\": 1}'"])
     assert side.finish(timeout=300) == 0
     kept = sum(len(line) for line in side.stderr_lines)
     assert kept < sides.KEEP_HEAD + sides.KEEP_TAIL + MB
-    assert side.stderr_lines.dropped > 280_000_000
+    assert side.stderr_lines.dropped > 48_000_000
     assert side.last_error() == "accept: Too many open files"
     assert side.json_output() == {"bytes": 1}
     assert any(line.startswith("[copylab: ") and "dropped here" in line for line in side.stderr_lines)

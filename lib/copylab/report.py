@@ -159,6 +159,9 @@ def _export_pdf(nb, fields: dict, sweep: str, path: Path, output_dir: Path, scra
     exporter = PDFExporter(config=_exporter_config(nb, fields, sweep, {WIDGET_TAG, HTML_ONLY_TAG}, title),
                            template_name="copylab_pdf", extra_template_basedirs=[str(TEMPLATES_DIR)])
     exporter.register_filter("copylab_latex", escape.latex)
+    # two xelatex passes, not nbconvert's three: the template has no table of contents or cross-reference,
+    # and pandoc's longtables settle their column widths on the second
+    exporter.latex_count = 2
     try:
         with fsutil.tempdir_in(scratch):  # xelatex's files go where the clean-up takes them
             pdf, _ = exporter.from_notebook_node(nb)
