@@ -112,11 +112,14 @@ class Decision:
 @functools.lru_cache(maxsize=4096)  # a study asks for a few distinct degrees of freedom thousands of times
 def t_quantile(df: float, confidence: float = CONFIDENCE) -> float:
     """The two-sided Student t quantile of a confidence interval (the normal's for infinite df; NaN below 1)."""
-    from scipy import stats as sps  # here: a refusal of bad input should not pay scipy's import
+    # scipy.special's ufuncs: the same values as scipy.stats' t.ppf and norm.ppf at a 60th of the cost
+    # (a comparison of two default sweeps asks for ~1,800 quantiles). Imported here: a refusal of bad
+    # input should not pay scipy's import
+    from scipy import special
 
     if df == math.inf:
-        return float(sps.norm.ppf(0.5 + confidence / 2))
-    return float(sps.t.ppf(0.5 + confidence / 2, df)) if df > 0 and math.isfinite(df) else math.nan
+        return float(special.ndtri(0.5 + confidence / 2))
+    return float(special.stdtrit(df, 0.5 + confidence / 2)) if df > 0 and math.isfinite(df) else math.nan
 
 
 def target_half_width(margin: float) -> float:
@@ -145,10 +148,11 @@ def p_values(d: float, se: float, df: float, margin: float) -> tuple[float, floa
     bound = math.log1p(margin)
     if se == 0:
         return (1.0 if d == 0 else 0.0), (0.0 if abs(d) < bound else 1.0)
-    from scipy import stats as sps
+    import numpy as np
+    from scipy import special  # the upper tails as t_quantile's inverse: stdtr(df, -x) is t.sf(x, df)
 
-    points = [abs(d) / se, (d + bound) / se, (bound - d) / se]
-    tail = sps.norm.sf(points) if math.isinf(df) else sps.t.sf(points, df)
+    points = -np.array([abs(d) / se, (d + bound) / se, (bound - d) / se])
+    tail = special.ndtr(points) if math.isinf(df) else special.stdtr(df, points)
     return float(2 * tail[0]), float(min(1.0, 2 * max(tail[1], tail[2])))
 
 
