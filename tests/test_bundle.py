@@ -20,7 +20,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import QUICK_AUTHOR, QUICK_DECLARATION, run_copylab
+from conftest import QUICK_AUTHOR, QUICK_DECLARATION, copylab_inprocess, run_copylab
 from copylab import report, report_display
 from copylab.analysis import load_results
 from copylab.bundle import csource
@@ -428,7 +428,7 @@ def test_bad_input_is_one_line_and_writes_nothing(sources, tmp_path, case):
     a_file.write_text("not a folder\n")
     args = [a.format(file=a_file, source=source) for a in args]
     before = (folder_state(source), folder_state(tmp_path))
-    proc = run_copylab("bundle", str(source), *args, timeout=300)  # default --out: the source folder
+    proc = copylab_inprocess("bundle", str(source), *args)  # default --out: the source folder
     assert_one_line_error(proc, needle)
     assert (folder_state(source), folder_state(tmp_path)) == before
     assert sorted(p.name for p in source.iterdir()) == sorted(before[0])  # no hidden staging folder
@@ -574,7 +574,7 @@ def test_the_bundle_takes_only_this_folders_complete_report(sources, tmp_path, c
     else:
         (folder / "report.json").unlink()
     before = folder_state(folder)
-    proc = run_copylab("bundle", str(folder), "--roll", ROLL, timeout=300)
+    proc = copylab_inprocess("bundle", str(folder), "--roll", ROLL)
     assert_one_line_error(proc, needle)
     assert folder_state(folder) == before
 

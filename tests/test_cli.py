@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from conftest import ROOT, copylab_namespaces, run_copylab
+from conftest import ROOT, copylab_inprocess, copylab_namespaces, run_copylab
 from faults import TINY_GRID, assert_one_line_error, folder_state
 
 # ------------------------------------------------------------------------------------------------
@@ -45,7 +45,7 @@ def test_cli_run_bad_argument_is_refused_before_running(change, needle):
     flags.pop(flag, None)
     if value is not None:
         flags[flag] = value
-    proc = run_copylab("run", *[item for pair in flags.items() for item in pair], timeout=60)
+    proc = copylab_inprocess("run", *[item for pair in flags.items() for item in pair])
     assert proc.returncode == 2
     assert proc.stdout == "", "no row may be printed for a refused point"
     assert_one_line_error(proc, needle)
@@ -73,7 +73,7 @@ SWEEP_BAD_FILES = [
 def test_cli_sweep_bad_params_file_writes_nothing(tmp_path, what, content, needle):
     params = _write(tmp_path / "grid.yaml", content)
     out = tmp_path / "out"
-    proc = run_copylab("sweep", str(params), "--out", str(out), "--no-progress", timeout=60)
+    proc = copylab_inprocess("sweep", str(params), "--out", str(out), "--no-progress")
     assert proc.returncode == 2
     assert_one_line_error(proc, needle)
     assert not out.exists(), "a refused grid must not create its output folder"
@@ -129,7 +129,7 @@ def test_cli_report_unusable_results_folder(tmp_path, what, files, needle):
     for name, content in files.items():
         _write(folder / name, content)
     before = folder_state(folder)
-    proc = run_copylab("report", str(folder), timeout=120)
+    proc = copylab_inprocess("report", str(folder))
     assert_one_line_error(proc, needle)
     assert folder_state(folder) == before, "a refused report must not write into the results folder"
 
@@ -149,7 +149,7 @@ BAD_COMMAND_LINES = [
 @pytest.mark.parametrize("argv,needle", BAD_COMMAND_LINES,
                          ids=["copylab " + " ".join(argv) for argv, _ in BAD_COMMAND_LINES])
 def test_cli_bad_command_line(argv, needle):
-    assert_one_line_error(run_copylab(*argv, timeout=60), needle)
+    assert_one_line_error(copylab_inprocess(*argv), needle)
 
 
 # ------------------------------------------------------------------------------------------------
