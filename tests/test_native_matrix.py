@@ -79,6 +79,7 @@ def check_server(rc: int, s: dict | None, impl: str, mode: str, size: int, clien
 
 EMPTY_WINDOW = "lengthen --duration"  # the client's refusal of a window in which nothing completed
 LONGER_WINDOW_S = 1.0  # the sweeps' own throughput window
+WINDOW_S = 0.1  # each client's window: the checks are of bytes and framing, not rates; 240 windows in all
 
 
 def run_client_once_more_if_empty(addr: str, port: int, mode: str, size: int, threads: int, **kw) -> tuple:
@@ -97,7 +98,7 @@ def run_point(impl: str, mode: str, size: int, addr: str, sanitize: bool, server
     server = start_server(impl, mode, size, bind=addr, sanitize=sanitize, prefix=server_prefix)
     try:
         runs = [run_client_once_more_if_empty(addr, server.port, mode, size, t, sanitize=sanitize,
-                                              prefix=client_prefix) for t in THREADS]
+                                              prefix=client_prefix, duration=WINDOW_S) for t in THREADS]
     finally:
         rc, s = server.stop()
     results = [check_client(run, impl, mode, size, t) for (run, _), t in zip(runs, THREADS)]
