@@ -84,35 +84,6 @@ def test_notebook_without_counters_and_one_rep_says_what_it_cannot_answer(tmp_pa
         assert heading in text
 
 
-@pytest.mark.slow
-def test_report_pdf_and_html_from_synthetic_sweep(tmp_path):
-    # profiles and both receive strategies, so that every figure has its data
-    results = synthetic.write_sweep(tmp_path / "sweep", profiles=True, receives=("message", "bulk"))
-    decl = tmp_path / "ai.txt"
-    decl.write_text("SYNTHETIC declaration: no AI was harmed.")
-    paths = report.build_report(results, output_dir=tmp_path / "report", author="Ada Synthetic",
-                                ai_declaration=str(decl), progress=None)
-    assert sorted(p.name for p in (tmp_path / "report").iterdir()) == [  # the folder marked copylab's (it made it)
-        ".copylab-output", "analysis.ipynb", "answers.json", "report.html", "report.json", "report.pdf"]
-    doc = json.loads(paths["answers"].read_text())
-    assert doc["q1_zero_copy_not_always_best"]["break_even_bytes"] == doc["q5_zero_copy_vs_two_copy"]["crossover_bytes"]
-    text = " ".join(pdf_text(paths["pdf"]).split())
-    for heading in HEADINGS:
-        assert heading in text, heading
-    # the figures are embedded as vector PDF: their axis titles are text in the report
-    for label in ("message size (bytes, log scale)", "throughput (Gbit/s)", "LLC load misses per byte",
-                  "A1 two-copy: send()", "Summary", "Holm", "Cost per message", "Reference programs"):
-        assert label in text, label
-    assert "Figure not drawn" not in text
-    assert "VBox" not in text and "explore(" not in text  # widget cell left out
-    assert "Ada Synthetic" in text and "no AI was harmed" in text
-    html = paths["html"].read_text()
-    assert "Plotly.newPlot" in html
-    assert re.search(r"plotly\.js v\d", html)  # plotly.js itself embedded: works offline
-    assert not re.findall(r'<script[^>]+src="https?://', html), "report.html must not load scripts from a CDN"
-    assert "@jupyter-widgets/html-manager" not in html  # no widget state pulling a CDN script
-
-
 @pytest.mark.parametrize("args, message", [
     (["/nonexistent/sweep"], "does not exist"),
     (["{sweep}", "--ai-declaration", "/nonexistent/decl.txt"], "--ai-declaration /nonexistent/decl.txt: no such file"),
@@ -168,7 +139,8 @@ def _hostile_sweep(folder: Path, secret: Path) -> Path:
     perf note and declaration path, a failed row's error, a run's program output."""
     import csv as csv_module
 
-    results = synthetic.write_sweep(folder, reps=2)
+    # profiles and both receive strategies, so that every figure has its data (the whole report is checked on it)
+    results = synthetic.write_sweep(folder, profiles=True, receives=("message", "bulk"))
     meta = json.loads((results / "meta.json").read_text())
     meta["hostname"] = f"host-\\protect\\input{{{secret}}}-<script>alert('h')</script>"
     meta["perf_note"] = "events read <not supported> [x](javascript:alert(2)) $\\input{" + str(secret) + "}$"
@@ -215,6 +187,29 @@ def hostile_report(tmp_path_factory) -> dict:
                           timeout=600, env={**os.environ, "TMPDIR": str(tmpdir)})
     assert proc.returncode == 0, proc.stderr[-3000:]
     return {"dir": results, "tmpdir": tmpdir, "author": author}
+
+
+@pytest.mark.slow
+def test_the_whole_report_from_a_synthetic_sweep(hostile_report):
+    """The hostile sweep is a whole synthetic one (profiles, both receive strategies): every section and
+    figure in the PDF, the figures as vector images (their labels are text), and an offline HTML."""
+    out = hostile_report["dir"]
+    assert {"analysis.ipynb", "answers.json", "report.html", "report.json", "report.pdf"} <= {p.name for p in out.iterdir()}
+    doc = json.loads((out / "answers.json").read_text())
+    assert doc["q1_zero_copy_not_always_best"]["break_even_bytes"] == doc["q5_zero_copy_vs_two_copy"]["crossover_bytes"]
+    text = " ".join(pdf_text(out / "report.pdf").split())
+    for heading in HEADINGS:
+        assert heading in text, heading
+    for label in ("message size (bytes, log scale)", "throughput (Gbit/s)", "LLC load misses per byte",
+                  "A1 two-copy: send()", "Summary", "Holm", "Cost per message", "Reference programs"):
+        assert label in text, label
+    assert "Figure not drawn" not in text
+    assert "VBox" not in text and "explore(" not in text  # widget cell left out
+    html = (out / "report.html").read_text()
+    assert "Plotly.newPlot" in html
+    assert re.search(r"plotly\.js v\d", html)  # plotly.js itself embedded: works offline
+    assert not re.findall(r'<script[^>]+src="https?://', html), "report.html must not load scripts from a CDN"
+    assert "@jupyter-widgets/html-manager" not in html  # no widget state pulling a CDN script
 
 
 @pytest.mark.slow

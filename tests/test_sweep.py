@@ -539,9 +539,11 @@ def test_killed_kernel_fails_its_point_and_the_sweep_goes_on(tmp_path, native_bu
 @pytest.mark.network
 @pytest.mark.slow
 @pytest.mark.root
+# each ending signal once, and a burst of one (signals.ENDING share one handler: a burst of SIGHUP
+# repeated the SIGTERMs' path, 9 s of the suite)
 @pytest.mark.parametrize("signum, count", [(signal.SIGTERM, 1), (signal.SIGTERM, 3), (signal.SIGHUP, 1),
-                                           (signal.SIGHUP, 3), (signal.SIGQUIT, 1)],
-                         ids=["one SIGTERM", "three SIGTERMs", "one SIGHUP", "three SIGHUPs", "one SIGQUIT"])
+                                           (signal.SIGQUIT, 1)],
+                         ids=["one SIGTERM", "three SIGTERMs", "one SIGHUP", "one SIGQUIT"])
 def test_an_ending_signal_mid_sweep_closes_the_books(tmp_path, native_build, signum, count):
     """SIGHUP (a closed terminal, a dropped ssh connection) and SIGQUIT (Ctrl-\\) close the books as
     SIGTERM does; SIGHUP used to end the driver at once with its namespaces and programs left."""
