@@ -98,7 +98,8 @@ def test_the_tool_reads_pytests_own_record_of_failures(tmp_path):
         "    pass\n")
     log = tmp_path / "log.jsonl"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "testsuite.py"), "--workers", "1", "--log", str(log),
+    # --workers 0: xdist runs the shared phase in pytest's own process (a worker's start is the cost here)
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "testsuite.py"), "--workers", "0", "--log", str(log),
                            "--root", str(tmp_path)], capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     last = proc.stdout.strip().splitlines()[-1]
