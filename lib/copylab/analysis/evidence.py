@@ -145,7 +145,6 @@ def above(a: Share, b: Share) -> bool:
     return a.known and b.known and a.low > b.high
 
 
-
 @dataclass
 class SenderWaits:
     """A path's sender and the baseline's at one size and thread count (throughput runs, means over the
