@@ -324,3 +324,13 @@ def check_choice(key: str, value, options) -> str:
     if value not in options:
         raise CopylabError(f"{key}: must be one of {', '.join(options)}, got {value!r}")
     return value
+
+
+# the sender's CPU time per byte: the cost every per-byte comparison reads where no PMU counts cycles
+# (task-clock works in VMs); analysis/load.py derives the column, the budget (sweep/budget.py) Q2's steps
+SENDER_CPU = "srv_cpu_ns_per_byte"
+
+
+def per_byte(num, den, scale: float = 1.0):
+    """num/den of two pandas Series, times scale; a 0 or missing denominator gives NaN, not inf."""
+    return num * scale / den.where(den > 0)

@@ -27,12 +27,12 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from .. import cachelevels
+from .. import cachelevels, contract
 from ..inference import Decision, Diff, cell_diffs, decide_diff, log_values, point_diff, point_stats, pool
 from .roles import BASE, ONE_COPY, STUDY
 
 THROUGHPUT = "throughput_gbps"
-SENDER_CPU = "srv_cpu_ns_per_byte"
+SENDER_CPU = contract.SENDER_CPU
 MISSES = {"L1": "l1_misses_per_byte", "LLC": "llc_misses_per_byte"}
 STEP_METRICS = (THROUGHPUT, SENDER_CPU, *MISSES.values())
 

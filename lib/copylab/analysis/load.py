@@ -193,10 +193,7 @@ def _check_values(df: pd.DataFrame, csv_path: Path) -> None:
                                f"{bad[col].iloc[0]!r}, expected one of {', '.join(allowed)}")
 
 
-def _ratio(num: pd.Series, den: pd.Series, scale: float = 1.0) -> pd.Series:
-    """num/den with 0 or missing denominators giving NaN instead of inf."""
-    den = den.where(den > 0)
-    return num * scale / den
+_ratio = contract.per_byte
 
 
 def add_derived(df: pd.DataFrame) -> pd.DataFrame:
@@ -206,7 +203,7 @@ def add_derived(df: pd.DataFrame) -> pd.DataFrame:
         "srv_cycles_per_byte": _ratio(df["srv_cycles"], df["bytes"]),
         "cli_cycles_per_byte": _ratio(df["cli_cycles"], df["bytes"]),
         # task-clock works where the PMU does not (VMs): CPU time per byte is the fallback cost
-        "srv_cpu_ns_per_byte": _ratio(df["srv_task_clock_ms"], df["bytes"], 1e6),
+        contract.SENDER_CPU: _ratio(df["srv_task_clock_ms"], df["bytes"], 1e6),
         "cli_cpu_ns_per_byte": _ratio(df["cli_task_clock_ms"], df["bytes"], 1e6),
         "l1_misses_per_byte": _ratio(df["l1_misses"], df["bytes"]),
         "llc_misses_per_byte": _ratio(df["llc_misses"], df["bytes"]),

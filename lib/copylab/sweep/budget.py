@@ -28,7 +28,7 @@ import pandas as pd
 from .. import registry
 from ..cachelevels import ASKED as ASKED_WORKING_SET, nearest
 from ..inference import compare_values, decide_diff, log_values, point_diff, point_stats, target_half_width
-from ..contract import WORKING_SET_DEFAULT
+from ..contract import SENDER_CPU, WORKING_SET_DEFAULT, per_byte
 from ..fmt import plural
 from ..params import Grid, shuffled_blocks
 from ..pointspec import PointSpec
@@ -93,9 +93,6 @@ def wide_comparisons(rows: dict[str, dict], grid: Grid) -> list[dict]:
     return sorted(wide, key=lambda w: -(w["half_width"] if w["half_width"] is not None else math.inf))
 
 
-SENDER_CPU = "srv_cpu_ns_per_byte"  # what Q2's steps compare (analysis/levels.py): sender task-clock per byte
-
-
 def wide_cache_steps(rows: dict[str, dict], grid: Grid, target: float) -> list[dict]:
     """The cache part's steps (a path's sender CPU per byte at one working set over the next smaller's,
     at its fewest threads: Q2's comparisons, analysis/levels.py) whose interval is wider than target."""
@@ -110,8 +107,8 @@ def wide_cache_steps(rows: dict[str, dict], grid: Grid, target: float) -> list[d
     frame = frame[asked.notna()].assign(impl=frame["impl"] + "@" + asked.dropna().astype(int).astype(str))
     if frame.empty:
         return []
-    frame[SENDER_CPU] = (pd.to_numeric(frame["srv_task_clock_ms"], errors="coerce") * 1e6
-                         / pd.to_numeric(frame["bytes"], errors="coerce"))
+    frame[SENDER_CPU] = per_byte(pd.to_numeric(frame["srv_task_clock_ms"], errors="coerce"),
+                                 pd.to_numeric(frame["bytes"], errors="coerce"), 1e6)
     stats = point_stats(frame, SENDER_CPU)
     wide = []
     for (impl, size), cells in stats.assign(path=stats["impl"].str.split("@").str[0]).groupby(["path", "msg_size"]):
