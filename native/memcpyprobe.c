@@ -1,13 +1,14 @@
 /* memcpyprobe: this host's cost of one memcpy per byte, the physical reference of the cost model.
  *
- *   memcpyprobe --msg-size BYTES --working-set BYTES [--ms N] [--cpu N]
+ *   memcpyprobe --msg-size BYTES --working-set BYTES [--ms N] [--cpu N] [--ring-memory BYTES]
  *
  * Does what A1's sender does in user space and nothing else: serialises message after message of its
  * ring (ring.c: the same distinct messages of 8 separately allocated fields, cycled through the same
  * working set) into one send buffer of the message's size, for N milliseconds (default 400) in 16
  * blocks, pinned to CPU N when given. Prints one JSON object: the median block's ns per byte (a block
  * the scheduler or the hypervisor interrupted is an outlier, not the cost), the blocks' range, the
- * bytes copied, and the working set as the ring holds it (a ring has a minimum and a maximum of messages).
+ * bytes copied, and the working set as the ring holds it (a ring has a minimum and a maximum of messages;
+ * --ring-memory raises the maximum as the servers' flag does, so a cache-level working set is held exactly).
  * Bad arguments: exit 2 and one line naming the flag.
  */
 #include <errno.h>
@@ -17,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "limits.h"
 #include "message.h"
 #include "ring.h"
 
@@ -27,6 +29,7 @@
 struct options {
 	size_t working_set;
 	size_t msg_size;
+	size_t ring_memory;
 	long ms;
 	int cpu;
 };
@@ -76,12 +79,16 @@ static int parse(int argc, char **argv, struct options *opt)
 			if (parse_number(arg, 1, MAX_MS, &value))
 				return usage(flag, "must be a number of milliseconds from 1 to 10000");
 			opt->ms = (long)value;
+		} else if (strcmp(flag, "--ring-memory") == 0) {
+			if (parse_number(arg, RING_MEMORY_MAX, RING_MEMORY_LIMIT, &value))
+				return usage(flag, "must be a number of bytes from 8388608 to 17179869184");
+			opt->ring_memory = (size_t)value;
 		} else if (strcmp(flag, "--cpu") == 0) {
 			if (parse_number(arg, 0, CPU_SETSIZE - 1, &value))
 				return usage(flag, "must be a CPU number");
 			opt->cpu = (int)value;
 		} else {
-			return usage(flag, "unknown flag (give --msg-size BYTES --working-set BYTES [--ms N] [--cpu N])");
+			return usage(flag, "unknown flag (give --msg-size BYTES --working-set BYTES [--ms N] [--cpu N] [--ring-memory BYTES])");
 		}
 		i++;
 	}
@@ -141,7 +148,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "memcpyprobe: --cpu %d: %s\n", opt.cpu, strerror(errno));
 		return 1;
 	}
-	ring_set_memory(opt.working_set + opt.working_set / 2);
+	ring_set_memory(opt.ring_memory ? opt.ring_memory : opt.working_set + opt.working_set / 2);
 	wire = malloc(opt.msg_size);
 	if (wire == NULL || ring_init(&ring, opt.msg_size, opt.working_set, 0) < 0) {
 		fprintf(stderr, "memcpyprobe: cannot allocate a ring of %zu-byte messages over %zu bytes: %s\n",

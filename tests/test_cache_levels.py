@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from conftest import ROOT, run_copylab
-from copylab import analysis, cachelevels, figures, memory
+from copylab import analysis, cachelevels, figures, memcpyref, memory
 from copylab.analysis import sections
 from copylab.errors import CopylabError
 from copylab.params import load_grid, parse_grid
@@ -256,3 +256,28 @@ def test_the_budget_adds_passes_where_a_cache_step_is_too_wide_to_decide():
     cache_points = {(s.impl, s.working_set) for s in planned.specs if s.msg_size == 4096 and s.threads == 1}
     assert {(impl, ws) for impl in ("a1", "a2") for ws in cache_like.LEVELS.values()} <= cache_points
     assert any(w.get("working_sets") for w in planned.why)
+
+
+def test_the_copy_alone_names_the_level_when_no_path_step_is_decided(tmp_path):
+    """meta.json memcpy.levels (memcpyref.measure_levels): the copy timed alone at each level, paired by
+    round, decides Q2's level where the whole send path's steps do not (synthetic: no path step)."""
+    s = study_of(tmp_path, jump="none", copy_jump="LLC/2")
+    v = s.verdicts["q2"]
+    assert v.top is None and v.level == "L2" and v.copy_top[:3] == ("L2/2", "LLC/2", "L2")
+    assert [row.standing.higher for *_, row in v.copy_steps] == [False, True, False]
+    text = sections.answer_text(s, "q2")
+    assert text.startswith("**Leaving the L2 changes the cost most: the copy A1 adds, timed alone§, costs ×")
+    assert f"none of the {len(v.steps)} steps is decided to raise its CPU per byte" in text
+    assert s.families["q2"].size >= len(v.steps) + 3  # the copy's steps are corrected with the path's
+    assert json.loads(json.dumps(analysis.document(s)))["q2_cache_level"] == "L2"
+    # a path step that is decided stays the answer; the copy's steps are in its table all the same
+    both = study_of(tmp_path / "both", jump="LLC", copy_jump="LLC/2").verdicts["q2"]
+    assert both.level == "L3" and len(both.copy_steps) == 3
+
+
+def test_the_probe_holds_a_cache_level_working_set_exactly(tmp_path):
+    """native/memcpyprobe --ring-memory: 16 MiB of 4 KiB messages (8 page-aligned fields each) is past the
+    default bound of 8 MiB of pages, and is held whole, as the servers hold a cache-level working set."""
+    found = memcpyref.measure_levels(4096, {"L1d/2": 16 << 10, "LLC/2": 16 << 20}, None, rounds=2)
+    assert found["working_sets"] == {"L1d/2": 16 << 10, "LLC/2": 16 << 20}, found
+    assert all(len(v) == 2 and all(x > 0 for x in v) for v in found["ns_per_byte"].values())

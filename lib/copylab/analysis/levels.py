@@ -35,6 +35,7 @@ THROUGHPUT = "throughput_gbps"
 SENDER_CPU = contract.SENDER_CPU
 MISSES = {"L1": "l1_misses_per_byte", "LLC": "llc_misses_per_byte"}
 STEP_METRICS = (THROUGHPUT, SENDER_CPU, *MISSES.values())
+COPY = "copy"  # the copy alone, timed by native/memcpyprobe: A1's user-space serialisation
 
 
 @dataclass
@@ -77,13 +78,15 @@ class CacheLevels:
     aggregate: list = field(default_factory=list)    # Aggregates
     means: pd.DataFrame | None = None   # per (impl, msg_size, threads, key): the metrics' means
     counted: tuple = ()                 # the miss metrics measured (a PMU counted them)
+    copy_steps: list = field(default_factory=list)   # Steps of the copy alone (meta.json memcpy.levels)
+    copy_held: dict = field(default_factory=dict)    # its key -> bytes the probe's ring held
 
     def step(self, impl: str, size: int, metric: str) -> list[Step]:
         return [s for s in self.steps if (s.impl, s.size, s.metric) == (impl, size, metric)]
 
     def decisions(self, family: str) -> list[Decision]:
         if family == "q2":
-            return ([s.decision for s in self.steps]
+            return ([s.decision for s in self.steps + self.copy_steps]
                     + [d for e in self.extra_copy.values() for d in e["per_key"].values()]
                     + [s.decision for e in self.extra_copy.values() for s in e["steps"]])
         return [a.contrast for a in self.aggregate if a.contrast is not None]  # the claim Q3 makes of them
@@ -159,17 +162,22 @@ def cache_levels(rows: pd.DataFrame, meta: dict, margin: float) -> CacheLevels |
     out.means = (tp.assign(working_set=keys).groupby(["impl", "msg_size", "threads", "working_set"])
                  [[m for m in metrics]].mean().reset_index())
     lo, hi = out.threads
+    # the steps are between the levels the grid names (its cache part), not through the study's own
+    # working set, whose ring is capped below what it asks at small messages
+    named = [k for k in order if levels.get(k)]
+    stepped = named if len(named) >= 2 else order
     for metric in metrics:
         stats = point_stats(tagged, metric)
         for impl in STUDY:
             for size in out.sizes:
-                for lower, upper in zip(order, order[1:]):
+                for lower, upper in zip(stepped, stepped[1:]):
                     diff = point_diff(stats, (f"{impl}@{upper}", size, lo), (f"{impl}@{lower}", size, lo))
                     if diff is not None:
                         out.steps.append(Step(impl, size, metric, lower, upper,
                                               decide_diff(impl, impl, size, lo, diff, margin)))
     if SENDER_CPU in metrics:
-        _extra_copy(out, tagged, margin)
+        _extra_copy(out, tagged, margin, stepped)
+    _copy_steps(out, meta.get("memcpy"), margin)
     if hi > lo:
         _aggregate(out, point_stats(tagged, THROUGHPUT), margin)
     return out
@@ -184,20 +192,42 @@ def _shift(d: Diff, by: float) -> Diff:
     return Diff(d.d + by, d.parts, d.n_x, d.n_base)
 
 
-def _extra_copy(out: CacheLevels, tagged: pd.DataFrame, margin: float) -> None:
+def _copy_steps(out: CacheLevels, probe, margin: float) -> None:
+    """The copy alone (meta.json memcpy.levels, memcpyref.measure_levels): its ns per byte at each working
+    set over the next smaller one's, paired by the probe's round (both measured within it)."""
+    levels = probe.get("levels") if isinstance(probe, dict) else None
+    if not isinstance(levels, dict) or not isinstance(levels.get("ns_per_byte"), dict):
+        return
+    size, held = levels.get("msg_size"), levels.get("working_sets") or {}
+    rows = [{"impl": key, "msg_size": size, "threads": 1, "rep": r, "y": math.log(v)}
+            for key, costs in levels["ns_per_byte"].items() if isinstance(costs, list) and key in held
+            for r, v in enumerate(costs) if isinstance(v, (int, float)) and math.isfinite(v) and v > 0]
+    if not isinstance(size, int) or not rows:
+        return
+    values = pd.DataFrame(rows)
+    keys = sorted(values["impl"].unique(), key=lambda k: held[k])
+    out.copy_held = {k: int(held[k]) for k in keys}
+    for lower, upper in zip(keys, keys[1:]):
+        diff = cell_diffs(values, upper, lower).get((size, 1))
+        if diff is not None:
+            out.copy_steps.append(Step(COPY, size, "copy_ns_per_byte", lower, upper,
+                                       decide_diff(COPY, COPY, size, 1, diff, margin)))
+
+
+def _extra_copy(out: CacheLevels, tagged: pd.DataFrame, margin: float, keys: list) -> None:
     """The two-copy path's sender CPU per byte over the one-copy path's, per working set, and its steps."""
     values = log_values(tagged, SENDER_CPU)
     lo = out.threads[0]
     for size in out.sizes:
         diffs = {}
-        for key in out.keys:
+        for key in keys:
             found = cell_diffs(values, f"{BASE}@{key}", f"{ONE_COPY}@{key}").get((size, lo))
             if found is not None:
                 diffs[key] = found
         if not diffs:
             continue
         per_key = {k: decide_diff(BASE, ONE_COPY, size, lo, d, margin) for k, d in diffs.items()}
-        present = [k for k in out.keys if k in diffs]
+        present = [k for k in keys if k in diffs]
         steps = [Step(BASE, size, "extra_copy", a, b, decide_diff(BASE, BASE, size, lo, _difference(diffs[b], diffs[a]), margin))
                  for a, b in zip(present, present[1:])]
         out.extra_copy[size] = {"per_key": per_key, "steps": steps}

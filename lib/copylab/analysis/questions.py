@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from .. import cachelevels
 from ..inference import Decision, Outcome, Verdict
 from . import evidence as ev
 from .costmodel import Gap
@@ -237,6 +238,11 @@ class CacheVerdict:
     reason: str = ""
     memcpy: tuple = ()                            # the memcpy probe: (ns/B over the study's working set, its
                                                   # bytes, ns/B cache-resident, its bytes), when it ran
+    copy_steps: list = field(default_factory=list)  # (from, to, leaving, Row) of the copy alone (the probe)
+    copy_top: tuple | None = None                 # its largest decided rise where a level is left
+    copy_size: int | None = None
+    copy_sets: dict = field(default_factory=dict)  # its working set -> (bytes held, the level it resides in)
+    path_rising: int = 0                          # the send path's steps decided to raise the cost
 
 
 def memcpy_levels(meta: dict) -> tuple:
@@ -277,6 +283,12 @@ def miss_reduction(part_e) -> dict[str, float]:
     return out
 
 
+def _left(c, held: dict, lower: str, upper: str) -> str | None:
+    """The cache level a working set leaves from lower to upper (None: both reside in one)."""
+    here, there = (cachelevels.residency(held[k], c.caches) for k in (lower, upper))
+    return here if here != there else None
+
+
 def cache_verdict(s) -> CacheVerdict:
     from .levels import SENDER_CPU
 
@@ -297,9 +309,17 @@ def cache_verdict(s) -> CacheVerdict:
                 c.residency.get((step.upper, size)) else None
             out.steps.append((step.impl, step.lower, step.upper, leaving, _row(step.decision, fam)))
     rising = [st for st in out.steps if st[4].standing.higher and st[3]]
+    out.path_rising = len(rising)
     if rising:
         out.top = max(rising, key=lambda st: st[4].decision.ratio)
-        out.level = out.top[3]
+    out.copy_sets = {k: (n, cachelevels.residency(n, c.caches)) for k, n in c.copy_held.items()}
+    out.copy_steps = [(st.lower, st.upper, _left(c, c.copy_held, st.lower, st.upper), _row(st.decision, fam))
+                      for st in c.copy_steps]
+    out.copy_size = c.copy_steps[0].size if c.copy_steps else None
+    rising = [st for st in out.copy_steps if st[3].standing.higher and st[2]]
+    if rising:
+        out.copy_top = max(rising, key=lambda st: st[3].decision.ratio)
+    out.level = out.top[3] if out.top else out.copy_top[2] if out.copy_top else None
     extra = c.extra_copy.get(size)
     if extra:
         out.extra_copy = {k: _row(d, fam) for k, d in extra["per_key"].items()}

@@ -101,7 +101,7 @@ def answer_tables(s, question: str) -> list[tuple[str, pd.DataFrame]]:
     if question == "q3" and v.measured:
         return [(caption("threads", most=v.most, fewest=v.fewest), tables.threads(v)),
                 (caption("pooled"), tables.thread_evidence(v))]
-    if question == "q2" and v.steps:
+    if question == "q2" and (v.steps or v.copy_steps):
         return [(caption("steps"), tables.cache_steps(v))]
     if question == "q1" and (v.small or v.large):
         return [(caption("zero_copy_work", z=name(ZERO_COPY)),

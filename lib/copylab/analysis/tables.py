@@ -108,10 +108,12 @@ def thread_evidence(v) -> pd.DataFrame:
 
 
 def cache_steps(v) -> pd.DataFrame:
-    """Q2: each step of the working set, the sender's CPU per byte at the larger over the smaller."""
-    return pd.DataFrame([{"path": name(impl), "working set": f"{lower} → {upper}",
-                          "level left": leaving or "–", "CPU per byte, ratio (95%)": cell(row, COSTS)}
-                         for impl, lower, upper, leaving, row in v.steps])
+    """Q2: each step of the working set, the cost per byte at the larger over the smaller: the copy alone
+    (the memcpy probe), then each path's sender CPU."""
+    steps = [("copy alone§", *step) for step in v.copy_steps] + [(name(impl), *rest) for impl, *rest in v.steps]
+    return pd.DataFrame([{"path": who, "working set": f"{lower} → {upper}", "level left": leaving or "–",
+                          "cost per byte, ratio (95%)": cell(row, COSTS)}
+                         for who, lower, upper, leaving, row in steps])
 
 
 def cost_model(model, sides=(("srv", "sender"), ("cli", "receiver"))) -> pd.DataFrame:

@@ -124,9 +124,26 @@ def copy_limit(sweep) -> dict:
     grid = sweep.asked
     cpu = grid.pin_server.split(",")[0].split("-")[0] if isinstance(grid.pin_server, str) else None
     working_set = cachelevels.nearest(dict(enumerate(grid.working_set)), WORKING_SET_DEFAULT)
+    cpu = int(cpu) if cpu is not None and cpu.isdigit() else None
     sweep.say("measuring this host's memcpy cost per byte (the cost model's reference, about a second)")
-    return memcpyref.measure(max(grid.msg_sizes), grid.working_set[working_set],
-                             int(cpu) if cpu is not None and cpu.isdigit() else None)
+    found = memcpyref.measure(max(grid.msg_sizes), grid.working_set[working_set], cpu)
+    levels = cache_level_sets(grid)
+    if levels and "note" not in found:
+        sweep.say(f"timing the copy alone at each of the {len(levels[1])} cache levels (Q2, about "
+                  f"{len(levels[1])} s)")
+        found["levels"] = memcpyref.measure_levels(*levels, cpu)
+    return found
+
+
+def cache_level_sets(grid) -> tuple[int, dict[str, int]] | None:
+    """(message size, {level name: bytes}) of the working sets the grid places at cache levels: its cache
+    part's, else its own when it varies them by level (params/cache.yaml); None with fewer than two."""
+    if grid.cache is not None:
+        size, pairs = min(grid.cache.msg_sizes), zip(grid.cache.levels, grid.cache.working_set)
+    else:
+        size, pairs = min(grid.msg_sizes), zip(grid.working_set_levels, grid.working_set)
+    named = {level: nbytes for level, nbytes in pairs if level}
+    return (size, named) if len(named) >= 2 else None
 
 
 def _probe_hosts(sweep, to_measure: int) -> None:

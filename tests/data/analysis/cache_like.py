@@ -37,7 +37,7 @@ def rows(jump: str = "LLC", pmu: bool = False, aggregate_fall: float = 0.7, seed
     the LLC (beyond the halving that sharing the CPUs costs everywhere)."""
     rng = np.random.default_rng(seed)
     names = list(LEVELS)
-    jump_at = names.index("L2/2") if jump == "L2" else names.index("LLC*4")
+    jump_at = {"L2": names.index("L2/2"), "LLC": names.index("LLC*4")}.get(jump, len(names))
     impls = {registry.baseline(): "two_copy", registry.by_role("one_copy"): "one_copy",
              registry.by_role("zero_copy"): "zero_copy"}
     out = []
@@ -75,7 +75,20 @@ def rows(jump: str = "LLC", pmu: bool = False, aggregate_fall: float = 0.7, seed
     return out
 
 
-def write(folder: Path, **kwargs) -> Path:
+def copy_probe(jump: str, rounds: int = 5, seed: int = 7) -> dict:
+    """meta.json's memcpy.levels as memcpyref.measure_levels writes it: the copy alone at each level, 0.02
+    ns/B, x3 from the level named by jump on (its working set leaves the one below), each run with 10% of
+    its own spread and each round's shift shared by its runs."""
+    rng = np.random.default_rng(seed)
+    names = list(LEVELS)
+    shifts = rng.normal(0, 0.3, rounds)
+    costs = {level: [round(0.02 * (3 if names.index(level) >= names.index(jump) else 1)
+                           * math.exp(shifts[r] + rng.normal(0, 0.1)), 6) for r in range(rounds)] for level in names}
+    return {"msg_size": SIZES[0], "ms": 100, "cpu": 0, "ns_per_byte": costs,
+            "working_sets": {level: used_bytes(asked, SIZES[0]) for level, asked in LEVELS.items()}}
+
+
+def write(folder: Path, copy_jump: str | None = None, **kwargs) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / "results.csv", "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=COLUMNS)
@@ -85,5 +98,7 @@ def write(folder: Path, **kwargs) -> Path:
             "params": {"name": "cache-like", "working_set": list(LEVELS.values()), "working_set_levels": LEVELS,
                        "equivalence_margin": 0.10},
             }
+    if copy_jump:
+        meta["memcpy"] = {"ns_per_byte": 0.05, "working_set_bytes": 4 << 20, "levels": copy_probe(copy_jump)}
     (folder / "meta.json").write_text(json.dumps(meta, indent=1))
     return folder
