@@ -16,6 +16,7 @@ from .analysis import roles
 from .errors import CopylabError
 from .fmt import fmt_num, fmt_size, plural, system_fields
 from .runners import runner_for
+from .sides import PERF_NOTICES
 
 AUTHOR_FIELDS = ("author", "roll_no", "repo_url", "ai_declaration")
 KEY_OFFLOADS = ("scatter-gather", "tcp-segmentation-offload", "generic-segmentation-offload",
@@ -482,8 +483,10 @@ def program_output_markdown(run: dict) -> str:
         stdout, stderr, perf = (str(r.get(k) or "") for k in ("stdout", "stderr", "perf"))
         if stdout.strip():
             parts.append(f"{who} stdout:\n\n{escape.markdown_code_block(_wrap(stdout.strip()))}")
-        if stderr.strip():
-            tail = "\n".join(stderr.strip().splitlines()[-8:])
+        # perf's own notices of its window opening and closing are perf's, not the program's
+        said = [line for line in stderr.strip().splitlines() if not line.startswith(PERF_NOTICES)]
+        if said:
+            tail = "\n".join(said[-8:])
             parts.append(f"{who} stderr (last lines):\n\n{escape.markdown_code_block(_wrap(tail))}")
         if perf.strip():
             parts.append(f"{who} `perf stat -x,` output:\n\n{escape.markdown_code_block(_wrap(perf.strip()))}")
