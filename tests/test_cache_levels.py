@@ -256,6 +256,10 @@ def test_the_budget_adds_passes_where_a_cache_step_is_too_wide_to_decide():
     cache_points = {(s.impl, s.working_set) for s in planned.specs if s.msg_size == 4096 and s.threads == 1}
     assert {(impl, ws) for impl in ("a1", "a2") for ws in cache_like.LEVELS.values()} <= cache_points
     assert any(w.get("working_sets") for w in planned.why)
+    # Q4/Q5's comparisons come before every cache step, however wide the steps (Q2's level rests on
+    # the copy alone): the budget's few seconds go to the crossovers first
+    order = [bool(w.get("working_sets")) for w in budget.wide_comparisons(rows, replace(grid, equivalence_margin=0.001))]
+    assert order == sorted(order) and order[0] is False and order[-1] is True
 
 
 def test_the_copy_alone_names_the_level_when_no_path_step_is_decided(tmp_path):

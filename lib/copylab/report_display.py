@@ -21,7 +21,7 @@ from .sides import PERF_NOTICES
 AUTHOR_FIELDS = ("author", "roll_no", "repo_url", "ai_declaration")
 KEY_OFFLOADS = ("scatter-gather", "tcp-segmentation-offload", "generic-segmentation-offload",
                 "generic-receive-offload", "tx-checksumming", "rx-checksumming")
-WRAP = 78  # characters per line of program output; longer lines would run off the PDF page
+WRAP = 100  # characters per line of program output; longer lines would run off the PDF page (footnotesize)
 
 
 def resolve_author(meta: dict, results_dir=None, **given) -> dict:
@@ -427,7 +427,8 @@ def pick_runs(results_dir, df) -> dict:
         row = rec.get("row") or {}
         if str(row.get("status", "ok")) != "ok" or row.get("impl") not in roles.STUDY:
             continue
-        score = (row.get("mode") != "throughput", abs(int(row.get("msg_size") or 0) - mid),
+        score = (row.get("mode") != "throughput", bool(row.get("working_set_level")),  # the study's own points
+                 abs(int(row.get("msg_size") or 0) - mid),
                  int(row.get("threads") or 0), int(row.get("rep") or 0), path.name)
         if row["impl"] not in candidates or score < candidates[row["impl"]][0]:
             candidates[row["impl"]] = (score, path, rec)
@@ -464,8 +465,17 @@ def _run_record(runs_dir: Path, name: str) -> dict | None:
     return rec
 
 
-def program_output_markdown(run: dict) -> str:
-    """Command lines, JSON output and perf stat output of one run, as the programs printed them
+def program_outputs_markdown(runs: dict) -> str:
+    """Every picked run's program output (pick_runs()): each implementation's sender, and the receiver once,
+    with the first run: it is the same client program for every path."""
+    if not runs:
+        return "_This results folder has no `runs/` records, so there is no program output to show._"
+    return "\n\n".join(program_output_markdown(run, ("server", "client") if k == 0 else ("server",))
+                       for k, run in enumerate(runs.values()))
+
+
+def program_output_markdown(run: dict, sides=("server", "client")) -> str:
+    """Command lines, JSON output and perf stat output of one run's sides, as the programs printed them
     (each in a code block: whatever the programs printed is shown, never rendered)."""
     row = run.get("row") or {}
     parts = [f"**{escape.markdown(str(row.get('impl', '?')).upper())}**: {escape.markdown(row.get('mode'))} mode, "
@@ -474,6 +484,8 @@ def program_output_markdown(run: dict) -> str:
              f"record:\n\n{escape.markdown_code_block(Path(run['path']).name)}"]
     raw = run.get("raw") or {}
     for side, who in (("server", "server (sender)"), ("client", "client (receiver)")):
+        if side not in sides:
+            continue
         r = raw.get(side)
         if not isinstance(r, dict) or not r:
             parts.append(f"_No {who} output recorded._")

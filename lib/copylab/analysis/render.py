@@ -60,7 +60,7 @@ def environment(trim_blocks: bool) -> jinja2.Environment:
     env.filters.update(size=fmt_size, num=fmt_num, pct=fmt_pct, ratio=_ratio, join=_join, plural=plural,
                        bytes=_bytes, percent=_percent, impl=name,
                        md=lambda text: escape.markdown(str(text)))
-    env.globals.update(inf=math.inf)
+    env.globals.update(inf=math.inf, nan=math.nan)
     return env
 
 

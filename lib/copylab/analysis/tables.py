@@ -159,8 +159,9 @@ def harness(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def unstable_points(df: pd.DataFrame) -> pd.DataFrame:
-    """By implementation, mode and size: the points whose passes vary by more than 10% (coefficient of
-    variation) and the runs whose intervals were bimodal (results.csv has them per point and run)."""
+    """By implementation and mode, per size: how many of its points' passes vary by more than 10% (coefficient
+    of variation) and the largest CV; and the runs whose intervals were bimodal (results.csv has them per point
+    and run)."""
     if df.empty or "unstable" not in df:
         return pd.DataFrame()
     rows = df.assign(_unstable=df["unstable"].astype(str) == "True",
@@ -171,8 +172,15 @@ def unstable_points(df: pd.DataFrame) -> pd.DataFrame:
         points=("unstable", "size"), unstable=("unstable", "sum"), cv=("cv", "max"), runs=("runs", "sum"),
         bimodal=("bimodal", "sum")).reset_index()
     table = table[(table["unstable"] > 0) | (table["bimodal"] > 0)]
-    return pd.DataFrame({
-        "path": table["impl"].map(name), "mode": table["mode"], "size": table["msg_size"].map(fmt_size),
-        "points over 10%": [f"{int(u)} of {int(p)}" for u, p in zip(table["unstable"], table["points"])],
-        "largest CV": [f"{100 * v:.0f}%" if v == v else "n/a" for v in table["cv"]],
-        "bimodal runs": [f"{int(b)} of {int(r)}" for b, r in zip(table["bimodal"], table["runs"])]})
+    if table.empty:
+        return pd.DataFrame()
+    # one row per path and mode, one column per size: points over 10% of the size's points, the largest CV
+    table = table.assign(cell=[f"{int(u)}/{int(p)}, {100 * v:.0f}%" if v == v else f"{int(u)}/{int(p)}"
+                               for u, p, v in zip(table["unstable"], table["points"], table["cv"])])
+    wide = table.pivot(index=["impl", "mode"], columns="msg_size", values="cell").fillna("–")
+    wide.columns = [fmt_size(c) for c in wide.columns]
+    bimodal = table.groupby(["impl", "mode"]).agg(b=("bimodal", "sum"), r=("runs", "sum"))
+    wide["bimodal runs"] = [f"{int(b)} of {int(r)}" for b, r in zip(bimodal["b"], bimodal["r"])]
+    wide = wide.reset_index()
+    wide.insert(0, "path", wide.pop("impl").map(name))
+    return wide
