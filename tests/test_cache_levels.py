@@ -279,7 +279,7 @@ def test_the_copy_alone_names_the_level_when_no_path_step_is_decided(tmp_path):
     assert both.level == "L3" and len(both.copy_steps) == 3
 
 
-def test_the_probe_holds_a_cache_level_working_set_exactly(tmp_path):
+def test_the_probe_holds_a_cache_level_working_set_exactly(native_build):
     """native/memcpyprobe --ring-memory: 16 MiB of 4 KiB messages (8 page-aligned fields each) is past the
     default bound of 8 MiB of pages, and is held whole, as the servers hold a cache-level working set."""
     found = memcpyref.measure_levels(4096, {"L1d/2": 16 << 10, "LLC/2": 16 << 20}, None, rounds=2)

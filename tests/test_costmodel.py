@@ -77,7 +77,7 @@ def test_the_cost_model_is_in_answers_json():
     assert "memcpy" in model
 
 
-def test_memcpyprobe_measures_a_cost_per_byte_within_its_time():
+def test_memcpyprobe_measures_a_cost_per_byte_within_its_time(native_build):
     """The probe's answer is a finite positive ns/B for the study's working set and a cached one (about a
     second in all: the sweep records it once)."""
     found = memcpyref.measure(65536, 4 << 20, None)
@@ -88,8 +88,9 @@ def test_memcpyprobe_measures_a_cost_per_byte_within_its_time():
 @pytest.mark.parametrize("argv, named", [
     (["--msg-size", "4"], "--msg-size"), (["--msg-size", "64"], "--working-set"),
     (["--msg-size", "64", "--working-set", "x"], "--working-set"), (["--bogus"], "--bogus"),
-    (["--msg-size", "64", "--working-set", "4096", "--ms", "0"], "--ms")])
-def test_memcpyprobe_refuses_bad_arguments_in_one_line(argv, named):
+    (["--msg-size", "64", "--working-set", "4096", "--ms", "0"], "--ms"),
+    (["--msg-size", "64", "--working-set", "4096", "--ring-memory", "4096"], "--ring-memory")])
+def test_memcpyprobe_refuses_bad_arguments_in_one_line(argv, named, native_build):
     proc = subprocess.run([str(memcpyref.PROBE), *argv], capture_output=True, text=True, timeout=10)
     assert proc.returncode == 2 and proc.stdout == "" and named in proc.stderr and proc.stderr.count("\n") == 1
 
