@@ -19,8 +19,8 @@ from .stats import numbers, throughput_rows, zc_copied_share
 # segments (A2's cost that A1's send() of one buffer does not pay)
 IOVEC_IMPORT = ("copy_msghdr_from_user", "import_iovec", "__import_iovec", "iovec_from_user", "copy_iovec_from_user")
 KERNEL_COPY = ("_copy_from_iter",)
-# delivery to the receiving socket: over veth it runs on the sending CPU, inside the sender's own system call
-DELIVERY = ("tcp_v4_rcv", "tcp_v6_rcv")
+# a sender waiting for room in its socket's send buffer (the samples around its sleep)
+SEND_BUFFER_WAIT = ("sk_stream_wait_memory",)
 ZERO_COPY_WORK = {"zerocopy_pin": "pinning the user pages", "deferred_copy": "the deferred copy (skb_copy_ubufs)",
                   "zerocopy_completion": "completions (error queue, unpinning)"}
 NEAR_FULL = 0.95  # a CPU busy at least this share of the window is saturated: it bounds the throughput
@@ -60,7 +60,7 @@ def point_profile(profiles: pd.DataFrame, impl: str, size: int, results_dir=None
         counts = stacks.folded_counts(folder, rows["point_id"].dropna(), "srv")
         found.functions = {"iovec_import": stacks.inclusive_share(counts, IOVEC_IMPORT),
                            "kernel_copy": stacks.inclusive_share(counts, KERNEL_COPY),
-                           "delivery": stacks.inclusive_share(counts, DELIVERY)}
+                           "send_buffer_wait": stacks.inclusive_share(counts, SEND_BUFFER_WAIT)}
     return found
 
 

@@ -47,6 +47,8 @@ class CrossoverVerdict:
     per_threads_crossover: dict = field(default_factory=dict)
     gap: Gap | None = None                            # the cost model's line of the path against A1's
     repeat: dict = field(default_factory=dict)        # size -> (low, high): where a repeat run's ratio may lie
+    profiles: tuple = ()                              # (path's, baseline's) PointProfile at the largest size both
+                                                      # were profiled at (Q4: where the bytes are read)
     largest: int = 0
 
     @property
@@ -89,6 +91,10 @@ def crossover_verdict(s, impl: str) -> CrossoverVerdict:
     out.gap = s.model.gaps.get(impl) if s.model is not None else None
     out.repeat = {size: repeat_range(row.decision) for size, row in out.by_size.items()}
     out.largest = max(out.by_size)
+    sizes = ev.profiled_sizes(s.profiles, [impl, BASE]) if s.profiles is not None and len(s.profiles) else []
+    if sizes:
+        found = tuple(ev.point_profile(s.profiles, who, sizes[-1], s.results_dir) for who in (impl, BASE))
+        out.profiles = found if all(found) else ()
     return out
 
 
@@ -243,6 +249,8 @@ class CacheVerdict:
     copy_size: int | None = None
     copy_sets: dict = field(default_factory=dict)  # its working set -> (bytes held, the level it resides in)
     path_rising: int = 0                          # the send path's steps decided to raise the cost
+    copy_delta_ns: float = math.nan               # the copy's top step in ns per byte (mean over the rounds)
+    path_ns: float = math.nan                     # the two-copy sender's CPU per byte below that step
 
 
 def memcpy_levels(meta: dict) -> tuple:
@@ -283,6 +291,15 @@ def miss_reduction(part_e) -> dict[str, float]:
     return out
 
 
+def _mean_of(means, impl: str, size: int, threads: int, key: str, metric: str) -> float:
+    """A point's mean of metric from CacheLevels.means (NaN where it was not measured)."""
+    if means is None or metric not in means:
+        return math.nan
+    hit = means[(means["impl"] == impl) & (means["msg_size"] == size) & (means["threads"] == threads)
+                & (means["working_set"] == key)]
+    return float(hit[metric].iloc[0]) if len(hit) else math.nan
+
+
 def _left(c, held: dict, lower: str, upper: str) -> str | None:
     """The cache level a working set leaves from lower to upper (None: both reside in one)."""
     here, there = (cachelevels.residency(held[k], c.caches) for k in (lower, upper))
@@ -320,6 +337,11 @@ def cache_verdict(s) -> CacheVerdict:
     if rising:
         out.copy_top = max(rising, key=lambda st: st[3].decision.ratio)
     out.level = out.top[3] if out.top else out.copy_top[2] if out.copy_top else None
+    if out.copy_top:
+        lower, upper = out.copy_top[:2]
+        costs = s.meta["memcpy"]["levels"]["ns_per_byte"]
+        out.copy_delta_ns = sum(costs[upper]) / len(costs[upper]) - sum(costs[lower]) / len(costs[lower])
+        out.path_ns = _mean_of(c.means, BASE, size, c.threads[0], lower, SENDER_CPU)
     extra = c.extra_copy.get(size)
     if extra:
         out.extra_copy = {k: _row(d, fam) for k, d in extra["per_key"].items()}

@@ -47,7 +47,7 @@ class ThreadVerdict:
     total_gbps: tuple = (math.nan, math.nan)            # the total throughput at fewest and most (means)
     switches: tuple = (math.nan, math.nan)              # context switches per MB at fewest and most (means)
     sender_busy: tuple = (math.nan, math.nan)           # the sender CPU's busy share at fewest and most (medians)
-    busy_at_fewest: dict = field(default_factory=dict)  # (impl, size) -> the sender CPU's busy share at fewest
+    busy_at_fewest: dict = field(default_factory=dict)  # (impl, size) -> the sender CPU's busy share at fewest (mean)
     aggregate_bytes: tuple = (math.nan, math.nan)       # threads x working set at fewest and most
     llc_bytes: float = math.nan
     llc_name: str = ""
@@ -131,7 +131,7 @@ def thread_verdict(part_e: pd.DataFrame, meta: dict, margin: float) -> ThreadVer
     out.sender_busy = _means(tp, "srv_cpu_busy", lo, hi, "median")
     fewest = tp[tp["threads"] == lo]
     out.busy_at_fewest = {(str(i), int(n)): float(v) for (i, n), v in
-                          numbers(fewest, "srv_cpu_busy").groupby([fewest["impl"], fewest["msg_size"]]).median().items()}
+                          numbers(fewest, "srv_cpu_busy").groupby([fewest["impl"], fewest["msg_size"]]).mean().items()}
     caches = cachelevels.cache_sizes(meta.get("cpu_caches"))
     llc = cachelevels.last_level(caches)
     used = numbers(tp, "working_set_bytes")
