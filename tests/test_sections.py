@@ -193,3 +193,26 @@ def test_per_thread_decisions_are_one_appendix_table_per_question_not_in_the_ans
     appendix = sections.per_thread_tables(s)
     assert appendix.count("Per thread count:") == 2 and "_Q4." in appendix and "_Q5." in appendix
     assert "Per thread count:" not in sections.answer(s, "q4")
+
+
+def test_an_unbounded_crossover_is_bounded_from_below_by_the_intervals_ends():
+    """Q5 without a decided saving per byte: the added cost per message's low end over the saving's high end
+    is the soonest the crossover could come (the second reading of issue 44); no bound where the added cost
+    itself may be nothing."""
+    import math
+
+    from copylab.analysis import questions
+    from copylab.analysis.costmodel import Estimate, Gap
+
+    s = load()
+    unbounded = Estimate(math.nan, 0.0, math.inf, 3, "B")
+    s.model.gaps["a3"] = Gap("a3", Estimate(9.6, 3.4, 15.8, 3, "µs"), Estimate(-0.07, -0.2, 0.065, 3, "ns/B"),
+                             unbounded, [4096, 16384, 65536])
+    s.verdicts["q5"] = questions.crossover_verdict(s, "a3")
+    assert round(s.verdicts["q5"].least_crossover) == 17000  # 3.4 µs / 0.2 ns/B
+    assert "the saving pays for the added cost only from 16.6 KiB on" in sections.answer_text(s, "q5")
+    s.model.gaps["a3"] = Gap("a3", Estimate(9.6, -1.0, 15.8, 3, "µs"), Estimate(-0.07, -0.2, 0.065, 3, "ns/B"),
+                             unbounded, [4096, 16384, 65536])
+    s.verdicts["q5"] = questions.crossover_verdict(s, "a3")
+    assert s.verdicts["q5"].least_crossover != s.verdicts["q5"].least_crossover
+    assert "does not bound a crossover" in sections.answer_text(s, "q5")

@@ -20,6 +20,7 @@ from .paths import NOTEBOOKS_DIR, PROJECT_ROOT
 NOTEBOOK = NOTEBOOKS_DIR / "analysis.ipynb"
 TEMPLATES_DIR = Path(__file__).parent / "templates"  # copylab_offline: lab without CDN scripts
 WIDGET_TAG = "widget"  # cells that need a live kernel: left out of PDF and HTML
+NOTEBOOK_ONLY_TAG = "notebook_only"  # what the executed notebook records for itself (answers.json written)
 HTML_ONLY_TAG = "html_only"  # interactive figures too large or too deep for a page: left out of the PDF
 
 
@@ -31,7 +32,7 @@ def _say(progress, msg: str) -> None:
         progress(msg)
 
 
-def _exporter_config(nb, fields: dict, sweep: str, remove_tags: set[str] = frozenset({WIDGET_TAG}), title: str = ""):
+def _exporter_config(nb, fields: dict, sweep: str, remove_tags: set[str] = frozenset({WIDGET_TAG, NOTEBOOK_ONLY_TAG}), title: str = ""):
     """Export settings shared by HTML and PDF: no code, no widget cells, a title and author.
     The title and author stay plain text here: each template escapes them for its language (the
     HTML one with nbconvert's HTML escaping, copylab_pdf with escape.latex)."""
@@ -156,7 +157,7 @@ def _export_pdf(nb, fields: dict, sweep: str, path: Path, output_dir: Path, scra
     from nbconvert import PDFExporter
     from nbconvert.exporters.pdf import LatexFailed
 
-    exporter = PDFExporter(config=_exporter_config(nb, fields, sweep, {WIDGET_TAG, HTML_ONLY_TAG}, title),
+    exporter = PDFExporter(config=_exporter_config(nb, fields, sweep, {WIDGET_TAG, HTML_ONLY_TAG, NOTEBOOK_ONLY_TAG}, title),
                            template_name="copylab_pdf", extra_template_basedirs=[str(TEMPLATES_DIR)])
     exporter.register_filter("copylab_latex", escape.latex)
     # two xelatex passes, not nbconvert's three: the template has no table of contents or cross-reference,

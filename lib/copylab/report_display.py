@@ -21,7 +21,10 @@ from .sides import PERF_NOTICES
 AUTHOR_FIELDS = ("author", "roll_no", "repo_url", "ai_declaration")
 KEY_OFFLOADS = ("scatter-gather", "tcp-segmentation-offload", "generic-segmentation-offload",
                 "generic-receive-offload", "tx-checksumming", "rx-checksumming")
-WRAP = 100  # characters per line of program output; longer lines would run off the PDF page (footnotesize)
+# a run's scratch folder (<results>/.work/<point>), named three times in each wrapped command line: shown
+# as $RUN (the notebook's text says so)
+RUN_FOLDER = re.compile(r"/[^\s'\",:]*/\.work/[^/\s'\",]+")
+WRAP = 115  # characters per line of program output; longer lines would run off the PDF page (scriptsize)
 
 
 def resolve_author(meta: dict, results_dir=None, **given) -> dict:
@@ -491,7 +494,8 @@ def program_output_markdown(run: dict, sides=("server", "client")) -> str:
             parts.append(f"_No {who} output recorded._")
             continue
         argv = r.get("argv") if isinstance(r.get("argv"), list) else []
-        parts.append(f"**{who}** command line:\n\n{escape.markdown_code_block(_wrap(shlex.join(map(str, argv))))}")
+        line = RUN_FOLDER.sub("$RUN", shlex.join(map(str, argv)))
+        parts.append(f"**{who}** command line:\n\n{escape.markdown_code_block(_wrap(line))}")
         stdout, stderr, perf = (str(r.get(k) or "") for k in ("stdout", "stderr", "perf"))
         if stdout.strip():
             parts.append(f"{who} stdout:\n\n{escape.markdown_code_block(_wrap(stdout.strip()))}")
@@ -501,5 +505,6 @@ def program_output_markdown(run: dict, sides=("server", "client")) -> str:
             tail = "\n".join(said[-8:])
             parts.append(f"{who} stderr (last lines):\n\n{escape.markdown_code_block(_wrap(tail))}")
         if perf.strip():
-            parts.append(f"{who} `perf stat -x,` output:\n\n{escape.markdown_code_block(_wrap(perf.strip()))}")
+            counts = "\n".join(line for line in perf.strip().splitlines() if line.strip())  # its blank lines left out
+            parts.append(f"{who} `perf stat -x,` output:\n\n{escape.markdown_code_block(_wrap(counts))}")
     return "\n\n".join(parts)

@@ -50,6 +50,8 @@ class CrossoverVerdict:
     profiles: tuple = ()                              # (path's, baseline's) PointProfile at the largest size both
                                                       # were profiled at (Q4: where the bytes are read)
     largest: int = 0
+    least_crossover: float = math.nan                 # unbounded model: where the crossover could be soonest,
+                                                      # at the intervals' ends most in the path's favour (bytes)
 
     @property
     def answerable(self) -> bool:
@@ -89,6 +91,8 @@ def crossover_verdict(s, impl: str) -> CrossoverVerdict:
     out.crossover, out.crossover_higher = s.crossover(impl), s.crossover(impl, beyond_margin=False)
     out.per_threads_crossover = {t: s.crossover(impl, t) for t in out.per_threads}
     out.gap = s.model.gaps.get(impl) if s.model is not None else None
+    if out.gap is not None and not out.gap.bounded and out.gap.per_message.low > 0 and out.gap.saving.high > 0:
+        out.least_crossover = 1000 * out.gap.per_message.low / out.gap.saving.high  # µs / (ns/B) -> B
     out.repeat = {size: repeat_range(row.decision) for size, row in out.by_size.items()}
     out.largest = max(out.by_size)
     sizes = ev.profiled_sizes(s.profiles, [impl, BASE]) if s.profiles is not None and len(s.profiles) else []
