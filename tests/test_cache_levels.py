@@ -285,3 +285,16 @@ def test_the_probe_holds_a_cache_level_working_set_exactly(native_build):
     found = memcpyref.measure_levels(4096, {"L1d/2": 16 << 10, "LLC/2": 16 << 20}, None, rounds=2)
     assert found["working_sets"] == {"L1d/2": 16 << 10, "LLC/2": 16 << 20}, found
     assert all(len(v) == 2 and all(x > 0 for x in v) for v in found["ns_per_byte"].values())
+
+
+def test_two_rising_copy_steps_are_both_said_and_their_overlap_too(tmp_path):
+    """Where leaving L2 and leaving L3 both raise the copy's cost, the answer names the larger ratio and
+    the other beside it (a fourth reading of issue 44)."""
+    folder = cache_like.write(tmp_path / "sweep", jump="none", copy_jump="LLC/2")
+    df, meta = analysis.load_results(folder)
+    costs = meta["memcpy"]["levels"]["ns_per_byte"]
+    costs["LLC*4"] = [2 * x for x in costs["LLC*4"]]  # a second rise, x2, out of L3 (x3 out of L2)
+    s = analysis.study(df, meta, analysis.load_profiles(folder, df))
+    v = s.verdicts["q2"]
+    assert (v.copy_top[2], [o[2] for o in v.copy_others]) == ("L2", ["L3"])
+    assert "; leaving the L3 also raises it, ×" in sections.answer_text(s, "q2")

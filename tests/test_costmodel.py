@@ -103,3 +103,21 @@ def test_a_probe_answer_that_is_not_a_cost_is_a_note_not_a_number(tmp_path, monk
         monkeypatch.setattr(memcpyref, "PROBE", fake)
         found = memcpyref.measure(64, 4096, None)
         assert "ns_per_byte" not in found and found["note"].startswith("memcpyprobe:"), (answer, found)
+
+
+def test_lines_that_cross_below_zero_bytes_place_no_crossover_and_mark_nothing(recwarn):
+    """A2's line below A1's at the estimates over the fitted sizes (less per message, less per byte) crosses
+    at a negative size: no crossover is placed, printed or marked on the figure's log axis (a default
+    report printed 'overtakes at -52.0 KiB' and a RuntimeWarning from log10 of it, its axis collapsed)."""
+    import plotly.graph_objects as go
+
+    from copylab.analysis.costmodel import Estimate, Gap
+    from copylab.figures import cost
+
+    below = Gap("a2", Estimate(-0.78, -1.9, 0.33, 3, "µs"), Estimate(-0.0146, -0.028, -0.0011, 3, "ns/B"),
+                Estimate(-53222, -67698, 288406, 3, "B"), [16384, 65536])
+    assert not below.bounded
+    assert Gap("a2", below.per_message, below.per_byte, Estimate(53222, 1000, 288406, 3, "B"), [16384, 65536]).bounded
+    fig = go.Figure()
+    cost._mark(fig, below.crossover.value, "predicted", None, "dot")
+    assert not fig.layout.annotations and not fig.layout.shapes and not recwarn.list

@@ -30,8 +30,9 @@ def _fake(outcomes: dict[str, int], failed_after: dict[str, list[str]], tmp_path
     calls = []
 
     def runner(python, args, root):
-        name = "retry" if "--last-failed" in args else "alone" if "alone" == args[-1] else "shared"
-        calls.append(name)
+        name = "retry" if args[:len(suite_tool.RETRY)] == suite_tool.RETRY else "alone" if "alone" == args[-1] \
+            else "shared"
+        calls.append(name if name != "retry" else ("retry", tuple(args[len(suite_tool.RETRY):])))
         cache.write_text(json.dumps({test: True for test in failed_after.get(name, [])}))
         return outcomes[name], 1.0
     return runner, calls
@@ -41,7 +42,7 @@ def test_a_test_that_passes_only_alone_is_rescued_named_and_recorded(tmp_path):
     runner, calls = _fake({"alone": 0, "shared": 1, "retry": 0},
                           {"shared": ["tests/test_x.py::test_race"], "retry": []}, tmp_path)
     record = suite_tool.suite("python", 4, root=tmp_path, runner=runner)
-    assert calls == ["alone", "shared", "retry"] and record["status"] == 0
+    assert calls == ["alone", "shared", ("retry", ("tests/test_x.py::test_race",))] and record["status"] == 0
     assert record["failed_beside_others"] == ["tests/test_x.py::test_race"] == record["rescued"]
     line = suite_tool.summary(record)
     assert "RESCUED 1 test" in line and "tests/test_x.py::test_race" in line and "\n" not in line
@@ -59,6 +60,22 @@ def test_a_test_that_fails_alone_too_fails_the_suite(tmp_path):
     assert record["status"] == 1 and record["failed_alone"] == failing[:1] and record["rescued"] == failing[1:]
     line = suite_tool.summary(record)
     assert line.startswith("make test: retry: FAILED alone too: tests/test_x.py::test_broken") and "test_race" in line
+
+
+def test_the_retry_names_a_grouped_test_as_pytest_collects_it(tmp_path):
+    """xdist's loadgroup records a grouped test's failure as test@group: the retry runs that one test, by
+    the id pytest collects (--last-failed could not find it and ran the whole suite again, serially)."""
+    grouped = "tests/test_ssh.py::test_quick_sweep_over_ssh@ssh_rig"
+    runner, calls = _fake({"alone": 0, "shared": 1, "retry": 0},
+                          {"shared": [grouped, "tests/test_x.py::test_p[a@b]"], "retry": []}, tmp_path)
+    record = suite_tool.suite("python", 4, root=tmp_path, runner=runner)
+    assert calls[-1] == ("retry", ("tests/test_ssh.py::test_quick_sweep_over_ssh", "tests/test_x.py::test_p[a@b]"))
+    assert record["rescued"] == ["tests/test_ssh.py::test_quick_sweep_over_ssh", "tests/test_x.py::test_p[a@b]"]
+    # a phase that failed without a failed test runs nothing again and fails the suite
+    runner, calls = _fake({"alone": 0, "shared": 3}, {"shared": []}, tmp_path / "crash")
+    record = suite_tool.suite("python", 4, root=tmp_path / "crash", runner=runner)
+    assert calls == ["alone", "shared"] and record["status"] == 3
+    assert suite_tool.summary(record) == "make test: retry: FAILED alone too: not a test (see above)"
 
 
 def test_no_retry_when_nothing_failed_and_a_phase_without_tests_is_no_failure(tmp_path):

@@ -48,17 +48,26 @@ def phases(workers: int) -> list[tuple[str, list[str]]]:
             ("shared", ["-n", str(workers), "--dist", "loadgroup", "-m", "not alone"])]
 
 
-RETRY = ["--last-failed", "--last-failed-no-failures", "none", "-ra"]
+# the failed tests by node id, the cache cleared first: afterwards it holds the retry's own failures only
+RETRY = ["--cache-clear", "-ra"]
 NO_TESTS = 5  # pytest's exit status when it collected no test
 
 
+def collectable(nodeid: str) -> str:
+    """A node id as pytest collects it. Under xdist's --dist loadgroup a grouped test fails as
+    test_x.py::test_y@group, an id no collection holds: --last-failed then ran the whole suite again,
+    one test after another."""
+    head, sep, group = nodeid.rpartition("@")
+    return head if sep and "::" in head and group and not any(c in group for c in "[]/:") else nodeid
+
+
 def last_failed(root: Path = ROOT) -> list[str]:
-    """The node ids pytest's cache holds as failed (its lastfailed file), sorted."""
+    """The node ids pytest's cache holds as failed (its lastfailed file), as collectable, sorted."""
     try:
         data = json.loads((root / LASTFAILED).read_text())
     except (OSError, ValueError):
         return []
-    return sorted(k for k, v in data.items() if v) if isinstance(data, dict) else []
+    return sorted({collectable(k) for k, v in data.items() if v}) if isinstance(data, dict) else []
 
 
 NOTES_VAR = "COPYLAB_TEST_NOTES"  # tests/conftest.py appends each run's notes (tests over the time limits
@@ -102,7 +111,10 @@ def _phases(python: str, workers: int, root: Path, runner) -> dict:
     if failed:
         print("make test: the tests that failed above are run again, one after another, with nothing beside them:",
               flush=True)
-        status, seconds = runner(python, RETRY, root)
+        if record["failed_beside_others"]:
+            status, seconds = runner(python, [*RETRY, *record["failed_beside_others"]], root)
+        else:  # a phase failed without a failed test (a crash, a collection error): nothing to run again
+            status, seconds = failed[0]["status"], 0.0
         record["phases"].append({"name": "retry", "status": status, "seconds": seconds})
         still = set(last_failed(root))
         record["failed_alone"] = [t for t in record["failed_beside_others"] if t in still]

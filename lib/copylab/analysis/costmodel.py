@@ -105,7 +105,10 @@ class Gap:
 
     @property
     def bounded(self) -> bool:
-        return self.crossover.value == self.crossover.value and math.isfinite(self.crossover.high)
+        """A crossover at a message size, its interval finite: where the lines cross at n < 0 (X's line below
+        A1's at the estimates over the fitted sizes) or the interval reaches below 0, there is none to place."""
+        c = self.crossover
+        return c.value == c.value and c.value > 0 and c.low >= 0 and math.isfinite(c.high)
 
 
 @dataclass

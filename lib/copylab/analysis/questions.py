@@ -251,6 +251,8 @@ class CacheVerdict:
     copy_steps: list = field(default_factory=list)  # (from, to, leaving, Row) of the copy alone (the probe)
     copy_top: tuple | None = None                 # its largest decided rise where a level is left
     copy_size: int | None = None
+    copy_others: list = field(default_factory=list)  # the copy's other steps decided to rise
+    copy_overlap: bool = False                    # the top step's interval overlaps another rising step's
     copy_sets: dict = field(default_factory=dict)  # its working set -> (bytes held, the level it resides in)
     path_rising: int = 0                          # the send path's steps decided to raise the cost
     copy_delta_ns: float = math.nan               # the copy's top step in ns per byte (mean over the rounds)
@@ -340,6 +342,8 @@ def cache_verdict(s) -> CacheVerdict:
     rising = [st for st in out.copy_steps if st[3].standing.higher and st[2]]
     if rising:
         out.copy_top = max(rising, key=lambda st: st[3].decision.ratio)
+        out.copy_others = [st for st in rising if st is not out.copy_top]
+        out.copy_overlap = any(out.copy_top[3].decision.low <= st[3].decision.high for st in out.copy_others)
     out.level = out.top[3] if out.top else out.copy_top[2] if out.copy_top else None
     if out.copy_top:
         lower, upper = out.copy_top[:2]

@@ -4,6 +4,8 @@ hold over, with the crossover the model predicts and the one the decisions find 
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import plotly.graph_objects as go
 
@@ -65,6 +67,8 @@ def cost_per_message(study):
 
 
 def _mark(fig: go.Figure, x: float, text: str, color: str | None, dash: str) -> None:
+    if not (x > 0 and math.isfinite(x)):  # a log axis has no place for it (and an annotation at NaN breaks the axis)
+        return
     fig.add_vline(x=x, line_dash=dash, line_color=color or "#555")
     fig.add_annotation(x=np.log10(x), xref="x", y=1, yref="y domain", text=text, showarrow=False, textangle=-90,
                        xanchor="right", yanchor="top", font=dict(size=FONT["tick"] - 2, color=color or "#555"))
