@@ -216,3 +216,19 @@ def test_an_unbounded_crossover_is_bounded_from_below_by_the_intervals_ends():
     s.verdicts["q5"] = questions.crossover_verdict(s, "a3")
     assert s.verdicts["q5"].least_crossover != s.verdicts["q5"].least_crossover
     assert "does not bound a crossover" in sections.answer_text(s, "q5")
+
+
+def test_q1_sets_the_pinning_per_message_against_the_copy_it_saves():
+    """Q1 at the smallest profiled size: A3's pinning per message against A1's user-space copy of the whole
+    message, both from the profiles, the ratio decided by the verdict (the rubric's 'why pinning costs more
+    than the copy it saves at small sizes')."""
+    from copylab.analysis import evidence
+
+    s = load()
+    q1 = s.verdicts["q1"]
+    q1.small = evidence.PointProfile("a3", 64, 1, us_per_message={("srv", "zerocopy_pin"): 3.35})
+    q1.pin_vs_copy = (3.35, 21.2, 3.35 / 0.0212)
+    text = sections.answer_text(s, "q1")
+    assert "At 64 B pinning alone costs its sender 3.35 µs per message, ×158 the 21.2 ns A1's user-space copy" in text
+    q1.pin_vs_copy = ()
+    assert "pinning alone costs" not in sections.answer_text(s, "q1")

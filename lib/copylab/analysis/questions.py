@@ -204,6 +204,8 @@ class ZeroCopyVerdict:
     gap: Gap | None = None                              # A3's sender line against A1's (per message, per byte)
     small: ev.PointProfile | None = None                # A3's profile at the smallest and largest profiled sizes
     large: ev.PointProfile | None = None
+    base_small: ev.PointProfile | None = None           # A1's profile at A3's smallest profiled size
+    pin_vs_copy: tuple = ()                             # there: (A3's pinning µs/msg, A1's user copy ns/msg, ratio)
     site: ev.DeferredCopySite | None = None
     sender_cost: Row | None = None                      # A3's sender CPU per byte over A1's at the largest size
     receiver_cost: Row | None = None
@@ -219,6 +221,12 @@ def zero_copy_verdict(s, q5: CrossoverVerdict) -> ZeroCopyVerdict:
     sizes = ev.profiled_sizes(s.profiles, [ZERO_COPY])
     if sizes:
         out.small = ev.point_profile(s.profiles, ZERO_COPY, sizes[0], s.results_dir)
+        out.base_small = ev.point_profile(s.profiles, BASE, sizes[0], s.results_dir)
+        if out.small and out.base_small:
+            pin = out.small.us_per_message[("srv", "zerocopy_pin")]
+            copy = out.base_small.us_per_message[("srv", "user_copy")]
+            if pin == pin and copy == copy and copy > 0:
+                out.pin_vs_copy = (pin, 1000 * copy, pin / copy)
         out.large = ev.point_profile(s.profiles, ZERO_COPY, sizes[-1], s.results_dir)
         out.site = ev.deferred_copy_site(s.profiles, sizes[-1], s.results_dir)
     if q5.by_size:
@@ -257,6 +265,7 @@ class CacheVerdict:
     path_rising: int = 0                          # the send path's steps decided to raise the cost
     copy_delta_ns: float = math.nan               # the copy's top step in ns per byte (mean over the rounds)
     path_ns: float = math.nan                     # the two-copy sender's CPU per byte below that step
+    copy_share: float = math.nan                  # copy_delta_ns over path_ns
 
 
 def memcpy_levels(meta: dict) -> tuple:
@@ -350,6 +359,7 @@ def cache_verdict(s) -> CacheVerdict:
         costs = s.meta["memcpy"]["levels"]["ns_per_byte"]
         out.copy_delta_ns = sum(costs[upper]) / len(costs[upper]) - sum(costs[lower]) / len(costs[lower])
         out.path_ns = _mean_of(c.means, BASE, size, c.threads[0], lower, SENDER_CPU)
+        out.copy_share = out.copy_delta_ns / out.path_ns if out.path_ns > 0 else math.nan
     extra = c.extra_copy.get(size)
     if extra:
         out.extra_copy = {k: _row(d, fam) for k, d in extra["per_key"].items()}
@@ -370,6 +380,7 @@ class SurpriseVerdict:
     gap: Gap | None = None
     measured_gap_us: float = math.nan   # A2's sender CPU per message minus A1's at that size
     copy_ns: float = math.nan           # what the copy A2 drops costs at that size, at this host's memcpy rate
+    copy_profiled_ns: float = math.nan  # the same copy as A1's profile measures it (ns per message)
 
 
 def surprise_verdict(s, q4: CrossoverVerdict, q5: CrossoverVerdict) -> SurpriseVerdict:
@@ -384,6 +395,8 @@ def surprise_verdict(s, q4: CrossoverVerdict, q5: CrossoverVerdict) -> SurpriseV
             out.measured_gap_us = q4.gap.measured.get(size, math.nan)
         if s.model is not None:
             out.copy_ns = s.model.memcpy_ns_per_byte * size
+        if out.a1 is not None:
+            out.copy_profiled_ns = 1000 * out.a1.us_per_message[("srv", "user_copy")]
         return out
     if q5.top is not None and q5.top.standing.lower:
         return SurpriseVerdict("zero_copy_slower_at_largest", q5.largest, q5.top, gap=q5.gap)
