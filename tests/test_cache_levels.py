@@ -298,3 +298,17 @@ def test_two_rising_copy_steps_are_both_said_and_their_overlap_too(tmp_path):
     v = s.verdicts["q2"]
     assert (v.copy_top[2], [o[2] for o in v.copy_others]) == ("L2", ["L3"])
     assert "; leaving the L3 also raises it, ×" in sections.answer_text(s, "q2")
+
+
+def test_a_copy_probe_key_that_is_not_a_cache_level_is_not_read(tmp_path):
+    """meta.json belongs to the results folder: a working-set key of memcpy.levels that is not a cache
+    level's name (text the answer would print) or a count that is not bytes is left out, not shown."""
+    folder = cache_like.write(tmp_path / "sweep", jump="none", copy_jump="LLC/2")
+    df, meta = analysis.load_results(folder)
+    levels = meta["memcpy"]["levels"]
+    levels["working_sets"]["**x** $\\input{/etc/passwd}$"] = 1 << 30
+    levels["ns_per_byte"]["**x** $\\input{/etc/passwd}$"] = [9.0] * 5
+    levels["working_sets"]["LLC*4"] = "134217728"
+    s = analysis.study(df, meta, analysis.load_profiles(folder, df))
+    assert list(s.cache.copy_held) == ["L1d/2", "L2/2", "LLC/2"]
+    assert "passwd" not in sections.answer_text(s, "q2")

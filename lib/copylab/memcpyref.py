@@ -41,10 +41,12 @@ def _run(msg_size: int, working_set: int, cpu: int | None, ms: int = PROBE_MS, r
         argv += ["--cpu", str(cpu)]
     if ring_memory:
         argv += ["--ring-memory", str(ring_memory)]
+    # its ring is allocated and written first: 4 s per GiB of it, at least 4 s (1 GiB took 0.24 s here)
+    timeout = TIMEOUT_S * max(1.0, ring_memory / (1 << 30))
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT_S)
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        raise ValueError(f"no answer within {TIMEOUT_S:g} s") from None
+        raise ValueError(f"no answer within {timeout:g} s") from None
     except OSError as exc:
         raise ValueError(exc.strerror or str(exc)) from None
     if proc.returncode != 0:

@@ -198,10 +198,14 @@ def _copy_steps(out: CacheLevels, probe, margin: float) -> None:
     levels = probe.get("levels") if isinstance(probe, dict) else None
     if not isinstance(levels, dict) or not isinstance(levels.get("ns_per_byte"), dict):
         return
-    size, held = levels.get("msg_size"), levels.get("working_sets") or {}
+    size, held = levels.get("msg_size"), levels.get("working_sets")
+    # meta.json is the results folder's: only a cache level's name with a byte count is a key the text may show
+    held = {k: v for k, v in held.items() if cachelevels.is_level_name(k) and isinstance(v, int)
+            and not isinstance(v, bool) and v > 0} if isinstance(held, dict) else {}
     rows = [{"impl": key, "msg_size": size, "threads": 1, "rep": r, "y": math.log(v)}
             for key, costs in levels["ns_per_byte"].items() if isinstance(costs, list) and key in held
-            for r, v in enumerate(costs) if isinstance(v, (int, float)) and math.isfinite(v) and v > 0]
+            for r, v in enumerate(costs)
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0]
     if not isinstance(size, int) or not rows:
         return
     values = pd.DataFrame(rows)
