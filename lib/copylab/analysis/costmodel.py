@@ -96,6 +96,7 @@ class Gap:
     sizes: list                 # the sizes the difference line holds over
     measured: dict = field(default_factory=dict)   # size -> dt measured (µs, mean of the passes)
     predicted: dict = field(default_factory=dict)  # size -> dt the line gives
+    measured_interval: dict = field(default_factory=dict)  # size -> dt measured, its Estimate over the passes
 
     @property
     def saving(self) -> Estimate:
@@ -224,7 +225,8 @@ def _gap(times: pd.DataFrame, impl: str, sizes: list[int]) -> Gap | None:
     da, db = Estimate.of([a for a, _ in fits], "µs"), Estimate.of([b for _, b in fits], "ns/B")
     crossing = _fieller([a for a, _ in fits], [-b / 1e3 for _, b in fits])
     return Gap(impl, da, db, crossing, chosen, {int(s): float(mean_diff[s]) for s in measured},
-               {int(s): float(_line(da.value, db.value, [s])[0]) for s in measured})
+               {int(s): float(_line(da.value, db.value, [s])[0]) for s in measured},
+               {int(s): Estimate.of(diff.loc[passes, s].dropna().tolist(), "µs") for s in measured})
 
 
 def cost_model(rows: pd.DataFrame, meta: dict, margin: float) -> CostModel | None:

@@ -80,13 +80,15 @@ class CacheLevels:
     counted: tuple = ()                 # the miss metrics measured (a PMU counted them)
     copy_steps: list = field(default_factory=list)   # Steps of the copy alone (meta.json memcpy.levels)
     copy_held: dict = field(default_factory=dict)    # its key -> bytes the probe's ring held
+    copy_top_over: dict = field(default_factory=dict)  # (lower, upper) of another copy step -> Decision:
+                                                       # the largest step's ratio over that step's (paired)
 
     def step(self, impl: str, size: int, metric: str) -> list[Step]:
         return [s for s in self.steps if (s.impl, s.size, s.metric) == (impl, size, metric)]
 
     def decisions(self, family: str) -> list[Decision]:
         if family == "q2":
-            return ([s.decision for s in self.steps + self.copy_steps]
+            return ([s.decision for s in self.steps + self.copy_steps] + list(self.copy_top_over.values())
                     + [d for e in self.extra_copy.values() for d in e["per_key"].values()]
                     + [s.decision for e in self.extra_copy.values() for s in e["steps"]])
         return [a.contrast for a in self.aggregate if a.contrast is not None]  # the claim Q3 makes of them
@@ -216,6 +218,24 @@ def _copy_steps(out: CacheLevels, probe, margin: float) -> None:
         if diff is not None:
             out.copy_steps.append(Step(COPY, size, "copy_ns_per_byte", lower, upper,
                                        decide_diff(COPY, COPY, size, 1, diff, margin)))
+    _copy_top_over(out, values, size, margin)
+
+
+def _copy_top_over(out: CacheLevels, values: pd.DataFrame, size: int, margin: float) -> None:
+    """Whether the copy's largest step is larger than each other step: the two steps' log ratios per round
+    against each other (paired by round: a step and its neighbour share a working set, so their errors are
+    not independent and two intervals' overlap would not tell)."""
+    if len(out.copy_steps) < 2:
+        return
+    by_round = values.pivot_table(index="rep", columns="impl", values="y")
+    def step_rows(step, name):
+        logs = (by_round[step.upper] - by_round[step.lower]).dropna()
+        return [{"impl": name, "msg_size": size, "threads": 1, "rep": r, "y": y} for r, y in logs.items()]
+    top = max(out.copy_steps, key=lambda st: st.decision.ratio)
+    for other in (st for st in out.copy_steps if st is not top):
+        diff = cell_diffs(pd.DataFrame(step_rows(top, "top") + step_rows(other, "other")), "top", "other")
+        if (size, 1) in diff:
+            out.copy_top_over[(other.lower, other.upper)] = decide_diff(COPY, COPY, size, 1, diff[(size, 1)], margin)
 
 
 def _extra_copy(out: CacheLevels, tagged: pd.DataFrame, margin: float, keys: list) -> None:

@@ -16,7 +16,7 @@ import pandas as pd
 from .. import cachelevels
 from ..inference import Decision, Outcome, Verdict
 from . import evidence as ev
-from .costmodel import Gap
+from .costmodel import Estimate, Gap
 from .roles import BASE, ONE_COPY, STUDY, ZERO_COPY, native
 from .stats import throughput_rows
 from .threads import ThreadVerdict
@@ -259,8 +259,9 @@ class CacheVerdict:
     copy_steps: list = field(default_factory=list)  # (from, to, leaving, Row) of the copy alone (the probe)
     copy_top: tuple | None = None                 # its largest decided rise where a level is left
     copy_size: int | None = None
-    copy_others: list = field(default_factory=list)  # the copy's other steps decided to rise
-    copy_overlap: bool = False                    # the top step's interval overlaps another rising step's
+    copy_others: list = field(default_factory=list)  # the copy's other steps decided to rise (before Holm at least)
+    copy_over: list = field(default_factory=list)  # per copy_others: Row of the top step's ratio over its
+    copy_overlap: bool = False                    # the top step is not decided larger than every other rising one
     copy_sets: dict = field(default_factory=dict)  # its working set -> (bytes held, the level it resides in)
     path_rising: int = 0                          # the send path's steps decided to raise the cost
     copy_delta_ns: float = math.nan               # the copy's top step in ns per byte (mean over the rounds)
@@ -351,8 +352,11 @@ def cache_verdict(s) -> CacheVerdict:
     rising = [st for st in out.copy_steps if st[3].standing.higher and st[2]]
     if rising:
         out.copy_top = max(rising, key=lambda st: st[3].decision.ratio)
-        out.copy_others = [st for st in rising if st is not out.copy_top]
-        out.copy_overlap = any(out.copy_top[3].decision.low <= st[3].decision.high for st in out.copy_others)
+        out.copy_others = [st for st in out.copy_steps
+                           if st is not out.copy_top and st[3].decision.decision.higher and st[2]]
+        over = {key: _row(d, fam) for key, d in c.copy_top_over.items()}
+        out.copy_over = [over.get(st[:2]) for st in out.copy_others]
+        out.copy_overlap = not all(r is not None and r.standing.higher for r in out.copy_over)
     out.level = out.top[3] if out.top else out.copy_top[2] if out.copy_top else None
     if out.copy_top:
         lower, upper = out.copy_top[:2]
@@ -381,6 +385,8 @@ class SurpriseVerdict:
     measured_gap_us: float = math.nan   # A2's sender CPU per message minus A1's at that size
     copy_ns: float = math.nan           # what the copy A2 drops costs at that size, at this host's memcpy rate
     copy_profiled_ns: float = math.nan  # the same copy as A1's profile measures it (ns per message)
+    measured_gap: Estimate | None = None  # measured_gap_us with its interval over the passes
+    fades: list = field(default_factory=list)  # the larger sizes' Rows up to the first not decided slower
 
 
 def surprise_verdict(s, q4: CrossoverVerdict, q5: CrossoverVerdict) -> SurpriseVerdict:
@@ -393,6 +399,11 @@ def surprise_verdict(s, q4: CrossoverVerdict, q5: CrossoverVerdict) -> SurpriseV
         out.a1 = ev.point_profile(s.profiles, BASE, size, s.results_dir)
         if q4.gap is not None:
             out.measured_gap_us = q4.gap.measured.get(size, math.nan)
+            out.measured_gap = q4.gap.measured_interval.get(size)
+        for larger in (x for x in q4.by_size if x > size):
+            out.fades.append(q4.by_size[larger])
+            if not q4.by_size[larger].decision.decision.lower:
+                break
         if s.model is not None:
             out.copy_ns = s.model.memcpy_ns_per_byte * size
         if out.a1 is not None:
