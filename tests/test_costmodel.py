@@ -121,3 +121,17 @@ def test_lines_that_cross_below_zero_bytes_place_no_crossover_and_mark_nothing(r
     fig = go.Figure()
     cost._mark(fig, below.crossover.value, "predicted", None, "dot")
     assert not fig.layout.annotations and not fig.layout.shapes and not recwarn.list
+
+
+def test_each_paths_ceiling_stands_on_its_costlier_sides_row():
+    """The ceiling is 8 / b of the side with the larger cost per byte: the table prints it on that side's
+    row (a sixth reading of issue 44 found the sender's ceiling on the receiver's row)."""
+    from copylab.analysis import tables
+
+    model = cost_model(synthetic.rows(seed=1), META, 0.10)
+    table = tables.cost_model(model)
+    for impl, c in model.paths.items():
+        rows = table[table["path"] == tables.name(impl)]
+        side = {"srv": "sender", "cli": "receiver"}[c.costlier]
+        assert (rows.loc[rows["ceiling (Gbit/s)"] != "", "side"] == side).all() and len(rows) == 2, rows
+        assert (rows["ceiling (Gbit/s)"] != "").sum() == 1

@@ -188,6 +188,48 @@ def test_q3_says_where_more_threads_fill_an_idle_sender_from_the_cells_that_rise
     assert q3.busiest_rising() != q3.busiest_rising()  # NaN: a rising cell without its busy share
 
 
+def test_q3_says_filling_idle_time_only_for_a_rise_that_idle_time_can_hold():
+    """1 / busy is the most filling an idle sender's time can give: a rise beyond it (x3.27 from 58.6% busy
+    in a sixth reading of issue 44) is said with the fall in CPU per message that must come with it, never
+    as 'the other connections fill that time'."""
+    s = load()
+    q3 = s.verdicts["q3"]
+    from copylab.inference import Outcome
+
+    rising = [k for k in q3.throughput if q3.outcome(k) in ("win", "win_within_margin")]
+    top = max(rising, key=lambda k: q3.throughput[k].ratio)
+    for key in q3.throughput:  # one rising cell: the answer's branch where more threads are not decided to help
+        q3.standing[key] = Outcome.WIN if key == top else Outcome.UNDECIDED
+    q3.busy_at_fewest = {k: 0.9 for k in q3.throughput}
+    held = q3.throughput[top].ratio <= 1 / 0.9
+    q3.per_message[top] = (18.9, 11.2)
+    text = sections.answer_text(s, "q3")
+    assert ("the other connections fill that time" in text) == held, text
+    q3.busy_at_fewest[top] = 1.01 / q3.throughput[top].ratio  # 1 / busy just below the rise
+    assert q3.top_rise()[4] < q3.throughput[top].ratio
+    text = sections.answer_text(s, "q3")
+    assert "the other connections fill that time" not in text, text
+    assert "must fall too, and does: 18.9 → 11.2 µs" in text, text
+
+
+def test_q6_sets_the_profiled_functions_against_the_profiled_gap_in_microseconds():
+    """A function's share of the sender's non-idle samples times the point's measured CPU per message: the
+    iovec import and the gathering copy in µs, set against the two paths' profiled gap (issue 44)."""
+    from copylab.analysis import evidence
+
+    s = load()
+    v = s.verdicts["q6"]
+    assert v.kind == "one_copy_slower"
+    v.a2 = evidence.PointProfile("a2", v.size, 1, functions={"iovec_import": 0.1, "kernel_copy": 0.2},
+                                 sender_us_per_message=2.0)
+    v.a1 = evidence.PointProfile("a1", v.size, 1, functions={"iovec_import": 0.0, "kernel_copy": 0.05},
+                                 sender_us_per_message=1.6)
+    assert v.a2.function_us("kernel_copy") == pytest.approx(0.4)
+    text = sections.answer_text(s, "q6")
+    assert "its sender spends 2.00 µs per message against A1's 1.60" in text, text
+    assert "together 0.520 µs more than A1's, against a gap of 0.400 µs" in text, text
+
+
 def test_per_thread_decisions_are_one_appendix_table_per_question_not_in_the_answer():
     s = load()
     appendix = sections.per_thread_tables(s)
@@ -195,27 +237,49 @@ def test_per_thread_decisions_are_one_appendix_table_per_question_not_in_the_ans
     assert "Per thread count:" not in sections.answer(s, "q4")
 
 
-def test_an_unbounded_crossover_is_bounded_from_below_by_the_intervals_ends():
-    """Q5 without a decided saving per byte: the added cost per message's low end over the saving's high end
-    is the soonest the crossover could come (the second reading of issue 44); no bound where the added cost
-    itself may be nothing."""
+def test_an_unbounded_crossover_is_placed_beyond_the_grid_only_where_every_size_is_decided_slower():
+    """Q5 without a decided saving per byte places no crossover from the model (pairing the ends of two
+    intervals would state no confidence, a sixth reading of issue 44); where every size of the grid is
+    decided slower, the measured ratios put any crossover beyond the largest, and say so."""
     import math
 
     from copylab.analysis import questions
     from copylab.analysis.costmodel import Estimate, Gap
+    from copylab.inference import Outcome
 
     s = load()
     unbounded = Estimate(math.nan, 0.0, math.inf, 3, "B")
     s.model.gaps["a3"] = Gap("a3", Estimate(9.6, 3.4, 15.8, 3, "µs"), Estimate(-0.07, -0.2, 0.065, 3, "ns/B"),
                              unbounded, [4096, 16384, 65536])
-    s.verdicts["q5"] = questions.crossover_verdict(s, "a3")
-    assert round(s.verdicts["q5"].least_crossover) == 17000  # 3.4 µs / 0.2 ns/B
-    assert "the saving pays for the added cost only from 16.6 KiB on" in sections.answer_text(s, "q5")
-    s.model.gaps["a3"] = Gap("a3", Estimate(9.6, -1.0, 15.8, 3, "µs"), Estimate(-0.07, -0.2, 0.065, 3, "ns/B"),
-                             unbounded, [4096, 16384, 65536])
-    s.verdicts["q5"] = questions.crossover_verdict(s, "a3")
-    assert s.verdicts["q5"].least_crossover != s.verdicts["q5"].least_crossover
-    assert "does not bound a crossover" in sections.answer_text(s, "q5")
+    v = s.verdicts["q5"] = questions.crossover_verdict(s, "a3")
+    text = sections.answer_text(s, "q5")
+    assert "the model places no crossover" in text and "pays for the added cost only from" not in text, text
+    all_slower = all(row.standing in (Outcome.LOSS, Outcome.LOSS_WITHIN) for row in v.by_size.values())
+    assert ("lies beyond 64 KiB" in text) == all_slower, text
+    for row in v.by_size.values():
+        row.standing = Outcome.LOSS
+    assert "so a crossover, if there is one, lies beyond 64 KiB" in sections.answer_text(s, "q5")
+
+
+def test_q4_says_between_which_sizes_the_measured_cost_per_message_turns():
+    """Where the model places no crossover, Q4 gives the two adjacent sizes between which A2's measured extra
+    CPU per message turns from more to less than A1's, with both intervals (a sixth reading of issue 44)."""
+    import math
+
+    from copylab.analysis import questions
+    from copylab.analysis.costmodel import Estimate
+
+    s = load()
+    gap = s.model.gaps["a2"]
+    sizes = sorted(gap.measured)
+    gap.crossover = Estimate(math.nan, math.nan, math.nan, 3, "B")
+    gap.measured = {n: (0.5 if n <= sizes[1] else -1.0) for n in sizes}
+    gap.measured_interval = {n: Estimate(v, v - 0.2, v + 0.2, 3, "µs") for n, v in gap.measured.items()}
+    v = s.verdicts["q4"] = questions.crossover_verdict(s, "a2")
+    assert v.cost_turns == (sizes[1], sizes[2])
+    text = sections.answer_text(s, "q4")
+    assert "0.500 µs (95% interval 0.300 to 0.700) more CPU per message" in text, text
+    assert "1.00 µs (95% interval 0.800 to 1.20) less" in text and "its cost per message falls below" in text
 
 
 def test_q1_sets_the_pinning_per_message_against_the_copy_it_saves():

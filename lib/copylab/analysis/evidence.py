@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import stacks
-from .profiles import Share, bucket_cost, point_rows, profiled, share
+from .profiles import Share, bucket_cost, point_cpu_column, point_rows, profiled, share
 from .roles import ZERO_COPY
 from .stats import numbers, throughput_rows, zc_copied_share
 
@@ -40,6 +40,12 @@ class PointProfile:
     functions: dict = field(default_factory=dict)  # name -> share of the sender's samples whose stack holds it
     samples: float = math.nan
     apart_from_passes: float = math.nan            # the profiled run's throughput over its passes' mean
+    sender_us_per_message: float = math.nan        # the measured point's sender CPU per message (µs), the basis
+                                                   # a function's share of the non-idle samples is read on
+
+    def function_us(self, name: str) -> float:
+        """µs per message of the sender's CPU in a named function and beneath it (functions' share x basis)."""
+        return self.functions.get(name, math.nan) * self.sender_us_per_message
 
 
 def point_profile(profiles: pd.DataFrame, impl: str, size: int, results_dir=None, threads=None) -> PointProfile | None:
@@ -52,6 +58,9 @@ def point_profile(profiles: pd.DataFrame, impl: str, size: int, results_dir=None
                        "other_process", *ZERO_COPY_WORK):
             found.shares[(side, bucket)] = share(rows, side, bucket)
             found.us_per_message[(side, bucket)] = bucket_cost(rows, side, bucket, "message")
+    basis = pd.to_numeric(rows.get(point_cpu_column("srv", "message")), errors="coerce")
+    if basis is not None and basis.notna().any():
+        found.sender_us_per_message = float(basis.mean())
     if "point_gbps_mean" in rows:
         ratio = rows["throughput_gbps"].astype(float) / rows["point_gbps_mean"].astype(float)
         found.apart_from_passes = float(ratio.mean())

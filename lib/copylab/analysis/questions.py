@@ -50,8 +50,8 @@ class CrossoverVerdict:
     profiles: tuple = ()                              # (path's, baseline's) PointProfile at the largest size both
                                                       # were profiled at (Q4: where the bytes are read)
     largest: int = 0
-    least_crossover: float = math.nan                 # unbounded model: where the crossover could be soonest,
-                                                      # at the intervals' ends most in the path's favour (bytes)
+    cost_turns: tuple | None = None                   # (a, b): adjacent sizes between which the sender's measured
+                                                      # extra CPU per message turns from more to less than A1's
 
     @property
     def answerable(self) -> bool:
@@ -91,8 +91,11 @@ def crossover_verdict(s, impl: str) -> CrossoverVerdict:
     out.crossover, out.crossover_higher = s.crossover(impl), s.crossover(impl, beyond_margin=False)
     out.per_threads_crossover = {t: s.crossover(impl, t) for t in out.per_threads}
     out.gap = s.model.gaps.get(impl) if s.model is not None else None
-    if out.gap is not None and not out.gap.bounded and out.gap.per_message.low > 0 and out.gap.saving.high > 0:
-        out.least_crossover = 1000 * out.gap.per_message.low / out.gap.saving.high  # µs / (ns/B) -> B
+    if out.gap is not None:
+        sizes = sorted(out.gap.measured)
+        out.cost_turns = next(((a, b) for a, b in zip(sizes, sizes[1:])
+                               if out.gap.measured[a] > 0 >= out.gap.measured[b] and a in out.by_size
+                               and b in out.by_size), None)
     out.repeat = {size: repeat_range(row.decision) for size, row in out.by_size.items()}
     out.largest = max(out.by_size)
     sizes = ev.profiled_sizes(s.profiles, [impl, BASE]) if s.profiles is not None and len(s.profiles) else []

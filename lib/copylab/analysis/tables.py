@@ -123,8 +123,9 @@ def cost_model(model, sides=(("srv", "sender"), ("cli", "receiver"))) -> pd.Data
             a, b = c.per_message[side], c.per_byte[side]
             rows.append({"path": name(impl), "side": words, "per message (µs)": f"{fmt_num(a.value)} ({interval(a)})",
                          "per byte (ns/B)": f"{fmt_num(b.value)} ({interval(b)})"})
-        rows[-1]["ceiling (Gbit/s)"] = fmt_num(c.ceiling_gbps)
-        rows[-1][f"measured at {fmt_size(model.measured_sizes[-1])}"] = fmt_num(c.largest_gbps)
+            if side == c.costlier:  # the ceiling is the costlier side's: on its row
+                rows[-1]["ceiling (Gbit/s)"] = fmt_num(c.ceiling_gbps)
+                rows[-1][f"measured at {fmt_size(model.measured_sizes[-1])}"] = fmt_num(c.largest_gbps)
     return pd.DataFrame(rows).fillna("")
 
 

@@ -48,6 +48,8 @@ class ThreadVerdict:
     switches: tuple = (math.nan, math.nan)              # context switches per MB at fewest and most (means)
     sender_busy: tuple = (math.nan, math.nan)           # the sender CPU's busy share at fewest and most (medians)
     busy_at_fewest: dict = field(default_factory=dict)  # (impl, size) -> the sender CPU's busy share at fewest (mean)
+    per_message: dict = field(default_factory=dict)     # (impl, size) -> the sender task's µs per message at
+                                                        # fewest and most (geometric means of the runs)
     aggregate_bytes: tuple = (math.nan, math.nan)       # threads x working set at fewest and most
     llc_bytes: float = math.nan
     llc_name: str = ""
@@ -69,6 +71,16 @@ class ThreadVerdict:
         shares = [self.busy_at_fewest.get(k, math.nan) for k in self.throughput
                   if self.outcome(k) in ("win", "win_within_margin")]
         return max(shares) if shares and all(v == v for v in shares) else math.nan
+
+    def top_rise(self) -> tuple | None:
+        """The cell whose throughput rises most (standing after Holm): (impl, size, Decision, busy share at
+        the fewest threads, what filling that idle time alone allows: 1 / busy); None where none rises."""
+        rising = [k for k in self.throughput if self.outcome(k) in ("win", "win_within_margin")]
+        if not rising:
+            return None
+        key = max(rising, key=lambda k: self.throughput[k].ratio)
+        busy = self.busy_at_fewest.get(key, math.nan)
+        return (*key, self.throughput[key], busy, 1 / busy if busy > 0 else math.nan)
 
     def members(self) -> list[Decision]:
         pooled = [self.total, self.task_cpu_per_byte, self.outside_task, self.switches_per_mb]
@@ -105,6 +117,16 @@ def _means(tp: pd.DataFrame, column: str, lo: int, hi: int, how: str = "geometri
     return float(out.get(lo, math.nan)), float(out.get(hi, math.nan))
 
 
+def _per_message(tp: pd.DataFrame, lo: int, hi: int) -> dict:
+    """Per path and size, the sender task's CPU per message (µs) at the fewest and the most threads
+    (geometric means of the runs): what a rise beyond the idle time it filled must come from."""
+    cpu = numbers(tp, "srv_cpu_ns_per_byte") * numbers(tp, "msg_size") / 1e3
+    cpu = np.log(cpu.where(cpu > 0))
+    means = np.exp(cpu.groupby([tp["impl"], tp["msg_size"], tp["threads"]]).mean())
+    return {(str(impl), int(n)): (float(means.get((impl, n, lo), math.nan)), float(means.get((impl, n, hi), math.nan)))
+            for impl, n in {(i, n) for i, n, _ in means.index}}
+
+
 def thread_verdict(part_e: pd.DataFrame, meta: dict, margin: float) -> ThreadVerdict:
     tp = throughput_rows(part_e)
     tp = tp[tp["impl"].isin(STUDY)]
@@ -132,6 +154,7 @@ def thread_verdict(part_e: pd.DataFrame, meta: dict, margin: float) -> ThreadVer
     fewest = tp[tp["threads"] == lo]
     out.busy_at_fewest = {(str(i), int(n)): float(v) for (i, n), v in
                           numbers(fewest, "srv_cpu_busy").groupby([fewest["impl"], fewest["msg_size"]]).mean().items()}
+    out.per_message = _per_message(tp, lo, hi)
     caches = cachelevels.cache_sizes(meta.get("cpu_caches"))
     llc = cachelevels.last_level(caches)
     used = numbers(tp, "working_set_bytes")
