@@ -10,6 +10,7 @@ import pandas as pd
 
 from .. import escape
 from ..fmt import markdown_table
+from ..memory import RING_MEMORY_MAX
 from ..perf import HARDWARE_EVENTS
 from . import tables
 from .stats import measured
@@ -66,8 +67,18 @@ def caption(name: str, **values) -> str:
 def method(s, windows: str) -> str:
     memcpy = s.meta.get("memcpy") if isinstance(s.meta.get("memcpy"), dict) else {}
     params = s.meta.get("params") if isinstance(s.meta.get("params"), dict) else {}
-    return _safe(render("method", **_context(s), windows=windows, reps=s.reps, memcpy=memcpy,
+    return _safe(render("method", **_context(s), windows=windows, reps=s.reps, memcpy=memcpy, rings=rings(s),
+                        ring_memory=RING_MEMORY_MAX,
                         placement=bool(params.get("placement", True)), counters=counters(s.meta, s.df)))
+
+
+def rings(s) -> dict:
+    """{message size: bytes} each Part E sender cycles through (results.csv working_set_bytes; its median)."""
+    if "working_set_bytes" not in s.part_e or s.part_e.empty:
+        return {}
+    used = pd.to_numeric(s.part_e["working_set_bytes"], errors="coerce")
+    found = used.groupby(s.part_e["msg_size"]).median().dropna()
+    return {int(size): int(n) for size, n in found.items() if n > 0}
 
 
 def run(s) -> str:

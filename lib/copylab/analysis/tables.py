@@ -125,7 +125,7 @@ def cost_model(model, sides=(("srv", "sender"), ("cli", "receiver"))) -> pd.Data
                          "per byte (ns/B)": f"{fmt_num(b.value)} ({interval(b)})"})
             if side == c.costlier:  # the ceiling is the costlier side's: on its row
                 rows[-1]["ceiling (Gbit/s)"] = fmt_num(c.ceiling_gbps)
-                rows[-1][f"measured at {fmt_size(model.measured_sizes[-1])}"] = fmt_num(c.largest_gbps)
+                rows[-1][f"measured at {fmt_size(model.measured_sizes[-1])} (Gbit/s, mean over threads)"] = fmt_num(c.largest_gbps)
     return pd.DataFrame(rows).fillna("")
 
 
@@ -137,7 +137,7 @@ def zero_copy_work(points) -> pd.DataFrame:
             continue
         rows.append({"size": fmt_size(p.size), **{what: fmt_num(p.us_per_message[("srv", bucket)]) for bucket, what in (
             ("zerocopy_pin", "pinning (µs/msg)"), ("zerocopy_completion", "completions (µs/msg)"),
-            ("deferred_copy", "deferred copy (µs/msg)"))}})
+            ("deferred_copy", "deferred copy (µs/msg)"), ("scheduling", "scheduling (µs/msg)"))}})
     return pd.DataFrame(rows)
 
 

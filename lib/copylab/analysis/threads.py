@@ -48,8 +48,9 @@ class ThreadVerdict:
     switches: tuple = (math.nan, math.nan)              # context switches per MB at fewest and most (means)
     sender_busy: tuple = (math.nan, math.nan)           # the sender CPU's busy share at fewest and most (medians)
     busy_at_fewest: dict = field(default_factory=dict)  # (impl, size) -> the sender CPU's busy share at fewest (mean)
-    per_message: dict = field(default_factory=dict)     # (impl, size) -> the sender task's µs per message at
-                                                        # fewest and most (geometric means of the runs)
+    per_message: dict = field(default_factory=dict)     # (impl, size) -> {"us": the sender task's µs per message,
+                                                        # "share": its share of the window}: (fewest, most)
+    aggregate_max: float = math.nan                     # the most threads x the largest working set
     aggregate_bytes: tuple = (math.nan, math.nan)       # threads x working set at fewest and most
     llc_bytes: float = math.nan
     llc_name: str = ""
@@ -118,13 +119,17 @@ def _means(tp: pd.DataFrame, column: str, lo: int, hi: int, how: str = "geometri
 
 
 def _per_message(tp: pd.DataFrame, lo: int, hi: int) -> dict:
-    """Per path and size, the sender task's CPU per message (µs) at the fewest and the most threads
-    (geometric means of the runs): what a rise beyond the idle time it filled must come from."""
-    cpu = numbers(tp, "srv_cpu_ns_per_byte") * numbers(tp, "msg_size") / 1e3
-    cpu = np.log(cpu.where(cpu > 0))
-    means = np.exp(cpu.groupby([tp["impl"], tp["msg_size"], tp["threads"]]).mean())
-    return {(str(impl), int(n)): (float(means.get((impl, n, lo), math.nan)), float(means.get((impl, n, hi), math.nan)))
-            for impl, n in {(i, n) for i, n, _ in means.index}}
+    """Per path and size, at the fewest and the most threads (geometric means of the runs): the sender task's
+    CPU per message (µs) and its share of the window (throughput x CPU per byte): the two factors of a
+    cell's throughput, messages per second = share / CPU per message."""
+    ns_per_byte = numbers(tp, "srv_cpu_ns_per_byte")
+    factors = {"us": ns_per_byte * numbers(tp, "msg_size") / 1e3,
+               "share": numbers(tp, "throughput_gbps") * ns_per_byte / 8}
+    means = {k: np.exp(np.log(v.where(v > 0)).groupby([tp["impl"], tp["msg_size"], tp["threads"]]).mean())
+             for k, v in factors.items()}
+    cells = {(i, n) for i, n, _ in means["us"].index}
+    return {(str(i), int(n)): {k: (float(m.get((i, n, lo), math.nan)), float(m.get((i, n, hi), math.nan)))
+                               for k, m in means.items()} for i, n in cells}
 
 
 def thread_verdict(part_e: pd.DataFrame, meta: dict, margin: float) -> ThreadVerdict:
@@ -160,6 +165,7 @@ def thread_verdict(part_e: pd.DataFrame, meta: dict, margin: float) -> ThreadVer
     used = numbers(tp, "working_set_bytes")
     each = float(used.median()) if used.notna().any() else math.nan
     out.aggregate_bytes = (lo * each, hi * each)
+    out.aggregate_max = hi * float(used.max()) if used.notna().any() else math.nan
     if llc is not None:
         out.llc_bytes, out.llc_name = float(caches[llc]), llc
     return out
