@@ -565,3 +565,16 @@ def test_a_linear_panel_ends_at_a_labelled_tick_above_its_highest_value(full):
         top = axis.range[1] / 1.02
         assert top >= max(ys) and abs(top / axis.dtick - round(top / axis.dtick)) < 1e-6, (key, top, max(ys))
     assert _linear_ticks([13.2])["range"][1] / 1.02 == pytest.approx(15.0)  # the review's panel: label 15
+
+
+def test_latency_log_axis_frames_every_pass_drawn_not_only_the_means(full):
+    """A pass below its point's mean (43.5 µs beside a 47.7 µs axis floor in a fresh report) fell off the log
+    axis: the axis is framed on every pass it draws."""
+    df, meta = full
+    lat = df["mode"] == "latency"
+    grown = df.copy()
+    grown.loc[lat, "latency_p50_us"] = 40.0 * grown.loc[lat, "threads"]
+    first = grown.index[lat & (grown["threads"] == grown.loc[lat, "threads"].min())][0]
+    grown.loc[first, "latency_p50_us"] = 7.0  # one pass far below every mean
+    fig = figures.latency_vs_threads(grown, meta)
+    assert fig.layout.yaxis.type == "log" and 10 ** fig.layout.yaxis.range[0] <= 7.0, fig.layout.yaxis.range

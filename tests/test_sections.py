@@ -212,6 +212,32 @@ def test_q3_says_filling_idle_time_only_for_a_rise_that_idle_time_can_hold():
     assert "both runs more of the window (50.0% → 97.2%) and needs less CPU per message (18.9 → 11.2 µs)" in text, text
 
 
+def test_q3_reads_contention_where_the_threads_working_sets_pass_half_the_llc():
+    """Cache contention is read in the cells whose most threads' working sets together pass half the LLC
+    (a pooled CPU per byte over every cell hid a rise there: an eighth reading of issue 44); a rise decided
+    before Holm's correction only is said with its †, not as contention."""
+    import dataclasses
+
+    from copylab.analysis.questions import Row
+    from copylab.inference import Outcome
+
+    s = load()
+    q3 = s.verdicts["q3"]
+    d = next(iter(q3.throughput.values()))
+    rise = dataclasses.replace(d, impl="a2", size=65536, ratio=1.19, low=1.07, high=1.33, decision=Outcome.WIN)
+    flat = dataclasses.replace(d, impl="a1", size=65536, ratio=1.02, low=0.9, high=1.15, decision=Outcome.UNDECIDED)
+    q3.llc_bytes, q3.llc_name, q3.filling_bytes = float(32 << 20), "L3", {65536: float(32 << 20)}
+    q3.filling_standing = {("a2", 65536): Row(rise, Outcome.UNDECIDED, 0.2, False),
+                           ("a1", 65536): Row(flat, Outcome.UNDECIDED, 1.0, False)}
+    text = sections.answer_text(s, "q3")
+    assert text.startswith("**Cache contention does not show where the"), text
+    assert "after the correction (×1.02 to ×1.19; A2 at 64 KiB ×1.19 (1.07–1.33)† before it)" in text, text
+    q3.filling_standing[("a2", 65536)] = Row(rise, Outcome.WIN, 0.01, True)
+    text = sections.answer_text(s, "q3")
+    assert text.startswith("**Cache contention shows where the") and "rises for A2 at 64 KiB ×1.19" in text, text
+    assert "not decided to in the other 1 such cells" in text, text
+
+
 def test_q6_sets_the_profiled_functions_against_the_profiled_gap_in_microseconds():
     """A function's share of the sender's non-idle samples times the point's measured CPU per message: the
     iovec import and the gathering copy in µs, set against the two paths' profiled gap (issue 44)."""
@@ -226,8 +252,8 @@ def test_q6_sets_the_profiled_functions_against_the_profiled_gap_in_microseconds
                                  sender_us_per_message=1.6)
     assert v.a2.function_us("kernel_copy") == pytest.approx(0.4)
     text = sections.answer_text(s, "q6")
-    assert "its sender spends 2.00 µs per message against A1's 1.60" in text, text
-    assert "together 0.520 µs more than A1's in that one run, whose whole gap is 0.400 µs" in text, text
+    assert "A2's sender spends 2.00 µs per message against A1's 1.60 (means of the passes)" in text, text
+    assert "together 0.520 µs more than A1's, of a gap of 0.400 µs" in text, text
 
 
 def test_per_thread_decisions_are_one_appendix_table_per_question_not_in_the_answer():
@@ -253,13 +279,22 @@ def test_an_unbounded_crossover_is_placed_beyond_the_grid_only_where_every_size_
                              unbounded, [4096, 16384, 65536])
     v = s.verdicts["q5"] = questions.crossover_verdict(s, "a3")
     text = sections.answer_text(s, "q5")
-    assert "the model places no crossover" in text and "pays for the added cost only from" not in text, text
+    assert "The model does not decide a crossover: the saving's interval holds 0" in text, text  # saves 0.07 ns/B
+    assert "pays for the added cost only from" not in text, text
     all_slower = all(row.standing in (Outcome.LOSS, Outcome.LOSS_WITHIN) for row in v.by_size.values())
     assert ("decided slower at every size" in text) == all_slower, text
+    s.model.gaps["a3"].crossover = Estimate(82624.0, 0.0, math.inf, 3, "B")  # the estimates' crossing
     for row in v.by_size.values():
         row.standing = Outcome.LOSS
-    assert "the model places no crossover, and A3 is decided slower at every size of the grid" in \
+    assert "repays the added cost per message from 80.7 KiB, beyond this grid, but the saving's" in \
         sections.answer_text(s, "q5")
+    s.model.gaps["a3"] = Gap("a3", Estimate(9.6, 3.4, 15.8, 3, "µs"), Estimate(0.07, -0.065, 0.2, 3, "ns/B"),
+                             unbounded, [4096, 16384, 65536])  # costs more per byte at the estimate
+    v = s.verdicts["q5"] = questions.crossover_verdict(s, "a3")
+    for row in v.by_size.values():
+        row.standing = Outcome.LOSS
+    assert "At the estimates A3 saves nothing per byte over this path" in sections.answer_text(s, "q5")
+    assert "measured, A3 is decided slower at every size of the grid" in sections.answer_text(s, "q5")
 
 
 def test_q4_says_between_which_sizes_the_measured_cost_per_message_turns():
@@ -297,3 +332,24 @@ def test_q1_sets_the_pinning_per_message_against_the_copy_it_saves():
     assert "at 64 B, 1 thread, pinning the message's 8 page-aligned fields (a page or more each) costs 3.35 µs, ×158 the 21.2 ns A1's user-space copy" in text
     q1.pin_vs_copy = ()
     assert "pinning alone costs" not in sections.answer_text(s, "q1")
+
+
+def test_the_filling_cells_are_decided_from_the_task_cpu_per_byte_of_the_most_and_fewest_threads():
+    """threads._filling: only the sizes whose most threads' working sets pass half the LLC are compared, each
+    path's sender task CPU per byte at the most threads over the fewest."""
+    import pandas as pd
+
+    from copylab.analysis import threads
+
+    rows = []
+    for size, ws in ((4096, 1 << 20), (65536, 4 << 20)):
+        for t, level in ((1, 1.0), (8, 1.3)):
+            for rep, wobble in enumerate((0.99, 1.0, 1.01)):
+                rows.append({"impl": "a2", "mode": "throughput", "msg_size": size, "threads": t, "rep": rep,
+                             "working_set_bytes": ws, "srv_cpu_ns_per_byte": level * wobble,
+                             "throughput_gbps": 10.0})
+    v = threads.ThreadVerdict(1, 8, llc_bytes=float(32 << 20), llc_name="L3")
+    threads._filling(v, pd.DataFrame(rows), 0.10)
+    assert v.filling_bytes == {65536: float(32 << 20)}  # 8 x 1 MiB at 4 KiB stays within half the L3
+    d = v.filling[("a2", 65536)]
+    assert list(v.filling) == [("a2", 65536)] and abs(d.ratio - 1.3) < 0.01 and d.decision == "win", d

@@ -99,7 +99,7 @@ def crossover_verdict(s, impl: str) -> CrossoverVerdict:
     out.repeat = {size: repeat_range(row.decision) for size, row in out.by_size.items()}
     out.largest = max(out.by_size)
     sizes = ev.profiled_sizes(s.profiles, [impl, BASE]) if s.profiles is not None and len(s.profiles) else []
-    if sizes:
+    if sizes and sizes[-1] == out.largest:  # where the bytes dominate: at a small size the ring sits in L1d
         found = tuple(ev.point_profile(s.profiles, who, sizes[-1], s.results_dir) for who in (impl, BASE))
         out.profiles = found if all(found) else ()
     return out
@@ -425,6 +425,7 @@ def _thread_standing(s, q3: ThreadVerdict) -> ThreadVerdict:
         size = placed_size(s.cache)
         q3.aggregate = {a.impl: _row(a.contrast, fam) for a in s.cache.aggregate
                         if a.size == size and a.contrast is not None}
+    q3.filling_standing = {key: _row(d, fam) for key, d in q3.filling.items()}
     for name in ("total", "task_cpu_per_byte", "outside_task", "switches_per_mb"):
         if getattr(q3, name) is not None:
             q3.standing[name] = fam.standing(getattr(q3, name))

@@ -51,6 +51,11 @@ class ThreadVerdict:
     per_message: dict = field(default_factory=dict)     # (impl, size) -> {"us": the sender task's µs per message,
                                                         # "share": its share of the window}: (fewest, most)
     aggregate_max: float = math.nan                     # the most threads x the largest working set
+    # where the most threads' working sets together pass half the LLC (no longer held in it, as the cache
+    # part names its levels): (impl, size) -> Decision of the sender task's CPU per byte, most over fewest
+    filling: dict = field(default_factory=dict)
+    filling_bytes: dict = field(default_factory=dict)   # size -> the most threads x its working set
+    filling_standing: dict = field(default_factory=dict)  # (impl, size) -> Row after q3's correction
     aggregate_bytes: tuple = (math.nan, math.nan)       # threads x working set at fewest and most
     llc_bytes: float = math.nan
     llc_name: str = ""
@@ -85,7 +90,7 @@ class ThreadVerdict:
 
     def members(self) -> list[Decision]:
         pooled = [self.total, self.task_cpu_per_byte, self.outside_task, self.switches_per_mb]
-        return list(self.throughput.values()) + [d for d in pooled if d is not None]
+        return list(self.throughput.values()) + list(self.filling.values()) + [d for d in pooled if d is not None]
 
     @property
     def measured(self) -> bool:
@@ -168,4 +173,22 @@ def thread_verdict(part_e: pd.DataFrame, meta: dict, margin: float) -> ThreadVer
     out.aggregate_max = hi * float(used.max()) if used.notna().any() else math.nan
     if llc is not None:
         out.llc_bytes, out.llc_name = float(caches[llc]), llc
+        _filling(out, tp, margin)
     return out
+
+
+def _filling(out: ThreadVerdict, tp: pd.DataFrame, margin: float) -> None:
+    """The cells whose most threads' working sets together pass half the LLC, and there the sender task's
+    CPU per byte at the most threads over the fewest: where contention for the LLC can show."""
+    hi = tp[tp["threads"] == out.most]
+    together = (numbers(hi, "working_set_bytes").groupby(hi["msg_size"]).median() * out.most).dropna()
+    sizes = [int(n) for n, b in together.items() if b > out.llc_bytes / 2]
+    out.filling_bytes = {n: float(together[n]) for n in sizes}
+    if not sizes or "srv_cpu_ns_per_byte" not in tp:
+        return
+    stats = point_stats(tp, "srv_cpu_ns_per_byte", block=False)
+    for size in sizes:
+        for impl in STUDY:
+            diff = point_diff(stats, (impl, size, out.most), (impl, size, out.fewest))
+            if diff is not None:
+                out.filling[(impl, size)] = decide_diff(impl, impl, size, out.most, diff, margin)

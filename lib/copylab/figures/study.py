@@ -112,7 +112,8 @@ def latency_vs_threads(df: pd.DataFrame, meta: dict):
     # count (a saturated sender serving each connection in turn) would flatten the 1-4 thread values,
     # where the summary's decisions lie, into the bottom third of a linear one
     if _is_spread(agg[center], factor=LATENCY_LOG_SPREAD):
-        fig.update_yaxes(type="log", **_log_ticks(agg[center]))
+        # framed on every pass drawn, not only the means (a pass below the lowest mean fell off the axis)
+        fig.update_yaxes(type="log", **_log_ticks(pd.concat([agg[center], pd.to_numeric(lat[center], errors="coerce")])))
         y_text = _with_note(y_text, "log scale")
     _shared_title(fig, "y", y_text)
     title = ("Round-trip latency vs threads: median (p50; p99 in results.csv)" if center == "latency_p50_us"
