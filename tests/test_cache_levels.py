@@ -5,7 +5,11 @@ text/q2.py, text/q3.py). The analysis runs on SYNTHETIC sweeps (tests/data/analy
 
 from __future__ import annotations
 
+import atexit
+import copy
 import json
+import shutil
+import tempfile
 from dataclasses import replace
 import sys
 from pathlib import Path
@@ -28,10 +32,20 @@ CACHES = cachelevels.cache_sizes(cache_like.CACHES)
 BASE = {"name": "c", "impls": ["a1", "a2", "a3"], "modes": ["throughput"], "msg_sizes": [4096], "threads": [1]}
 
 
+_STUDIES: dict = {}
+
+
 def study_of(tmp_path: Path, **kwargs) -> analysis.Study:
-    folder = cache_like.write(tmp_path / "sweep", **kwargs)
-    df, meta = analysis.load_results(folder)
-    return analysis.study(df, meta, analysis.load_profiles(folder, df))
+    """The Study of a cache-like sweep written with kwargs: built once per worker and kwargs (in a folder of
+    its own, removed at exit), copied for each test (tests change its verdicts)."""
+    key = tuple(sorted(kwargs.items()))
+    if key not in _STUDIES:
+        home = Path(tempfile.mkdtemp(prefix="copylab-cache-like-"))
+        atexit.register(shutil.rmtree, home, True)
+        folder = cache_like.write(home / "sweep", **kwargs)
+        df, meta = analysis.load_results(folder)
+        _STUDIES[key] = analysis.study(df, meta, analysis.load_profiles(folder, df))
+    return copy.deepcopy(_STUDIES[key])
 
 
 # ------------------------------------------------------------------------------------------------

@@ -5,6 +5,8 @@ sentence says what the table beside it does not."""
 
 from __future__ import annotations
 
+import copy
+import functools
 import re
 import sys
 from pathlib import Path
@@ -25,9 +27,15 @@ GOLDEN = ("summary", "q3", "q4", "q6")
 WORDS_PER_ANSWER = 250
 
 
-def load(folder: Path = STORED):
+@functools.lru_cache(maxsize=None)
+def _study(folder: Path):
     df, meta = analysis.load_results(folder)
     return analysis.study(df, meta, analysis.load_profiles(folder, df))
+
+
+def load(folder: Path = STORED):
+    """The folder's Study, built once per worker and copied for each test (tests change its verdicts)."""
+    return copy.deepcopy(_study(folder))
 
 
 def rendered() -> dict[str, str]:
