@@ -262,6 +262,16 @@ def test_q6_sets_the_profiled_functions_against_the_profiled_gap_in_microseconds
     text = sections.answer_text(s, "q6")
     assert "A2's sender spends 2.00 µs per message against A1's 1.60 (means of the passes)" in text, text
     assert "together 0.520 µs more than A1's, of a gap of 0.400 µs" in text, text
+    # both senders saturated: throughput is the inverse of CPU per message, set beside the measured ratio
+    import dataclasses
+
+    from copylab.analysis.questions import Row
+    d = dataclasses.replace(v.row.decision, threads=1, ratio=0.771, low=0.709, high=0.839)
+    v.profiled_row, v.busy = Row(d, Outcome.LOSS, 0.01, True), (1.0, 0.992)
+    assert "so throughput follows CPU per message: 1.60 / 2.00 = ×0.800, beside the measured ×0.771 (0.709–0.839) " \
+        "at 1 thread" in sections.answer_text(s, "q6")
+    v.busy = (0.6, 0.992)  # a sender idle part of the window: its throughput is not its CPU per message alone
+    assert "throughput follows CPU per message" not in sections.answer_text(s, "q6")
 
 
 def test_per_thread_decisions_are_one_appendix_table_per_question_not_in_the_answer():

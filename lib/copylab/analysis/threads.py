@@ -72,16 +72,20 @@ class ThreadVerdict:
         """How many of the throughput cells stand at one of outcomes."""
         return sum(1 for key in self.throughput if self.outcome(key) in outcomes)
 
-    def busiest_rising(self) -> float:
+    def rising(self, before_correction: bool = False) -> list:
+        """The cells where throughput rises: standing after Holm, or decided before the correction at least."""
+        return [k for k, d in self.throughput.items()
+                if (d.decision.higher if before_correction else self.outcome(k) in ("win", "win_within_margin"))]
+
+    def busiest_rising(self, before_correction: bool = False) -> float:
         """The highest busy share at the fewest threads among the cells where throughput rises (NaN: none)."""
-        shares = [self.busy_at_fewest.get(k, math.nan) for k in self.throughput
-                  if self.outcome(k) in ("win", "win_within_margin")]
+        shares = [self.busy_at_fewest.get(k, math.nan) for k in self.rising(before_correction)]
         return max(shares) if shares and all(v == v for v in shares) else math.nan
 
-    def top_rise(self) -> tuple | None:
-        """The cell whose throughput rises most (standing after Holm): (impl, size, Decision, busy share at
-        the fewest threads, what filling that idle time alone allows: 1 / busy); None where none rises."""
-        rising = [k for k in self.throughput if self.outcome(k) in ("win", "win_within_margin")]
+    def top_rise(self, before_correction: bool = False) -> tuple | None:
+        """The cell whose throughput rises most (rising()): (impl, size, Decision, busy share at the fewest
+        threads, what filling that idle time alone allows: 1 / busy); None where none rises."""
+        rising = self.rising(before_correction)
         if not rising:
             return None
         key = max(rising, key=lambda k: self.throughput[k].ratio)
