@@ -22,7 +22,6 @@ Residency: a working set fits a level when it is at most the level's size (cache
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 
 import pandas as pd

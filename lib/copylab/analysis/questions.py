@@ -390,8 +390,7 @@ class SurpriseVerdict:
     copy_profiled_ns: float = math.nan  # the same copy as A1's profile measures it (ns per message)
     measured_gap: Estimate | None = None  # measured_gap_us with its interval over the passes
     fades: list = field(default_factory=list)  # the larger sizes' Rows up to the first not decided slower
-    profiled_row: Row | None = None    # A2/A1 throughput at the profiled thread count and that size
-    busy: tuple = ()                   # (A2's, A1's) sender CPU busy share there (means of the passes)
+    busy: tuple = ()                   # (A2's, A1's) sender CPU busy share at the profiled thread count and size
 
 
 def surprise_verdict(s, q4: CrossoverVerdict, q5: CrossoverVerdict) -> SurpriseVerdict:
@@ -414,7 +413,6 @@ def surprise_verdict(s, q4: CrossoverVerdict, q5: CrossoverVerdict) -> SurpriseV
         if out.a1 is not None:
             out.copy_profiled_ns = 1000 * out.a1.us_per_message[("srv", "user_copy")]
         if out.a2 is not None:
-            out.profiled_row = q4.per_threads.get(out.a2.threads, {}).get(size)
             tp = throughput_rows(s.part_e)
             at = tp[(tp["msg_size"] == size) & (tp["threads"] == out.a2.threads)]
             busy = numbers(at, "srv_cpu_busy").groupby(at["impl"]).mean()

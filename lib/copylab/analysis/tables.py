@@ -3,7 +3,6 @@ decision, interval or number the Study already holds."""
 
 from __future__ import annotations
 
-import math
 
 import pandas as pd
 
