@@ -16,7 +16,7 @@ import pytest
 from copylab import registry
 from copylab.contract import IMPLS, MODES
 from copylab.topology import netns_pair
-from native_helpers import run_client, sanitizer_findings, start_server
+from native_helpers import run_client_once_more_if_empty, sanitizer_findings, start_server
 
 SIZES = (8, 64, 4097, 65536, 1048576)
 THREADS = (1, 4)
@@ -77,21 +77,7 @@ def check_server(rc: int, s: dict | None, impl: str, mode: str, size: int, clien
         assert s["enobufs"] == 0
 
 
-EMPTY_WINDOW = "lengthen --duration"  # the client's refusal of a window in which nothing completed
-LONGER_WINDOW_S = 1.0  # the sweeps' own throughput window
 WINDOW_S = 0.1  # each client's window: the checks are of bytes and framing, not rates; 240 windows in all
-
-
-def run_client_once_more_if_empty(addr: str, port: int, mode: str, size: int, threads: int, **kw) -> tuple:
-    """A client run, and a second one with a longer window when the first saw nothing complete (seen
-    once in a loaded `make test`, uring_zc at 64 B on 4 threads: likely a segment dropped on the busy
-    host waiting out TCP's 200 ms minimum retransmission timeout, the whole 0.2 s window): (the run
-    to check, the bytes and connections the empty run took from the server)."""
-    run = run_client(addr, port, mode, size, threads=threads, **kw)
-    if run.returncode == 0 or EMPTY_WINDOW not in run.stderr:
-        return run, (0, 0)
-    taken = ((run.result or {}).get("total_bytes", 0), threads)
-    return run_client(addr, port, mode, size, threads=threads, **{**kw, "duration": LONGER_WINDOW_S}), taken
 
 
 def run_point(impl: str, mode: str, size: int, addr: str, sanitize: bool, server_prefix=(), client_prefix=()):
