@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from inotify_simple import INotify, flags
+from native_helpers import EMPTY_WINDOW
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/ helpers importable as modules
@@ -239,6 +240,11 @@ def quick_sweep_dir(tmp_path_factory, native_build) -> Path:
     """A real sweep of params/quick.yaml (namespaces, perf, all implementations, both modes)."""
     out = tmp_path_factory.mktemp("quick-sweep")
     proc = run_copylab("sweep", "params/quick.yaml", "--out", str(out), "--no-progress", timeout=900)
+    log = out / "sweep.log"
+    if proc.returncode == 1 and log.is_file() and EMPTY_WINDOW in log.read_text(errors="replace"):
+        # a run whose short window completed nothing beside the other tests (an A3 latency round trip of
+        # 138 ms in a fresh-clone CI): the sweep resumes as a user's would, measuring its failed points again
+        proc = run_copylab("sweep", "params/quick.yaml", "--out", str(out), "--no-progress", timeout=900)
     assert proc.returncode == 0, f"quick sweep failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr[-3000:]}"
     return out
 
