@@ -210,7 +210,7 @@ def test_q3_says_filling_idle_time_only_for_a_rise_that_idle_time_can_hold():
         q3.standing[key] = Outcome.WIN if key == top else Outcome.UNDECIDED
     q3.busy_at_fewest = {k: 0.9 for k in q3.throughput}
     held = q3.throughput[top].ratio <= 1 / 0.9
-    q3.per_message[top] = {"us": (18.9, 11.2), "share": (0.5, 0.972)}
+    q3.per_message[top] = (18.9, 11.2)
     text = sections.answer_text(s, "q3")
     assert ("the other connections fill that time" in text) == held, text
     q3.busy_at_fewest[top] = 1.01 / q3.throughput[top].ratio  # 1 / busy just below the rise

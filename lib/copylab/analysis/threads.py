@@ -48,8 +48,8 @@ class ThreadVerdict:
     switches: tuple = (math.nan, math.nan)              # context switches per MB at fewest and most (means)
     sender_busy: tuple = (math.nan, math.nan)           # the sender CPU's busy share at fewest and most (medians)
     busy_at_fewest: dict = field(default_factory=dict)  # (impl, size) -> the sender CPU's busy share at fewest (mean)
-    per_message: dict = field(default_factory=dict)     # (impl, size) -> {"us": the sender task's µs per message,
-                                                        # "share": its share of the window}: (fewest, most)
+    per_message: dict = field(default_factory=dict)     # (impl, size) -> the sender task's µs per message at
+                                                        # fewest and most (geometric means of the runs)
     aggregate_max: float = math.nan                     # the most threads x the largest working set
     # where the most threads' working sets together pass half the LLC (no longer held in it, as the cache
     # part names its levels): (impl, size) -> Decision of the sender task's CPU per byte, most over fewest
@@ -72,20 +72,20 @@ class ThreadVerdict:
         """How many of the throughput cells stand at one of outcomes."""
         return sum(1 for key in self.throughput if self.outcome(key) in outcomes)
 
-    def rising(self, before_correction: bool = False) -> list:
-        """The cells where throughput rises: standing after Holm, or decided before the correction at least."""
-        return [k for k, d in self.throughput.items()
-                if (d.decision.higher if before_correction else self.outcome(k) in ("win", "win_within_margin"))]
+    def rising(self) -> list:
+        """The cells where throughput is decided to rise, before Holm's correction at least (the text marks
+        those that do not stand after it)."""
+        return [k for k, d in self.throughput.items() if d.decision.higher]
 
-    def busiest_rising(self, before_correction: bool = False) -> float:
+    def busiest_rising(self) -> float:
         """The highest busy share at the fewest threads among the cells where throughput rises (NaN: none)."""
-        shares = [self.busy_at_fewest.get(k, math.nan) for k in self.rising(before_correction)]
+        shares = [self.busy_at_fewest.get(k, math.nan) for k in self.rising()]
         return max(shares) if shares and all(v == v for v in shares) else math.nan
 
-    def top_rise(self, before_correction: bool = False) -> tuple | None:
+    def top_rise(self) -> tuple | None:
         """The cell whose throughput rises most (rising()): (impl, size, Decision, busy share at the fewest
         threads, what filling that idle time alone allows: 1 / busy); None where none rises."""
-        rising = self.rising(before_correction)
+        rising = self.rising()
         if not rising:
             return None
         key = max(rising, key=lambda k: self.throughput[k].ratio)
@@ -128,17 +128,12 @@ def _means(tp: pd.DataFrame, column: str, lo: int, hi: int, how: str = "geometri
 
 
 def _per_message(tp: pd.DataFrame, lo: int, hi: int) -> dict:
-    """Per path and size, at the fewest and the most threads (geometric means of the runs): the sender task's
-    CPU per message (µs) and its share of the window (throughput x CPU per byte): the two factors of a
-    cell's throughput, messages per second = share / CPU per message."""
-    ns_per_byte = numbers(tp, "srv_cpu_ns_per_byte")
-    factors = {"us": ns_per_byte * numbers(tp, "msg_size") / 1e3,
-               "share": numbers(tp, "throughput_gbps") * ns_per_byte / 8}
-    means = {k: np.exp(np.log(v.where(v > 0)).groupby([tp["impl"], tp["msg_size"], tp["threads"]]).mean())
-             for k, v in factors.items()}
-    cells = {(i, n) for i, n, _ in means["us"].index}
-    return {(str(i), int(n)): {k: (float(m.get((i, n, lo), math.nan)), float(m.get((i, n, hi), math.nan)))
-                               for k, m in means.items()} for i, n in cells}
+    """Per path and size, the sender task's CPU per message (µs) at the fewest and the most threads
+    (geometric means of the runs)."""
+    us = numbers(tp, "srv_cpu_ns_per_byte") * numbers(tp, "msg_size") / 1e3
+    means = np.exp(np.log(us.where(us > 0)).groupby([tp["impl"], tp["msg_size"], tp["threads"]]).mean())
+    return {(str(i), int(n)): (float(means.get((i, n, lo), math.nan)), float(means.get((i, n, hi), math.nan)))
+            for i, n in {(i, n) for i, n, _ in means.index}}
 
 
 def thread_verdict(part_e: pd.DataFrame, meta: dict, margin: float) -> ThreadVerdict:
